@@ -1,0 +1,278 @@
+"""The closed, versioned event union and its envelope.
+
+Adapters yield *payloads* (``MessageDelta(text=...)``, ``ToolStarted(...)``...); the runtime stamps
+each into an :class:`Event` envelope with a session-wide, gap-free ``sequence``. The union is
+closed: :data:`PAYLOAD_TYPES` is the whole set, keyed by the ``type`` string stored in the ledger.
+
+Status, tool and permission summaries must be adapter-authored safe summaries (1-240 characters,
+no control characters). Never put raw provider output, exception text or tool arguments there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
+
+import attrs
+from attrs import field, frozen
+
+from . import _bounds
+from .errors import MESSAGES, REASONS
+from .models import PROTOCOL_VERSION, TARGETS, Usage
+
+_status = _bounds.bounded(1, _bounds.STATUS_MAX)
+_opt_status = _bounds.optional_bounded(1, _bounds.STATUS_MAX)
+_ident = _bounds.bounded(1, 256)
+_text = _bounds.bounded(0, _bounds.TEXT_MAX, multiline=True)
+_nonempty_text = _bounds.bounded(1, _bounds.TEXT_MAX, multiline=True)
+
+
+def _in(choices: tuple[str, ...]) -> Any:
+    return attrs.validators.in_(choices)
+
+
+@frozen
+class SessionOpened:
+    TYPE: ClassVar[str] = "session.opened"
+    provider: str = field(validator=_bounds.name)
+    target: str = field(validator=_in(TARGETS))
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    posture: str = "auto"
+    sandbox: str | None = None
+    network: str | None = None
+
+
+@frozen
+class SessionResumed:
+    TYPE: ClassVar[str] = "session.resumed"
+    provider: str = field(validator=_bounds.name)
+    target: str = field(validator=_in(TARGETS))
+
+
+@frozen
+class SessionClosed:
+    TYPE: ClassVar[str] = "session.closed"
+
+
+@frozen
+class TurnStarted:
+    TYPE: ClassVar[str] = "turn.started"
+    prompt: str = field(validator=_nonempty_text)
+
+
+@frozen
+class MessageDelta:
+    """A piece of streamed assistant text."""
+
+    TYPE: ClassVar[str] = "message.delta"
+    text: str = field(validator=_nonempty_text)
+
+
+@frozen
+class MessageCompleted:
+    """A whole assistant (or user-visible) message."""
+
+    TYPE: ClassVar[str] = "message.completed"
+    text: str = field(validator=_text)
+    role: str = field(default="assistant", validator=_in(("assistant", "user", "system")))
+
+
+@frozen
+class ToolStarted:
+    TYPE: ClassVar[str] = "tool.started"
+    call_id: str = field(validator=_ident)
+    name: str = field(validator=_bounds.bounded(1, 128))
+    summary: str | None = field(default=None, validator=_opt_status)
+
+
+@frozen
+class ToolCompleted:
+    TYPE: ClassVar[str] = "tool.completed"
+    call_id: str = field(validator=_ident)
+    name: str = field(validator=_bounds.bounded(1, 128))
+    ok: bool = True
+    summary: str | None = field(default=None, validator=_opt_status)
+
+
+@frozen
+class PermissionRequested:
+    TYPE: ClassVar[str] = "permission.requested"
+    request_id: str = field(validator=_ident)
+    summary: str = field(validator=_status)
+    tool: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+
+
+@frozen
+class PermissionResolved:
+    TYPE: ClassVar[str] = "permission.resolved"
+    request_id: str = field(validator=_ident)
+    decision: str = field(validator=_in(("allow", "deny")))
+    source: str = field(default="host", validator=_in(("host", "policy", "timeout")))
+
+
+@frozen
+class UsageReported:
+    """Usage as the provider reported it; emit only when reliable (absence = unknown)."""
+
+    TYPE: ClassVar[str] = "usage"
+    usage: Usage
+
+
+@frozen
+class Status:
+    """An adapter-authored progress summary."""
+
+    TYPE: ClassVar[str] = "status"
+    message: str = field(validator=_status)
+
+
+@frozen
+class Artifact:
+    TYPE: ClassVar[str] = "artifact"
+    name: str = field(validator=_bounds.bounded(1, 256))
+    path: str | None = field(default=None, validator=_bounds.optional_bounded(1, 4096))
+    media_type: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    size: int | None = field(default=None, validator=_bounds.non_negative_int)
+
+
+@frozen
+class TurnCompleted:
+    """Terminal: the turn finished successfully."""
+
+    TYPE: ClassVar[str] = "turn.completed"
+    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+
+
+@frozen
+class TurnFailed:
+    """Terminal: the turn failed for a fixed reason; ``message`` is fixed by the reason."""
+
+    TYPE: ClassVar[str] = "turn.failed"
+    reason: str = field(validator=_in(REASONS))
+    message: str = ""
+    hint: str | None = field(default=None, validator=_opt_status)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "message", MESSAGES[self.reason])
+
+
+@frozen
+class TurnCancelled:
+    """Terminal: the turn was cancelled (by the host or the harness)."""
+
+    TYPE: ClassVar[str] = "turn.cancelled"
+    by: str = field(default="host", validator=_in(("host", "harness", "close")))
+
+
+Payload = (
+    SessionOpened
+    | SessionResumed
+    | SessionClosed
+    | TurnStarted
+    | MessageDelta
+    | MessageCompleted
+    | ToolStarted
+    | ToolCompleted
+    | PermissionRequested
+    | PermissionResolved
+    | UsageReported
+    | Status
+    | Artifact
+    | TurnCompleted
+    | TurnFailed
+    | TurnCancelled
+)
+
+#: The closed union: event ``type`` -> payload class.
+PAYLOAD_TYPES: Mapping[str, type[Any]] = {
+    cls.TYPE: cls
+    for cls in (
+        SessionOpened,
+        SessionResumed,
+        SessionClosed,
+        TurnStarted,
+        MessageDelta,
+        MessageCompleted,
+        ToolStarted,
+        ToolCompleted,
+        PermissionRequested,
+        PermissionResolved,
+        UsageReported,
+        Status,
+        Artifact,
+        TurnCompleted,
+        TurnFailed,
+        TurnCancelled,
+    )
+}
+EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_TYPES)
+TERMINAL_TYPES: frozenset[str] = frozenset(
+    {TurnCompleted.TYPE, TurnFailed.TYPE, TurnCancelled.TYPE}
+)
+#: Payloads an adapter may yield from ``run_turn``; the runtime authors the rest.
+ADAPTER_TYPES: frozenset[str] = EVENT_TYPES - {
+    SessionOpened.TYPE,
+    SessionResumed.TYPE,
+    SessionClosed.TYPE,
+    TurnStarted.TYPE,
+}
+
+EventType = Literal[
+    "session.opened",
+    "session.resumed",
+    "session.closed",
+    "turn.started",
+    "message.delta",
+    "message.completed",
+    "tool.started",
+    "tool.completed",
+    "permission.requested",
+    "permission.resolved",
+    "usage",
+    "status",
+    "artifact",
+    "turn.completed",
+    "turn.failed",
+    "turn.cancelled",
+]
+
+
+def make_payload(event_type: str, fields: Mapping[str, Any]) -> Payload:
+    """Build a payload from provider-shaped data, projecting out fields the type doesn't have.
+
+    Raises ``ValueError`` for an unknown type (the union is closed) or an out-of-bounds field.
+    """
+    cls = PAYLOAD_TYPES.get(event_type)
+    if cls is None:
+        raise ValueError(f"unknown event type: {event_type!r}")
+    known = {a.name for a in attrs.fields(cls)}
+    kept = {k: v for k, v in fields.items() if k in known}
+    if cls is UsageReported and isinstance(kept.get("usage"), Mapping):
+        usage_known = {a.name for a in attrs.fields(Usage)}
+        kept["usage"] = Usage(**{k: v for k, v in kept["usage"].items() if k in usage_known})
+    result: Payload = cls(**kept)
+    return result
+
+
+@frozen
+class Event:
+    """The envelope every stored and streamed event carries.
+
+    ``sequence`` is session-wide and gap-free starting at 1; ``turn_id`` is ``None`` for session
+    events. The runtime constructs envelopes (trusted), so only payloads are validated.
+    """
+
+    event_id: str
+    sequence: int
+    session_id: str
+    turn_id: str | None
+    harness: str
+    timestamp: str
+    type: str
+    payload: Payload
+    parent_event_id: str | None = None
+    protocol_version: int = PROTOCOL_VERSION
+
+    @property
+    def terminal(self) -> bool:
+        return self.type in TERMINAL_TYPES

@@ -1,0 +1,299 @@
+"""Frozen request/response models of the contract.
+
+Validators run at construction (the boundary); converters are kept to the few places where a
+friendlier input type is accepted (a list of features becomes a frozenset, a path becomes a str).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+
+import attrs
+from attrs import field, frozen
+
+from . import _bounds
+from .errors import HarnessError
+
+PROTOCOL_VERSION = 1
+
+Target = Literal["local", "cloud"]
+TARGETS: tuple[str, ...] = get_args(Target)
+
+Feature = Literal["resume", "cancel", "usage", "mcp", "permissions", "fork", "steer", "checkpoint"]
+FEATURES: tuple[str, ...] = get_args(Feature)
+
+Posture = Literal["strict", "auto", "dangerous"]
+POSTURES: tuple[str, ...] = get_args(Posture)
+
+WorkspaceScope = Literal["run", "agent", "agent-user"]
+WORKSPACE_SCOPES: tuple[str, ...] = get_args(WorkspaceScope)
+
+Concurrency = Literal["queue", "fail", "fork"]
+CONCURRENCY_POLICIES: tuple[str, ...] = get_args(Concurrency)
+
+NetworkPolicy = Literal["none", "mcp-only", "allowlist", "open"]
+NETWORK_POLICIES: tuple[str, ...] = get_args(NetworkPolicy)
+
+SandboxOutcome = Literal["success", "failure", "cancelled"]
+SANDBOX_OUTCOMES: tuple[str, ...] = get_args(SandboxOutcome)
+
+SessionStatus = Literal["open", "closed"]
+
+
+def _one_of(choices: tuple[str, ...]) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if value not in choices:
+            raise ValueError(f"{attribute.name} must be one of {', '.join(choices)}")
+
+    return check
+
+
+def _subset_of(choices: tuple[str, ...]) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: frozenset[str]) -> None:
+        unknown = sorted(set(value) - set(choices))
+        if unknown:
+            raise ValueError(f"{attribute.name} has unknown values: {', '.join(unknown)}")
+
+    return check
+
+
+def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+def _optional_path(value: str | os.PathLike[str] | None) -> str | None:
+    return None if value is None else os.fspath(value)
+
+
+def _str_tuple(value: Any) -> tuple[str, ...]:
+    return tuple(str(v) for v in (value or ()))
+
+
+@frozen
+class HarnessDescriptor:
+    """What a harness is and what it actually supports (not what it would like to)."""
+
+    provider: str = field(validator=_bounds.name)
+    targets: frozenset[str] = field(converter=frozenset, validator=_subset_of(TARGETS))
+    features: frozenset[str] = field(
+        converter=frozenset, factory=frozenset, validator=_subset_of(FEATURES)
+    )
+    version: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    #: The model vendor whose credentials the harness needs (``anthropic``, ``openai``...).
+    vendor: str | None = field(default=None, validator=_bounds.optional_bounded(1, 64))
+    display_name: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    #: Adapter-authored facts such as the detected CLI version or permission modes.
+    details: Mapping[str, str] = field(converter=_frozen_mapping, factory=dict)
+    protocol_version: int = PROTOCOL_VERSION
+
+    @targets.validator
+    def _targets_not_empty(self, attribute: attrs.Attribute[Any], value: frozenset[str]) -> None:
+        if not value:
+            raise ValueError("targets must not be empty")
+
+
+def assert_supported(
+    descriptor: HarnessDescriptor, target: str, feature: str | None = None
+) -> None:
+    """Raise ``unsupported-target``/``unsupported-feature`` unless the descriptor claims support.
+
+    Negotiation is not authorisation: adapters still check requests themselves.
+    """
+    if target not in descriptor.targets:
+        raise HarnessError("unsupported-target", f"{descriptor.provider} has no {target} target")
+    if feature is not None and feature not in descriptor.features:
+        raise HarnessError(
+            "unsupported-feature", f"{descriptor.provider} does not support {feature}"
+        )
+
+
+@frozen
+class SessionRef:
+    """The complete reference to a session; ``session_id`` is opaque and preserved verbatim."""
+
+    provider: str = field(validator=_bounds.name)
+    target: str = field(validator=_one_of(TARGETS))
+    session_id: str = field(validator=_bounds.bounded(1, _bounds.SESSION_ID_MAX))
+
+
+def _workspace_for_local(instance: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
+    if value is not None and (not value or "\x00" in value):
+        raise ValueError("workspace must be a non-empty path")
+    if getattr(instance, "target", None) == "local" and value is None:
+        raise ValueError("a local session needs an explicit workspace")
+
+
+@frozen
+class SandboxSpec:
+    """Where and how the harness process runs; resolved by a sandbox provider."""
+
+    provider: str | None = field(default=None, validator=attrs.validators.optional(_bounds.name))
+    scope: str = field(default="run", validator=_one_of(WORKSPACE_SCOPES))
+    concurrency: str = field(default="queue", validator=_one_of(CONCURRENCY_POLICIES))
+    network: str = field(default="open", validator=_one_of(NETWORK_POLICIES))
+    #: ``host:port`` pairs reachable under the ``allowlist``/``mcp-only`` policies.
+    allow: tuple[str, ...] = field(converter=_str_tuple, factory=tuple)
+    config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+
+
+@frozen
+class OpenSessionRequest:
+    """Ask a harness for a new session. A ``local`` session requires an explicit workspace."""
+
+    harness: str = field(validator=_bounds.name)
+    target: str = field(default="local", validator=_one_of(TARGETS))
+    workspace: str | None = field(
+        default=None, converter=_optional_path, validator=_workspace_for_local
+    )
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    posture: str = field(default="auto", validator=_one_of(POSTURES))
+    sandbox: SandboxSpec = field(factory=SandboxSpec)
+    #: Who the session runs for; keys durable workspaces and credential grants.
+    agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+
+    def __attrs_post_init__(self) -> None:
+        if self.posture == "dangerous" and self.sandbox.network == "open":
+            raise ValueError("the dangerous posture is refused with network policy open")
+
+
+@frozen
+class ResumeSessionRequest:
+    """Reattach to a session from its complete reference."""
+
+    session: SessionRef
+    workspace: str | None = field(default=None, converter=_optional_path)
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    posture: str = field(default="auto", validator=_one_of(POSTURES))
+    sandbox: SandboxSpec = field(factory=SandboxSpec)
+    agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
+    config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+
+    @property
+    def harness(self) -> str:
+        return self.session.provider
+
+    @property
+    def target(self) -> str:
+        return self.session.target
+
+    def __attrs_post_init__(self) -> None:
+        if self.session.target == "local" and self.workspace is None:
+            raise ValueError("a local session needs an explicit workspace")
+        if self.workspace is not None and (not self.workspace or "\x00" in self.workspace):
+            raise ValueError("workspace must be a non-empty path")
+        if self.posture == "dangerous" and self.sandbox.network == "open":
+            raise ValueError("the dangerous posture is refused with network policy open")
+
+
+@frozen
+class RunTurnRequest:
+    """Run one turn; ``turn_id`` is assigned by the controller and opaque to the adapter."""
+
+    session: SessionRef
+    turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
+    prompt: str = field(validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True))
+
+
+@frozen
+class CancelTurnRequest:
+    session: SessionRef
+    turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
+
+
+@frozen
+class CloseSessionRequest:
+    session: SessionRef
+
+
+@frozen
+class Usage:
+    """Provider-reported usage. ``None`` means unknown, never zero."""
+
+    input_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    output_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    cache_read_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    cache_write_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    reasoning_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    requests: int | None = field(default=None, validator=_bounds.non_negative_int)
+    cost_usd: float | None = field(default=None, validator=_bounds.non_negative_number)
+
+
+@frozen
+class SandboxRequest:
+    """Sent to ``sandbox_provision`` when a session opens or resumes."""
+
+    session_id: str = field(validator=_bounds.bounded(1, _bounds.SESSION_ID_MAX))
+    harness: str = field(validator=_bounds.name)
+    workspace: str | None
+    spec: SandboxSpec
+    agent: str | None = None
+    user: str | None = None
+    posture: str = field(default="auto", validator=_one_of(POSTURES))
+
+
+@frozen
+class SandboxHandle:
+    """How to run a process in a provisioned sandbox; adapters never build this themselves."""
+
+    provider: str = field(validator=_bounds.name)
+    workspace: str | None
+    #: argv prefix the runtime puts before every spawned command (empty = run directly).
+    command_prefix: tuple[str, ...] = field(converter=_str_tuple, factory=tuple)
+    #: extra environment for spawned processes (not secrets: those come from credentials).
+    env: Mapping[str, str] = field(converter=_frozen_mapping, factory=dict)
+    #: provider-private state needed by finalize (a lock, a proxy, a temp dir...).
+    state: Any = field(default=None, eq=False, repr=False)
+
+
+CredentialPurpose = Literal["harness-llm", "integration"]
+CREDENTIAL_PURPOSES: tuple[str, ...] = get_args(CredentialPurpose)
+
+
+@frozen
+class CredentialRequest:
+    """Sent to ``credentials_resolve`` once, when a session opens or resumes."""
+
+    harness: str = field(validator=_bounds.name)
+    vendor: str | None = None
+    agent: str | None = None
+    user: str | None = None
+    purposes: tuple[str, ...] = field(converter=_str_tuple, default=("harness-llm", "integration"))
+
+
+@frozen
+class Credential:
+    """One secret to inject as an environment variable. The value never appears in reprs."""
+
+    env_var: str = field(validator=_bounds.bounded(1, 128))
+    value: str = field(repr=False)
+    purpose: str = field(default="harness-llm", validator=_one_of(CREDENTIAL_PURPOSES))
+    #: set for an agent-level grant; ``None`` for a vendor-scoped fallback
+    agent: str | None = None
+    vendor: str | None = None
+    priority: int = 0
+    source: str = field(default="unknown", validator=_bounds.bounded(1, 64))
+
+
+@frozen
+class SessionRecord:
+    """What a ledger stores about a session (the events are stored separately)."""
+
+    ref: SessionRef
+    status: str = field(default="open", validator=_one_of(("open", "closed")))
+    created_at: str = ""
+    updated_at: str = ""
+    workspace: str | None = None
+    model: str | None = None
+    posture: str = "auto"
+    agent: str | None = None
+    user: str | None = None
+
+    @property
+    def session_id(self) -> str:
+        return self.ref.session_id
