@@ -1,0 +1,108 @@
+"""The runtime's :class:`~harness_hookspecs.SessionContext`: spawning through the sandbox."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+from harness_hookspecs import HarnessError, SandboxHandle
+
+from .process import Process, base_environment, spawn
+from .redaction import Redactor
+
+
+class RuntimeSessionContext:
+    """One per live session; owned by the controller."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        harness: str,
+        target: str,
+        workspace: str | None,
+        model: str | None,
+        posture: str,
+        config: Mapping[str, object],
+        credential_env: Mapping[str, str],
+        sandbox: SandboxHandle,
+        state_root: Path,
+        redactor: Redactor,
+        task_group: anyio.abc.TaskGroup | None,
+        env_passthrough: Sequence[str] = (),
+    ) -> None:
+        self.session_id = session_id
+        self.harness = harness
+        self.target = target
+        self.workspace = sandbox.workspace or workspace
+        self.model = model
+        self.posture = posture
+        self.config = config
+        self.sandbox = sandbox
+        self.redactor = redactor
+        self._credential_env = dict(credential_env)
+        self._state_root = state_root
+        self._task_group = task_group
+        self._passthrough = tuple(env_passthrough)
+        self.deadline: float | None = None
+        self.turn_processes: list[Process] = []
+        self.session_processes: list[Process] = []
+        self.background_scopes: list[anyio.CancelScope] = []
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return {**self.sandbox.env, **self._credential_env}
+
+    @property
+    def state_dir(self) -> str:
+        digest = hashlib.sha256(self.session_id.encode()).hexdigest()[:32]
+        path = self._state_root / self.harness.replace(":", "_") / digest
+        path.mkdir(parents=True, exist_ok=True)
+        return os.fspath(path)
+
+    def add_secret(self, value: str) -> None:
+        self.redactor.add(value)
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bool = False,
+        lifetime: str = "turn",
+    ) -> Process:
+        if lifetime not in ("turn", "session"):
+            raise HarnessError("invalid-request", "lifetime must be turn or session")
+        full_env = {**base_environment(self._passthrough), **self.env, **(env or {})}
+        workdir = cwd or self.workspace
+        if workdir is not None and not os.path.isdir(workdir):
+            raise HarnessError("invalid-request", "the workspace directory does not exist")
+        process = await spawn(
+            (*self.sandbox.command_prefix, *argv), env=full_env, cwd=workdir, stdin=stdin
+        )
+        (self.turn_processes if lifetime == "turn" else self.session_processes).append(process)
+        return process
+
+    def start_soon(self, function: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run a background task for this session's lifetime (cancelled on close/detach)."""
+        if self._task_group is None:
+            raise HarnessError("invalid-request", "the controller is not running (use async with)")
+        scope = anyio.CancelScope()
+        self.background_scopes.append(scope)
+
+        async def runner() -> None:
+            with scope:
+                await function(*args)
+
+        self._task_group.start_soon(runner)
+
+    async def kill_processes(self, which: str, grace: float) -> None:
+        processes = self.turn_processes if which == "turn" else self.session_processes
+        while processes:
+            await processes.pop().terminate(grace)

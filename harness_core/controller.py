@@ -1,0 +1,808 @@
+"""The controller: sessions, turns and the guarantees the contract promises.
+
+- one session-wide, gap-free ``sequence``; every event goes to the ledger, then to observers;
+- one active turn per session (``turn-active``); exactly one terminal event per turn, last;
+- a stream that ends without a terminal is recorded as ``failed``, never ``completed``;
+- a raised exception is ``provider-failed`` with no raw text; deadlines are ``timeout``;
+  event-count limits are ``limit-exceeded``; cancel reaches the caller as ``turn.cancelled``;
+- close is idempotent; resume works from a complete :class:`SessionRef` in a new controller.
+
+Turns are pulled, not pushed: ``async with controller.turn(...) as turn: async for event in turn``
+advances the adapter's iterator inside a cancel scope entered and left within each step, so
+cancel and deadlines are structured (anyio) without a background task per turn.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import attrs
+from attrs import define, frozen
+from harness_hookspecs import (
+    ADAPTER_TYPES,
+    TERMINAL_TYPES,
+    CancelTurnRequest,
+    CloseSessionRequest,
+    Credential,
+    CredentialRequest,
+    Event,
+    HarnessDescriptor,
+    HarnessError,
+    MessageCompleted,
+    MessageDelta,
+    OpenSessionRequest,
+    Payload,
+    ResumeSessionRequest,
+    RunTurnRequest,
+    SandboxHandle,
+    SandboxRequest,
+    SessionClosed,
+    SessionOpened,
+    SessionRecord,
+    SessionRef,
+    SessionResumed,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    Usage,
+    UsageReported,
+    assert_supported,
+)
+from harness_hookspecs.events import PAYLOAD_TYPES
+from harness_hookspecs.protocols import LedgerStore
+
+from .context import RuntimeSessionContext
+from .ledger import open_ledger
+from .plugins import Plugins, get_plugins
+from .redaction import Redactor
+
+ENV_STATE_DIR = "HARNESS_STATE_DIR"
+CLEANUP_GRACE = 0.25
+PROVIDER_CANCEL_WAIT = 1.0
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def default_state_root() -> Path:
+    configured = os.environ.get(ENV_STATE_DIR)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "harness-core"
+
+
+def _as_error(error: BaseException) -> HarnessError:
+    if isinstance(error, HarnessError):
+        return error
+    if isinstance(error, ValueError | TypeError):
+        return HarnessError("invalid-request")
+    return HarnessError("provider-failed")
+
+
+@frozen
+class TurnResult:
+    """What :meth:`Controller.run_turn` returns once the turn has ended."""
+
+    session: SessionRef
+    turn_id: str
+    status: str  # completed | failed | cancelled
+    events: tuple[Event, ...]
+    text: str | None = None
+    usage: Usage | None = None
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+@define
+class _Live:
+    ref: SessionRef
+    descriptor: HarnessDescriptor
+    context: RuntimeSessionContext
+    sandbox: SandboxHandle
+    prefix: str
+    next_sequence: int = 1
+    active: Turn | None = None
+    outcome: str = "success"
+    closed: bool = False
+
+
+class Turn:
+    """One running turn; iterate it for events. Obtained from :meth:`Controller.turn`."""
+
+    def __init__(
+        self,
+        controller: Controller,
+        live: _Live,
+        turn_id: str,
+        iterator: AsyncIterator[Payload],
+        deadline: float | None,
+        max_events: int | None,
+    ) -> None:
+        self.controller = controller
+        self.session = live.ref
+        self.turn_id = turn_id
+        self._live = live
+        self._iterator = iterator
+        self._deadline = deadline
+        self._max_events = max_events
+        self._pending: deque[Event] = deque()
+        self._scope: anyio.CancelScope | None = None
+        self._stepping = anyio.Lock()
+        self._cancel_by: str | None = None
+        self._adapter_events = 0
+        self.terminal: Event | None = None
+        self.events: list[Event] = []
+
+    @property
+    def finished(self) -> bool:
+        return self.terminal is not None
+
+    def __aiter__(self) -> Turn:
+        return self
+
+    async def __anext__(self) -> Event:
+        if not self._pending:
+            if self.terminal is not None:
+                raise StopAsyncIteration
+            async with self._stepping:
+                await self._step()
+        if not self._pending:
+            raise StopAsyncIteration
+        return self._pending.popleft()
+
+    def _record(self, payload: Payload) -> Event:
+        event = self.controller._emit(self._live, self.turn_id, payload)
+        self.events.append(event)
+        self._pending.append(event)
+        return event
+
+    async def _step(self) -> None:
+        if self.terminal is not None:
+            return
+        if self._cancel_by is not None:
+            await self._finish(TurnCancelled(by=self._cancel_by))
+            return
+        payload: Any = None
+        failure: HarnessError | None = None
+        with anyio.CancelScope(deadline=self._deadline or float("inf")) as scope:
+            self._scope = scope
+            try:
+                payload = await self._iterator.__anext__()
+            except StopAsyncIteration:
+                failure = HarnessError(
+                    "provider-failed", "the stream ended without a terminal event"
+                )
+            except Exception as error:
+                failure = _as_error(error)
+        self._scope = None
+        if scope.cancel_called:
+            if self._cancel_by is not None:
+                await self._finish(TurnCancelled(by=self._cancel_by))
+            else:
+                await self._finish(TurnFailed(reason="timeout"))
+            return
+        if failure is not None:
+            await self._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+            return
+        if type(payload) not in _PAYLOAD_CLASSES or payload.TYPE not in ADAPTER_TYPES:
+            await self._finish(TurnFailed(reason="provider-failed", hint="non-canonical event"))
+            return
+        if payload.TYPE in TERMINAL_TYPES:
+            await self._finish(payload)
+            return
+        self._adapter_events += 1
+        if self._max_events is not None and self._adapter_events > self._max_events:
+            await self._finish(TurnFailed(reason="limit-exceeded", hint="too many events"))
+            return
+        self._record(payload)
+
+    async def _finish(self, terminal: Payload) -> None:
+        """Emit the one terminal event, then release everything the turn held."""
+        if self.terminal is not None:
+            return
+        self.terminal = self._record(terminal)
+        live = self._live
+        live.outcome = {
+            TurnCompleted.TYPE: "success",
+            TurnFailed.TYPE: "failure",
+            TurnCancelled.TYPE: "cancelled",
+        }[terminal.TYPE]
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(5):
+                try:
+                    aclose = getattr(self._iterator, "aclose", None)
+                    if aclose is not None:
+                        await aclose()
+                except BaseException:
+                    pass
+            await live.context.kill_processes("turn", CLEANUP_GRACE)
+            live.context.deadline = None
+            if live.active is self:
+                live.active = None
+            await anyio.to_thread.run_sync(self.controller.ledger.flush)
+
+    async def cancel(self, by: str = "host") -> None:
+        """Request cancellation; the iterator then yields ``turn.cancelled``."""
+        if self.terminal is not None:
+            return
+        self._cancel_by = by
+        if self._scope is not None:
+            self._scope.cancel()
+
+    async def drain(self) -> None:
+        async for _ in self:
+            pass
+
+    def result(self) -> TurnResult:
+        text_parts: list[str] = []
+        completed_text: str | None = None
+        usage: Usage | None = None
+        for event in self.events:
+            payload = event.payload
+            if isinstance(payload, MessageDelta):
+                text_parts.append(payload.text)
+            elif isinstance(payload, MessageCompleted) and payload.role == "assistant":
+                completed_text = payload.text
+            elif isinstance(payload, UsageReported):
+                usage = payload.usage
+            elif isinstance(payload, TurnCompleted) and payload.text is not None:
+                completed_text = payload.text
+        terminal = self.terminal
+        status = {
+            TurnCompleted.TYPE: "completed",
+            TurnFailed.TYPE: "failed",
+            TurnCancelled.TYPE: "cancelled",
+        }.get(terminal.type if terminal else "", "incomplete")
+        return TurnResult(
+            session=self.session,
+            turn_id=self.turn_id,
+            status=status,
+            events=tuple(self.events),
+            text=completed_text if completed_text is not None else ("".join(text_parts) or None),
+            usage=usage,
+            reason=terminal.payload.reason
+            if terminal is not None and isinstance(terminal.payload, TurnFailed)
+            else None,
+        )
+
+
+_PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
+
+
+class Controller:
+    """Owns sessions and turns. Use as ``async with Controller(...) as controller``."""
+
+    def __init__(
+        self,
+        *,
+        plugins: Plugins | None = None,
+        ledger: LedgerStore | str | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        turn_timeout: float | None = None,
+        max_events_per_turn: int | None = None,
+        env_passthrough: Sequence[str] = (),
+    ) -> None:
+        self.plugins = plugins if plugins is not None else get_plugins()
+        self.ledger: LedgerStore = (
+            ledger
+            if ledger is not None and not isinstance(ledger, str)
+            else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
+        )
+        self._owns_ledger = ledger is None or isinstance(ledger, str)
+        self.state_root = Path(state_dir) if state_dir is not None else default_state_root()
+        self.turn_timeout = turn_timeout
+        self.max_events_per_turn = max_events_per_turn
+        self.env_passthrough = tuple(env_passthrough)
+        self._live: dict[str, _Live] = {}
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self.observer_errors = 0
+
+    @property
+    def hook(self) -> Any:
+        return self.plugins.pm.hook
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Controller:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        with anyio.CancelScope(shield=True):
+            for live in list(self._live.values()):
+                await self._release(live, closing=False)
+            self._live.clear()
+        assert self._task_group is not None
+        self._task_group.cancel_scope.cancel()
+        result = await self._task_group.__aexit__(exc_type, exc, tb)
+        self._task_group = None
+        await anyio.to_thread.run_sync(self.ledger.flush)
+        if self._owns_ledger:
+            self.ledger.close()
+        return result
+
+    # -- describe ---------------------------------------------------------------------------
+
+    def describe(self, harness: str) -> HarnessDescriptor:
+        try:
+            descriptor: HarnessDescriptor | None = self.hook.harness_describe(harness=harness)
+        except HarnessError:
+            raise
+        except Exception as error:
+            raise _as_error(error) from None
+        if descriptor is None:
+            raise HarnessError("invalid-request", f"unknown harness {harness!r}"[:240])
+        return descriptor
+
+    # -- open / resume ----------------------------------------------------------------------
+
+    async def open_session(
+        self, request: OpenSessionRequest | None = None, /, **fields: Any
+    ) -> SessionRef:
+        """Open a session: ``open_session(OpenSessionRequest(...))`` or keyword fields."""
+        if request is None:
+            try:
+                request = OpenSessionRequest(**fields)
+            except (TypeError, ValueError) as error:
+                raise HarnessError("invalid-request", _safe_hint(error)) from None
+        descriptor = self.describe(request.harness)
+        assert_supported(descriptor, request.target)
+        proposed = str(uuid.uuid4())
+        live = await self._attach(
+            descriptor,
+            session_id=proposed,
+            target=request.target,
+            workspace=request.workspace,
+            model=request.model,
+            posture=request.posture,
+            spec=request.sandbox,
+            agent=request.agent,
+            user=request.user,
+            config=request.config,
+            call=lambda context: self.hook.harness_open_session(request=request, context=context),
+        )
+        stamp = now()
+        self.ledger.create_session(
+            SessionRecord(
+                ref=live.ref,
+                status="open",
+                created_at=stamp,
+                updated_at=stamp,
+                workspace=request.workspace,
+                model=request.model,
+                posture=request.posture,
+                agent=request.agent,
+                user=request.user,
+            )
+        )
+        self._emit(
+            live,
+            None,
+            SessionOpened(
+                provider=live.ref.provider,
+                target=live.ref.target,
+                model=request.model,
+                posture=request.posture,
+                sandbox=live.sandbox.provider,
+                network=request.sandbox.network,
+            ),
+        )
+        return live.ref
+
+    async def resume_session(
+        self,
+        session: SessionRef | str | ResumeSessionRequest,
+        /,
+        **fields: Any,
+    ) -> SessionRef:
+        """Reattach to a session from its complete ref (or its id, looked up in the ledger)."""
+        record = self.ledger.get_session(
+            session if isinstance(session, str) else _ref_of(session).session_id
+        )
+        if isinstance(session, str):
+            if record is None:
+                raise HarnessError("session-not-found")
+            session = record.ref
+        if isinstance(session, SessionRef):
+            fields.setdefault("workspace", record.workspace if record else None)
+            fields.setdefault("model", record.model if record else None)
+            fields.setdefault("posture", record.posture if record else "auto")
+            if record is not None:
+                fields.setdefault("agent", record.agent)
+                fields.setdefault("user", record.user)
+            try:
+                request = ResumeSessionRequest(session=session, **fields)
+            except (TypeError, ValueError) as error:
+                raise HarnessError("invalid-request", _safe_hint(error)) from None
+        else:
+            request = session
+        ref = request.session
+        if ref.session_id in self._live:
+            live = self._live[ref.session_id]
+            if live.closed:
+                raise HarnessError("session-closed")
+            return live.ref
+        if record is not None and record.status == "closed":
+            raise HarnessError("session-closed")
+        if record is not None and record.ref != ref:
+            raise HarnessError("invalid-request", "the session ref does not match the ledger")
+        descriptor = self.describe(ref.provider)
+        assert_supported(descriptor, ref.target, "resume")
+        live = await self._attach(
+            descriptor,
+            session_id=ref.session_id,
+            target=ref.target,
+            workspace=request.workspace,
+            model=request.model,
+            posture=request.posture,
+            spec=request.sandbox,
+            agent=request.agent,
+            user=request.user,
+            config=request.config,
+            call=lambda context: self.hook.harness_resume_session(request=request, context=context),
+            expect=ref,
+        )
+        if record is None:
+            stamp = now()
+            self.ledger.create_session(
+                SessionRecord(
+                    ref=ref,
+                    created_at=stamp,
+                    updated_at=stamp,
+                    workspace=request.workspace,
+                    model=request.model,
+                    posture=request.posture,
+                    agent=request.agent,
+                    user=request.user,
+                )
+            )
+        live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
+        self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
+        return live.ref
+
+    async def _attach(
+        self,
+        descriptor: HarnessDescriptor,
+        *,
+        session_id: str,
+        target: str,
+        workspace: str | None,
+        model: str | None,
+        posture: str,
+        spec: Any,
+        agent: str | None,
+        user: str | None,
+        config: Mapping[str, Any],
+        call: Callable[[RuntimeSessionContext], Any],
+        expect: SessionRef | None = None,
+    ) -> _Live:
+        if workspace is not None and target == "local" and not os.path.isdir(workspace):
+            raise HarnessError("invalid-request", "the workspace directory does not exist")
+        sandbox_request = SandboxRequest(
+            session_id=session_id,
+            harness=descriptor.provider,
+            workspace=workspace,
+            spec=spec,
+            agent=agent,
+            user=user,
+            posture=posture,
+        )
+        try:
+            sandbox: SandboxHandle = await self.hook.sandbox_provision(request=sandbox_request)
+        except HarnessError:
+            raise
+        except Exception:
+            raise HarnessError("sandbox-failed") from None
+        redactor = Redactor()
+        context: RuntimeSessionContext | None = None
+        try:
+            credentials = await self._credentials(descriptor, agent, user)
+            for credential in credentials.values():
+                redactor.add(credential.value)
+            context = RuntimeSessionContext(
+                session_id=session_id,
+                harness=descriptor.provider,
+                target=target,
+                workspace=workspace,
+                model=model,
+                posture=posture,
+                config=config,
+                credential_env={k: c.value for k, c in credentials.items()},
+                sandbox=sandbox,
+                state_root=self.state_root,
+                redactor=redactor,
+                task_group=self._task_group,
+                env_passthrough=self.env_passthrough,
+            )
+            ref = await call(context)
+            if not isinstance(ref, SessionRef):
+                raise HarnessError("provider-failed", "the adapter returned no session ref")
+            if ref.provider != descriptor.provider or ref.target != target:
+                raise HarnessError("provider-failed", "the adapter returned a foreign session ref")
+            if expect is not None and ref != expect:
+                raise HarnessError("provider-failed", "the adapter changed the session ref")
+            if ref.session_id in self._live:
+                raise HarnessError("provider-failed", "the adapter reused a live session id")
+        except BaseException as error:
+            with anyio.CancelScope(shield=True):
+                if context is not None:
+                    await context.kill_processes("turn", CLEANUP_GRACE)
+                    await context.kill_processes("session", CLEANUP_GRACE)
+                await self._finalize_sandbox(sandbox, "failure")
+            if isinstance(error, Exception):
+                raise _as_error(error) from None
+            raise
+        context.session_id = ref.session_id
+        live = _Live(
+            ref=ref,
+            descriptor=descriptor,
+            context=context,
+            sandbox=sandbox,
+            prefix="ev_" + hashlib.sha1(ref.session_id.encode()).hexdigest()[:16] + "_",
+        )
+        self._live[ref.session_id] = live
+        return live
+
+    async def _credentials(
+        self, descriptor: HarnessDescriptor, agent: str | None, user: str | None
+    ) -> dict[str, Credential]:
+        request = CredentialRequest(
+            harness=descriptor.provider, vendor=descriptor.vendor, agent=agent, user=user
+        )
+        found: list[Credential] = []
+        for awaitable in self.hook.credentials_resolve(request=request):
+            if awaitable is not None:
+                found.extend(await awaitable)
+        chosen: dict[str, Credential] = {}
+        for credential in found:
+            if credential.agent is not None and credential.agent != agent:
+                continue  # a grant for another agent
+            if credential.agent is None and credential.vendor not in (None, descriptor.vendor):
+                continue  # a fallback for another vendor
+            rank = (credential.agent is not None, credential.priority)
+            current = chosen.get(credential.env_var)
+            if current is None or rank > (current.agent is not None, current.priority):
+                chosen[credential.env_var] = credential
+        return chosen
+
+    # -- turns ------------------------------------------------------------------------------
+
+    def _live_session(self, session: SessionRef | str) -> _Live:
+        session_id = session if isinstance(session, str) else session.session_id
+        live = self._live.get(session_id)
+        if live is None:
+            record = self.ledger.get_session(session_id)
+            if record is not None and record.status == "closed":
+                raise HarnessError("session-closed")
+            raise HarnessError("session-not-found")
+        if live.closed:
+            raise HarnessError("session-closed")
+        return live
+
+    @asynccontextmanager
+    async def turn(
+        self,
+        session: SessionRef | str,
+        prompt: str,
+        *,
+        timeout: float | None = None,
+        max_events: int | None = None,
+    ) -> AsyncIterator[Turn]:
+        """Start a turn; iterate the yielded :class:`Turn` for its events.
+
+        Leaving the block before the terminal event cancels the turn (recorded as cancelled).
+        """
+        live = self._live_session(session)
+        if live.active is not None:
+            raise HarnessError("turn-active")
+        turn_id = "turn_" + uuid.uuid4().hex[:24]
+        try:
+            request = RunTurnRequest(session=live.ref, turn_id=turn_id, prompt=prompt)
+        except (TypeError, ValueError) as error:
+            raise HarnessError("invalid-request", _safe_hint(error)) from None
+        timeout = timeout if timeout is not None else self.turn_timeout
+        deadline = anyio.current_time() + timeout if timeout is not None else None
+        live.context.deadline = deadline
+        turn = Turn(
+            self,
+            live,
+            turn_id,
+            _NotStarted(),
+            deadline,
+            max_events if max_events is not None else self.max_events_per_turn,
+        )
+        live.active = turn
+        turn._record(TurnStarted(prompt=prompt))
+        try:
+            iterator = self.hook.harness_run_turn(request=request, context=live.context)
+            if iterator is None or not hasattr(iterator, "__anext__"):
+                raise HarnessError("provider-failed", "the adapter returned no event stream")
+            turn._iterator = iterator
+        except Exception as error:
+            failure = _as_error(error)
+            await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+        try:
+            yield turn
+        finally:
+            if not turn.finished:
+                with anyio.CancelScope(shield=True):
+                    await turn.cancel("host")
+                    async with turn._stepping:
+                        await turn._step()
+
+    async def run_turn(
+        self,
+        session: SessionRef | str,
+        prompt: str,
+        *,
+        on_event: Callable[[Event], Any] | None = None,
+        timeout: float | None = None,
+        max_events: int | None = None,
+    ) -> TurnResult:
+        """Run a turn to its terminal event and return the result (events included)."""
+        async with self.turn(session, prompt, timeout=timeout, max_events=max_events) as turn:
+            async for event in turn:
+                if on_event is not None:
+                    on_event(event)
+        return turn.result()
+
+    def active_turn(self, session: SessionRef | str) -> Turn | None:
+        return self._live_session(session).active
+
+    async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
+        """Cancel the active turn; its caller receives a ``turn.cancelled`` terminal event."""
+        live = self._live_session(session)
+        turn = live.active
+        if turn is None or (turn_id is not None and turn.turn_id != turn_id):
+            raise HarnessError("turn-not-found")
+        assert_supported(live.descriptor, live.ref.target, "cancel")
+        request = CancelTurnRequest(session=live.ref, turn_id=turn.turn_id)
+        with anyio.move_on_after(PROVIDER_CANCEL_WAIT):
+            try:
+                awaitable = self.hook.harness_cancel_turn(request=request, context=live.context)
+                if awaitable is not None:
+                    await awaitable
+            except Exception:
+                pass
+        await turn.cancel("host")
+
+    # -- close ------------------------------------------------------------------------------
+
+    async def close_session(self, session: SessionRef | str) -> None:
+        """Close a session: idempotent; a closed session refuses turns with ``session-closed``."""
+        session_id = session if isinstance(session, str) else session.session_id
+        live = self._live.get(session_id)
+        if live is None:
+            record = self.ledger.get_session(session_id)
+            if record is None:
+                raise HarnessError("session-not-found")
+            if record.status == "closed":
+                return
+            raise HarnessError("invalid-request", "resume the session before closing it")
+        if live.closed:
+            return
+        with anyio.CancelScope(shield=True):
+            await self._release(live, closing=True)
+            self._emit(live, None, SessionClosed())
+            record = self.ledger.get_session(session_id)
+            if record is not None:
+                self.ledger.update_session(attrs.evolve(record, status="closed", updated_at=now()))
+            await anyio.to_thread.run_sync(self.ledger.flush)
+        live.closed = True
+
+    async def _release(self, live: _Live, *, closing: bool) -> None:
+        """Finish any active turn, close adapter resources, kill processes, finalize sandbox."""
+        turn = live.active
+        if turn is not None and not turn.finished:
+            await turn.cancel("close")
+            async with turn._stepping:
+                await turn._step()
+        with anyio.move_on_after(10):
+            try:
+                awaitable = self.hook.harness_close_session(
+                    request=CloseSessionRequest(session=live.ref), context=live.context
+                )
+                if awaitable is not None:
+                    await awaitable
+            except Exception:
+                pass
+        for scope in live.context.background_scopes:
+            scope.cancel()
+        await live.context.kill_processes("turn", CLEANUP_GRACE)
+        await live.context.kill_processes("session", CLEANUP_GRACE)
+        await self._finalize_sandbox(live.sandbox, live.outcome)
+        if not closing:
+            self._live.pop(live.ref.session_id, None)
+
+    async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
+        with anyio.move_on_after(10):
+            try:
+                awaitable = self.hook.sandbox_finalize(handle=handle, outcome=outcome)
+                if awaitable is not None:
+                    await awaitable
+            except Exception:
+                pass
+
+    # -- events -----------------------------------------------------------------------------
+
+    def _emit(self, live: _Live, turn_id: str | None, payload: Payload) -> Event:
+        payload = live.context.redactor.payload(payload)
+        sequence = live.next_sequence
+        event = Event(
+            event_id=live.prefix + str(sequence),
+            sequence=sequence,
+            session_id=live.ref.session_id,
+            turn_id=turn_id,
+            harness=live.ref.provider,
+            timestamp=now(),
+            type=payload.TYPE,
+            payload=payload,
+        )
+        live.next_sequence = sequence + 1
+        self.ledger.append((event,))
+        if self.hook.on_event.get_hookimpls():
+            try:
+                self.hook.on_event(event=event)
+            except Exception:
+                self.observer_errors += 1
+                if self.observer_errors == 1:
+                    print("harness: an on_event observer failed; continuing", file=sys.stderr)
+        return event
+
+    # -- reading back -----------------------------------------------------------------------
+
+    def sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
+        return self.ledger.list_sessions(limit=limit)
+
+    def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        return self.ledger.events(session_id, after=after, limit=limit)
+
+    def export(self, session_id: str) -> dict[str, Any]:
+        from .export import export_session
+
+        self.ledger.flush()
+        return export_session(self.ledger, session_id)
+
+
+class _NotStarted:
+    def __aiter__(self) -> _NotStarted:
+        return self
+
+    async def __anext__(self) -> Payload:
+        raise HarnessError("provider-failed", "the turn did not start")
+
+
+def _ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:
+    return session if isinstance(session, SessionRef) else session.session
+
+
+def _safe_hint(error: BaseException) -> str | None:
+    # Our own validators' messages are fixed strings naming the field; keep only those.
+    text = str(error).splitlines()[0] if str(error) else ""
+    return text[:240] if text and len(text) <= 240 and text.isprintable() else None

@@ -1,0 +1,230 @@
+"""``@harness("name")``: turn one async function into a harness plugin.
+
+The function is called once per turn as ``run(message, session)`` and may return a ``str``, a
+:class:`Result`, an awaitable of either, or an (async) iterator of ``str`` chunks, ``Result`` and
+event payloads. The runtime turns whatever it gets into the contract's events.
+"""
+
+from __future__ import annotations
+
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, TypeVar
+
+from attrs import define, field, frozen
+from harness_hookspecs import (
+    ADAPTER_TYPES,
+    TERMINAL_TYPES,
+    CancelTurnRequest,
+    CloseSessionRequest,
+    HarnessDescriptor,
+    HarnessError,
+    MessageCompleted,
+    MessageDelta,
+    OpenSessionRequest,
+    Payload,
+    ResumeSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    TurnCompleted,
+    Usage,
+    UsageReported,
+    assert_supported,
+)
+from harness_hookspecs.events import PAYLOAD_TYPES
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ADAPTER_ATTRIBUTE = "__harness_adapter__"
+
+
+@frozen
+class Result:
+    """What a one-function harness may return instead of a plain string."""
+
+    text: str = ""
+    usage: Usage | None = None
+
+
+@frozen
+class Message:
+    """The user's message for this turn."""
+
+    content: str
+    turn_id: str
+    role: str = "user"
+
+
+@define
+class FunctionSession:
+    """What the function sees of its session; ``state`` is free for the function to use."""
+
+    session_id: str
+    harness_id: str
+    workspace: str | None
+    model: str | None
+    config: Any
+    env: Any
+    history: list[tuple[str, str]] = field(factory=list)
+    state: dict[str, Any] = field(factory=dict)
+
+
+class FunctionHarness:
+    """A full adapter around one async function (what ``@harness`` builds)."""
+
+    def __init__(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        *,
+        features: Iterable[str] = ("resume", "cancel"),
+        targets: Iterable[str] = ("local",),
+        version: str | None = None,
+        vendor: str | None = None,
+        display_name: str | None = None,
+    ) -> None:
+        self.name = name
+        self.function = function
+        self._descriptor = HarnessDescriptor(
+            provider=name,
+            targets=frozenset(targets),
+            features=frozenset(features),
+            version=version,
+            vendor=vendor,
+            display_name=display_name,
+            details={"kind": "function"},
+        )
+        self._sessions: dict[str, FunctionSession] = {}
+
+    def __repr__(self) -> str:
+        return f"<FunctionHarness {self.name}>"
+
+    def describe(self) -> HarnessDescriptor:
+        return self._descriptor
+
+    def _session(self, ref: SessionRef, context: SessionContext) -> FunctionSession:
+        session = self._sessions.get(ref.session_id)
+        if session is None:
+            session = FunctionSession(
+                session_id=ref.session_id,
+                harness_id=self.name,
+                workspace=context.workspace,
+                model=context.model,
+                config=context.config,
+                env=context.env,
+            )
+            self._sessions[ref.session_id] = session
+        return session
+
+    async def open_session(
+        self, request: OpenSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self._descriptor, request.target)
+        ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
+        self._session(ref, context)
+        return ref
+
+    async def resume_session(
+        self, request: ResumeSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self._descriptor, request.session.target, "resume")
+        self._session(request.session, context)
+        return request.session
+
+    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
+        # Cancelling the turn's scope stops the function; nothing provider-side to do.
+        return None
+
+    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
+        self._sessions.pop(request.session.session_id, None)
+
+    async def run_turn(
+        self, request: RunTurnRequest, context: SessionContext
+    ) -> AsyncIterator[Payload]:
+        session = self._session(request.session, context)
+        message = Message(content=request.prompt, turn_id=request.turn_id)
+        session.history.append(("user", request.prompt))
+        result = self.function(message, session)
+        if inspect.isawaitable(result):
+            result = await result
+        text_parts: list[str] = []
+        usage: Usage | None = None
+        if isinstance(result, str):
+            text_parts.append(result)
+        elif isinstance(result, Result):
+            text_parts.append(result.text)
+            usage = result.usage
+        elif result is None:
+            pass
+        elif hasattr(result, "__aiter__") or isinstance(result, Iterable):
+            async for item in _aiter(result):
+                if isinstance(item, str):
+                    if item:
+                        text_parts.append(item)
+                        yield MessageDelta(text=item)
+                elif isinstance(item, Result):
+                    if item.text:
+                        text_parts.append(item.text)
+                        yield MessageDelta(text=item.text)
+                    usage = item.usage or usage
+                elif type(item) in PAYLOAD_TYPES.values() and item.TYPE in ADAPTER_TYPES:
+                    yield item
+                    if item.TYPE in TERMINAL_TYPES:
+                        session.history.append(("assistant", "".join(text_parts)))
+                        return
+                else:
+                    raise HarnessError("provider-failed", "the function yielded a non-event value")
+        else:
+            raise HarnessError("provider-failed", "the function returned an unsupported value")
+        text = "".join(text_parts)
+        session.history.append(("assistant", text))
+        yield MessageCompleted(text=text)
+        if usage is not None:
+            yield UsageReported(usage=usage)
+        yield TurnCompleted(text=text)
+
+
+async def _aiter(items: Any) -> AsyncIterator[Any]:
+    if hasattr(items, "__aiter__"):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
+
+
+def harness(
+    name: str,
+    *,
+    features: Iterable[str] = ("resume", "cancel"),
+    targets: Iterable[str] = ("local",),
+    version: str | None = None,
+    vendor: str | None = None,
+    display_name: str | None = None,
+) -> Callable[[F], F]:
+    """Decorate ``async def run(message, session)`` to make it a harness named ``name``.
+
+    The function itself is returned (still callable); an entry point in the ``harness_core`` group
+    may point straight at it.
+    """
+
+    def decorate(function: F) -> F:
+        adapter = FunctionHarness(
+            name,
+            function,
+            features=features,
+            targets=targets,
+            version=version,
+            vendor=vendor,
+            display_name=display_name,
+        )
+        setattr(function, ADAPTER_ATTRIBUTE, adapter)
+        return function
+
+    return decorate
+
+
+def new_session_id() -> str:
+    return f"hs_{uuid.uuid4().hex}"

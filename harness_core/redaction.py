@@ -1,0 +1,54 @@
+"""Redaction of secrets from events before observers, the ledger, the CLI or an export see them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+from harness_hookspecs import Payload
+
+REDACTED = "[REDACTED]"
+
+#: Common key shapes, redacted even when nobody registered them.
+KEY_SHAPES = re.compile(
+    r"(?:sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}"
+    r"|AKIA[0-9A-Z]{16}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"
+    r"|github_pat_[A-Za-z0-9_]{30,}"
+    r"|xox[abpr]-[A-Za-z0-9\-]{10,}"
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*)"
+)
+
+
+class Redactor:
+    """Replaces registered secret values and common key shapes in every string field."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._pattern: re.Pattern[str] = KEY_SHAPES
+
+    def add(self, value: str) -> None:
+        # Very short values would redact ordinary words; they are not useful secrets anyway.
+        if not isinstance(value, str) or len(value) < 6 or value in self._secrets:
+            return
+        self._secrets.add(value)
+        literal = "|".join(re.escape(s) for s in sorted(self._secrets, key=len, reverse=True))
+        self._pattern = re.compile(f"{literal}|{KEY_SHAPES.pattern}")
+
+    def text(self, value: str) -> str:
+        return self._pattern.sub(REDACTED, value)
+
+    def payload(self, payload: Payload) -> Payload:
+        changes: dict[str, Any] = {}
+        for attribute in attrs.fields(type(payload)):
+            value = getattr(payload, attribute.name)
+            if isinstance(value, str) and self._pattern.search(value):
+                redacted = self._pattern.sub(REDACTED, value)
+                if attribute.name in ("summary", "message", "hint"):
+                    redacted = redacted[:240]
+                changes[attribute.name] = redacted
+        if not changes:
+            return payload
+        result: Payload = attrs.evolve(payload, **changes)
+        return result
