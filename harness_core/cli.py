@@ -212,7 +212,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                     model=args.model,
                     posture=args.posture,
                 )
-            for event in controller.events(ref.session_id, after=0)[-1:]:
+            controller.ledger.flush()
+            last = controller.ledger.last_sequence(ref.session_id)
+            for event in controller.events(ref.session_id, after=last - 1):
                 emit(event)  # session.opened / session.resumed
             active = _active_file(controller.state_root, ref.session_id)
             async with controller.turn(ref, args.prompt) as turn:

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> str:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return str(path)
+
+
+@pytest.fixture
+def make_controller(tmp_path: Path):
+    """Build a Controller over exactly the given plugin objects, on a ledger under tmp_path."""
+    from harness_core import Controller, plugins_from
+
+    def make(*objs, ledger: str | None = None, **kwargs):
+        return Controller(
+            plugins=plugins_from(objs),
+            ledger=ledger or f"sqlite:///{tmp_path}/ledger.sqlite",
+            state_dir=tmp_path / "state",
+            **kwargs,
+        )
+
+    return make
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for running the `harness` CLI in a subprocess with an isolated ledger."""
+    env = dict(os.environ)
+    env["HARNESS_LEDGER"] = f"sqlite:///{tmp_path}/cli-ledger.sqlite"
+    env["HARNESS_STATE_DIR"] = str(tmp_path / "cli-state")
+    env.pop("HARNESS_CORE_PLUGINS", None)
+    return env
+
+
+def harness_cmd() -> list[str]:
+    exe = Path(sys.executable).with_name("harness")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness_core.cli"]

@@ -1,0 +1,154 @@
+"""Every return form a one-function harness may use becomes the contract's events."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from harness_hookspecs import Status, TurnFailed, Usage
+
+from harness_core import Result, harness
+
+
+@harness("plain-str")
+async def plain_str(message, session):
+    return f"handled by {session.harness_id}: {message.content}"
+
+
+@harness("result-obj")
+async def result_obj(message, session):
+    return Result(text="with usage", usage=Usage(input_tokens=3, output_tokens=5))
+
+
+async def _later(value):
+    await anyio.sleep(0)
+    return value
+
+
+@harness("awaitable")
+def returns_awaitable(message, session):
+    return _later("from an awaitable")
+
+
+@harness("awaitable-result")
+def returns_awaitable_result(message, session):
+    return _later(Result(text="awaited result"))
+
+
+@harness("async-iter")
+async def async_iter(message, session):
+    yield "a"
+    yield Status(message="thinking")
+    yield "b"
+    yield Result(usage=Usage(output_tokens=2))
+
+
+@harness("sync-iter")
+def sync_iter(message, session):
+    return iter(["x", "y"])
+
+
+@harness("own-terminal")
+async def own_terminal(message, session):
+    yield "partial"
+    yield TurnFailed(reason="authentication-required")
+
+
+@harness("history")
+async def remembers(message, session):
+    return f"turn {len(session.history) // 2 + 1}"
+
+
+@harness("bad-value")
+async def bad_value(message, session):
+    return 42
+
+
+FORMS = [
+    ("plain-str", "completed", "handled by plain-str: hi", None),
+    ("result-obj", "completed", "with usage", Usage(input_tokens=3, output_tokens=5)),
+    ("awaitable", "completed", "from an awaitable", None),
+    ("awaitable-result", "completed", "awaited result", None),
+    ("async-iter", "completed", "ab", Usage(output_tokens=2)),
+    ("sync-iter", "completed", "xy", None),
+    ("own-terminal", "failed", "partial", None),
+    ("bad-value", "failed", None, None),
+]
+
+
+@pytest.mark.parametrize(("name", "status", "text", "usage"), FORMS)
+def test_return_forms(make_controller, workspace, name, status, text, usage):
+    objs = [
+        plain_str,
+        result_obj,
+        returns_awaitable,
+        returns_awaitable_result,
+        async_iter,
+        sync_iter,
+        own_terminal,
+        bad_value,
+    ]
+
+    async def main():
+        async with make_controller(*objs) as controller:
+            ref = await controller.open_session(harness=name, workspace=workspace)
+            return await controller.run_turn(ref, "hi")
+
+    result = anyio.run(main)
+    assert result.status == status
+    assert result.text == text
+    assert result.usage == usage
+    assert result.events[0].type == "turn.started"
+    assert [e.terminal for e in result.events].count(True) == 1
+    assert result.events[-1].terminal
+
+
+def test_async_iterator_streams_deltas_and_status(make_controller, workspace):
+    async def main():
+        async with make_controller(async_iter) as controller:
+            ref = await controller.open_session(harness="async-iter", workspace=workspace)
+            return await controller.run_turn(ref, "hi")
+
+    types = [e.type for e in anyio.run(main).events]
+    assert types == [
+        "turn.started",
+        "message.delta",
+        "status",
+        "message.delta",
+        "message.completed",
+        "usage",
+        "turn.completed",
+    ]
+
+
+def test_failed_function_value_reports_fixed_reason(make_controller, workspace):
+    async def main():
+        async with make_controller(bad_value) as controller:
+            ref = await controller.open_session(harness="bad-value", workspace=workspace)
+            return await controller.run_turn(ref, "hi")
+
+    result = anyio.run(main)
+    assert result.reason == "provider-failed"
+
+
+def test_session_history_accumulates(make_controller, workspace):
+    async def main():
+        async with make_controller(remembers) as controller:
+            ref = await controller.open_session(harness="history", workspace=workspace)
+            first = await controller.run_turn(ref, "one")
+            second = await controller.run_turn(ref, "two")
+            return first.text, second.text
+
+    assert anyio.run(main) == ("turn 1", "turn 2")
+
+
+def test_decorated_function_is_still_callable():
+    async def main():
+        class S:
+            harness_id = "plain-str"
+
+        class M:
+            content = "direct"
+
+        return await plain_str(M(), S())
+
+    assert anyio.run(main) == "handled by plain-str: direct"

@@ -1,0 +1,167 @@
+"""Plugin loading: entry points, HARNESS_CORE_PLUGINS, broken plugins, explicit registration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from harness_core import Plugins, harness, hookimpl, plugins_from
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from conftest import harness_cmd
+
+
+def make_dist(root: Path, name: str, module_source: str, entry_points: dict[str, str]) -> None:
+    """Write an installed-looking distribution (module + .dist-info) into ``root``."""
+    module = name.replace("-", "_")
+    (root / f"{module}.py").write_text(textwrap.dedent(module_source))
+    info = root / f"{module}-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.2.3\n")
+    lines = "\n".join(f"{k} = {v}" for k, v in entry_points.items())
+    (info / "entry_points.txt").write_text(f"[harness_core]\n{lines}\n")
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Path:
+    root = tmp_path / "site"
+    root.mkdir()
+    make_dist(
+        root,
+        "harness-greeter",
+        """
+        from harness_core import harness
+
+        @harness("greeter")
+        async def greet(message, session):
+            return "hello " + message.content
+        """,
+        {"greeter": "harness_greeter:greet"},
+    )
+    make_dist(
+        root,
+        "harness-bare",
+        """
+        async def run(message, session):
+            return "bare " + message.content
+        """,
+        {"bare": "harness_bare:run"},
+    )
+    make_dist(
+        root,
+        "harness-broken",
+        """
+        raise ImportError("this plugin cannot import")
+        """,
+        {"broken": "harness_broken:nothing"},
+    )
+    make_dist(
+        root,
+        "harness-typo",
+        """
+        from harness_hookspecs import hookimpl
+
+        class Plugin:
+            @hookimpl
+            def register_harnesess(self, register):  # misspelt hook
+                pass
+
+        plugin = Plugin()
+        """,
+        {"typo": "harness_typo:plugin"},
+    )
+    return root
+
+
+def run_cli(site: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**env, "PYTHONPATH": str(site)}
+    return subprocess.run(
+        [*harness_cmd(), *args], capture_output=True, text=True, env=env, timeout=60
+    )
+
+
+def test_installed_entry_points_load_and_broken_ones_are_reported(site, cli_env):
+    out = run_cli(site, cli_env, "plugins", "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    names = {p["name"]: p for p in data["plugins"]}
+    assert names["greeter"]["harnesses"] == ["greeter"]
+    assert names["greeter"]["distribution"] == "harness-greeter"
+    assert names["greeter"]["version"] == "1.2.3"
+    assert names["bare"]["harnesses"] == ["bare"]
+    broken = {b["name"]: b["error"] for b in data["broken"]}
+    assert broken["broken"].startswith("import failed: ImportError")
+    assert "unknown hook" in broken["typo"] or "registration failed" in broken["typo"]
+    listed = run_cli(site, cli_env, "list")
+    assert {"greeter", "bare"} <= set(listed.stdout.split())
+
+
+def test_bare_async_function_entry_point_runs(site, cli_env, tmp_path):
+    out = run_cli(site, cli_env, "run", "bare", "there", "--workspace", str(tmp_path), "--json")
+    assert out.returncode == 0, out.stderr
+    types = [json.loads(line)["type"] for line in out.stdout.splitlines()]
+    assert types[-1] == "turn.completed"
+
+
+def test_harness_core_plugins_limits_loading(site, cli_env):
+    env = {**cli_env, "HARNESS_CORE_PLUGINS": "greeter"}
+    data = json.loads(run_cli(site, env, "plugins", "--json").stdout)
+    assert [p["name"] for p in data["plugins"]] == ["greeter"]
+    assert data["broken"] == []
+    env = {**cli_env, "HARNESS_CORE_PLUGINS": ""}
+    data = json.loads(run_cli(site, env, "plugins", "--json").stdout)
+    assert data == {"plugins": [], "broken": []}
+
+
+def test_explicit_registration_without_entry_points():
+    @harness("inline")
+    async def inline(message, session):
+        return "ok"
+
+    plugins = plugins_from([inline])
+    assert plugins.harness_names() == ["inline"]
+
+
+def test_duplicate_harness_names_break_the_second_plugin_only():
+    @harness("dup")
+    async def one(message, session):
+        return "1"
+
+    @harness("dup")
+    async def two(message, session):
+        return "2"
+
+    plugins = Plugins(load_entry_points=False)
+    assert plugins.register(one, name="first")
+    assert not plugins.register(two, name="second")
+    assert plugins.harness_names() == ["dup"]
+    assert plugins.broken[0].name == "second" and "duplicate" in plugins.broken[0].error
+
+
+def test_registration_hook_that_raises_is_isolated():
+    class Exploding:
+        @hookimpl
+        def register_harnesses(self, register):
+            raise RuntimeError("boom")
+
+    @harness("fine")
+    async def fine(message, session):
+        return "ok"
+
+    plugins = Plugins(load_entry_points=False)
+    plugins.register(Exploding(), name="exploding")
+    plugins.register(fine)
+    assert plugins.harness_names() == ["fine"]
+    assert plugins.broken[0].name == "exploding"
+    assert plugins.broken[0].error == "registration failed: RuntimeError: boom"
+
+
+def test_non_plugin_object_is_reported():
+    plugins = Plugins(load_entry_points=False)
+    assert not plugins.register(object(), name="junk")
+    assert plugins.broken[0].error == "not a plugin: no hook implementations"
