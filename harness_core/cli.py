@@ -91,7 +91,8 @@ def _clip(text: str, limit: int = 160) -> str:
 def _event_json(event: Event) -> dict[str, Any]:
     from .serialize import event_to_dict
 
-    return event_to_dict(event)
+    data: dict[str, Any] = event_to_dict(event)
+    return data
 
 
 # -- commands -----------------------------------------------------------------------------------
@@ -101,7 +102,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins import get_plugins
 
     plugins = get_plugins()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": info.name,
             "distribution": info.distribution,
@@ -416,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness_hookspecs import HarnessError
 
     try:
-        return args.func(args)
+        return int(args.func(args))
     except HarnessError as error:
         return _fail(str(error))
     except CliError as error:

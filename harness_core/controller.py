@@ -787,7 +787,8 @@ class Controller:
         from .export import export_session
 
         self.ledger.flush()
-        return export_session(self.ledger, session_id)
+        bundle: dict[str, Any] = export_session(self.ledger, session_id)
+        return bundle
 
 
 class _NotStarted:

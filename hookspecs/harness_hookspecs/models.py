@@ -7,7 +7,7 @@ friendlier input type is accepted (a list of features becomes a frozenset, a pat
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
@@ -68,6 +68,10 @@ def _optional_path(value: str | os.PathLike[str] | None) -> str | None:
     return None if value is None else os.fspath(value)
 
 
+def _frozen_strs(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 def _str_tuple(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in (value or ()))
 
@@ -77,9 +81,9 @@ class HarnessDescriptor:
     """What a harness is and what it actually supports (not what it would like to)."""
 
     provider: str = field(validator=_bounds.name)
-    targets: frozenset[str] = field(converter=frozenset, validator=_subset_of(TARGETS))
+    targets: frozenset[str] = field(converter=_frozen_strs, validator=_subset_of(TARGETS))
     features: frozenset[str] = field(
-        converter=frozenset, factory=frozenset, validator=_subset_of(FEATURES)
+        converter=_frozen_strs, factory=frozenset, validator=_subset_of(FEATURES)
     )
     version: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     #: The model vendor whose credentials the harness needs (``anthropic``, ``openai``...).
