@@ -147,7 +147,9 @@ class Turn:
         self._max_events = max_events
         self._pending: deque[Event] = deque()
         self._scope: anyio.CancelScope | None = None
-        self._stepping = anyio.Lock()
+        # A flag, not an anyio.Lock: acquiring a lock is a checkpoint on every event.
+        self._stepping = False
+        self._idle: anyio.Event | None = None
         self._cancel_by: str | None = None
         self._adapter_events = 0
         self.terminal: Event | None = None
@@ -164,11 +166,31 @@ class Turn:
         if not self._pending:
             if self.terminal is not None:
                 raise StopAsyncIteration
-            async with self._stepping:
-                await self._step()
+            if self._stepping:
+                raise HarnessError("turn-active", "the turn is already being iterated")
+            await self._guarded_step()
         if not self._pending:
             raise StopAsyncIteration
         return self._pending.popleft()
+
+    async def _guarded_step(self) -> None:
+        self._stepping = True
+        try:
+            await self._step()
+        finally:
+            self._stepping = False
+            if self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    async def settle(self) -> None:
+        """Wait for a step running in another task, then step once more if not finished."""
+        while self._stepping:
+            if self._idle is None:
+                self._idle = anyio.Event()
+            await self._idle.wait()
+        if self.terminal is None:
+            await self._guarded_step()
 
     def _record(self, payload: Payload) -> Event:
         event = self.controller._emit(self._live, self.turn_id, payload)
@@ -653,8 +675,7 @@ class Controller:
             if not turn.finished:
                 with anyio.CancelScope(shield=True):
                     await turn.cancel("host")
-                    async with turn._stepping:
-                        await turn._step()
+                    await turn.settle()
 
     async def run_turn(
         self,
@@ -721,8 +742,7 @@ class Controller:
         turn = live.active
         if turn is not None and not turn.finished:
             await turn.cancel("close")
-            async with turn._stepping:
-                await turn._step()
+            await turn.settle()
         with anyio.move_on_after(10):
             try:
                 awaitable = self.hook.harness_close_session(
