@@ -864,7 +864,7 @@ class FakeModelServer:
             app, access_log=None, handle_signals=False, shutdown_timeout=0.5
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, shutdown_timeout=0.5)
+        site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
