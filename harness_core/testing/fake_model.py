@@ -190,13 +190,14 @@ ScriptItem = Step | Mapping[str, Any] | Responder
 def load_script(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> tuple[list[Any], str]:
     """Return ``(steps, default_text)`` from a path to a JSON file, a JSON-ish dict or a list."""
     default_text = DEFAULT_TEXT
-    if isinstance(source, (str, Path)):
-        source = json.loads(Path(source).read_text())
-    if isinstance(source, Mapping):
-        default_text = source.get("default_text", default_text)
-        source = source.get("steps", [])
+    data: Any = source
+    if isinstance(data, (str, Path)):
+        data = json.loads(Path(data).read_text())
+    if isinstance(data, Mapping):
+        default_text = data.get("default_text", default_text)
+        data = data.get("steps", [])
     steps: list[Any] = []
-    for item in source:
+    for item in data:
         if isinstance(item, Mapping):
             steps.append(Step.from_dict(item))
         elif isinstance(item, Step) or callable(item):
@@ -1055,7 +1056,7 @@ class FakeModelServer:
         model = rec.model or "fake-model"
         usage = _estimate_usage(step, body)
         custom_tools = {
-            t.get("name")
+            str(t.get("name"))
             for t in body.get("tools") or []
             if isinstance(t, dict) and t.get("type") == "custom"
         }
