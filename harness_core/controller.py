@@ -601,12 +601,20 @@ class Controller:
         for awaitable in self.hook.credentials_resolve(request=request):
             if awaitable is not None:
                 found.extend(await awaitable)
+        eligible = [
+            credential
+            for credential in found
+            # a grant for another agent, or a fallback for another vendor, is not this session's
+            if (credential.agent is None or credential.agent == agent)
+            and (credential.agent is not None or credential.vendor in (None, descriptor.vendor))
+        ]
+        # Seed 004 section 6.3: an agent-level grant for a purpose replaces the vendor fallback
+        # for that purpose (not just for the same variable name).
+        granted = {c.purpose for c in eligible if c.agent is not None}
         chosen: dict[str, Credential] = {}
-        for credential in found:
-            if credential.agent is not None and credential.agent != agent:
-                continue  # a grant for another agent
-            if credential.agent is None and credential.vendor not in (None, descriptor.vendor):
-                continue  # a fallback for another vendor
+        for credential in eligible:
+            if credential.agent is None and credential.purpose in granted:
+                continue
             rank = (credential.agent is not None, credential.priority)
             current = chosen.get(credential.env_var)
             if current is None or rank > (current.agent is not None, current.priority):
