@@ -50,5 +50,12 @@ class Redactor:
                 changes[attribute.name] = redacted
         if not changes:
             return payload
-        result: Payload = attrs.evolve(payload, **changes)
+        try:
+            result: Payload = attrs.evolve(payload, **changes)
+        except (TypeError, ValueError):
+            # "[REDACTED]" can be longer than a short secret and break a field's bound (a
+            # 128-character tool name); the original satisfied the bound, so the redacted text
+            # cut to the original's length does too - and the secret is already gone from it.
+            clipped = {k: v[: len(getattr(payload, k))] for k, v in changes.items()}
+            result = attrs.evolve(payload, **clipped)
         return result
