@@ -1,0 +1,153 @@
+"""Build the bwrap command prefix for a :class:`~sandbox_bubblewrap.policy.SandboxSpec`.
+
+Pure: no process is started here except by :func:`probe_bwrap`. The caller spawns
+``prefix + command`` in its own process group (``start_new_session=True``) from a thread that
+outlives the process (bwrap's ``--die-with-parent`` is PR_SET_PDEATHSIG, which fires when the
+spawning *thread* exits).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .policy import SandboxSpec
+
+#: Where the proxy socket and the forwarder script appear inside the sandbox (on the /run tmpfs).
+INSIDE_NET_DIR = PurePosixPath("/run/harness-net")
+INSIDE_SOCKET = INSIDE_NET_DIR / "proxy.sock"
+INSIDE_FORWARDER = INSIDE_NET_DIR / "forwarder.py"
+FORWARDER_PATH = Path(__file__).with_name("forwarder.py")
+
+#: Always an empty tmpfs inside: private /tmp, and /run so host Unix sockets (/run/docker.sock,
+#: /run/dbus, /run/postgresql, ...) cannot be reached through the read-only root bind.
+ALWAYS_HIDDEN = (Path("/tmp"), Path("/run"))
+
+_PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+_NO_PROXY_ENV = ("NO_PROXY", "no_proxy")
+
+
+class BwrapUnavailable(RuntimeError):
+    """bwrap is not installed or cannot create namespaces here; ``str()`` says why."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """``argv = prefix + command``; spawn with ``cwd`` (the workspace by default)."""
+
+    prefix: tuple[str, ...]
+    cwd: Path
+    proxy_url: str | None  # as seen inside the sandbox, when the policy uses the proxy
+
+    def argv(self, command: list[str] | tuple[str, ...]) -> list[str]:
+        if not command:
+            raise ValueError("empty command")
+        return [*self.prefix, *command]
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def _interpreter(python: str | None, hidden: tuple[Path, ...]) -> str:
+    exe = Path(os.path.realpath(python or sys.executable))
+    for h in hidden:
+        if _under(exe, h):
+            raise ValueError(f"python interpreter {exe} is under hidden path {h} in the sandbox")
+    return str(exe)
+
+
+def build_prefix(
+    spec: SandboxSpec,
+    *,
+    proxy_socket: str | os.PathLike[str] | None = None,
+    bwrap: str = "bwrap",
+    python: str | None = None,
+) -> Prepared:
+    """The argv prefix that runs a command under ``spec``.
+
+    ``proxy_socket`` (the host path of a running :class:`~sandbox_bubblewrap.proxy.AllowlistProxy`)
+    is required exactly when the network policy is ``allowlist`` or ``mcp-only``; the prefix then
+    ends with the in-sandbox forwarder (``python -I forwarder.py ... --``).
+    """
+    net = spec.network
+    if net.needs_proxy and proxy_socket is None:
+        raise ValueError(f"network mode {net.mode!r} needs proxy_socket")
+    if not net.needs_proxy and proxy_socket is not None:
+        raise ValueError(f"network mode {net.mode!r} takes no proxy_socket")
+    hidden = tuple(dict.fromkeys((*ALWAYS_HIDDEN, *(Path(p) for p in spec.hide))))
+    cwd = Path(spec.cwd) if spec.cwd is not None else spec.workspace
+
+    argv: list[str] = [
+        bwrap,
+        "--die-with-parent",  # PR_SET_PDEATHSIG(SIGKILL) on the sandbox's pid 1
+        "--new-session",  # setsid: no TIOCSTI into the caller's terminal
+        "--unshare-all",  # user(-try), ipc, pid, net, uts, cgroup(-try)
+        "--cap-drop",
+        "ALL",  # as real root bwrap keeps all caps: without this `mount -o remount,rw /` works
+        "--hostname",
+        spec.hostname,
+    ]
+    if net.mode == "open":
+        argv.append("--share-net")
+    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for h in hidden:
+        argv += ["--tmpfs", str(h)]
+    if net.mode == "open":
+        # DNS must keep working when /etc/resolv.conf is a symlink into /run (systemd-resolved).
+        resolv = Path(os.path.realpath("/etc/resolv.conf"))
+        if resolv.exists() and any(_under(resolv, h) for h in hidden):
+            argv += ["--ro-bind", str(resolv), str(resolv)]
+    for src, dst in spec.ro_binds:
+        argv += ["--ro-bind", str(src), str(dst)]
+    for src, dst in spec.rw_binds:
+        argv += ["--bind", str(src), str(dst)]
+    argv += ["--bind", str(spec.workspace), str(spec.workspace)]
+
+    proxy_url = None
+    tail: list[str] = []
+    if net.needs_proxy:
+        proxy_url = f"http://127.0.0.1:{net.proxy_port}"
+        argv += ["--ro-bind", os.fspath(proxy_socket), str(INSIDE_SOCKET)]  # type: ignore[arg-type]
+        argv += ["--ro-bind", str(FORWARDER_PATH), str(INSIDE_FORWARDER)]
+        for name in _PROXY_ENV:
+            argv += ["--setenv", name, proxy_url]
+        for name in _NO_PROXY_ENV:
+            argv += ["--unsetenv", name]
+        argv += ["--setenv", "NODE_USE_ENV_PROXY", "1"]  # Node >= 24 honours HTTP(S)_PROXY then
+        tail = [_interpreter(python, hidden), "-I", str(INSIDE_FORWARDER), "--unix"]
+        tail += [str(INSIDE_SOCKET), "--proxy-port", str(net.proxy_port)]
+        for ep in net.tunnels():
+            tail += ["--tunnel", f"{ep.port}:{ep.authority()}"]
+        tail.append("--")
+    for key, value in spec.setenv:
+        argv += ["--setenv", key, value]
+    argv += ["--chdir", str(cwd), "--"]
+    return Prepared(prefix=(*argv, *tail), cwd=cwd, proxy_url=proxy_url)
+
+
+def probe_bwrap(bwrap: str = "bwrap", timeout: float = 10.0) -> str:
+    """Run the real invocation once (``none`` policy, ``true``); return the bwrap path or raise
+    :class:`BwrapUnavailable` with the reason (not installed / bwrap's own error message)."""
+    path = shutil.which(bwrap)
+    if path is None:
+        raise BwrapUnavailable(f"{bwrap!r} not found on PATH (Debian package 'bubblewrap')")
+    try:
+        with tempfile.TemporaryDirectory(prefix="bwrap-probe-") as ws:
+            prefix = build_prefix(SandboxSpec(workspace=Path(ws)), bwrap=path).prefix
+            proc = subprocess.run(
+                [*prefix, "true"], capture_output=True, text=True, timeout=timeout, check=False
+            )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BwrapUnavailable(f"bwrap probe failed: {exc}") from None
+    if proc.returncode != 0:
+        msg = proc.stderr.strip().splitlines()
+        raise BwrapUnavailable(
+            f"bwrap cannot create its namespaces here: {msg[-1] if msg else proc.returncode}"
+        )
+    return path
