@@ -43,8 +43,9 @@ def workspace(tmp_path: Path) -> str:
 
 @pytest.fixture
 def make_controller(tmp_path: Path):
-    from harness_core import Controller, plugins_from
     from harness_opencode import OpenCodeAdapter
+
+    from harness_core import Controller, plugins_from
 
     def make(**kwargs):
         return Controller(

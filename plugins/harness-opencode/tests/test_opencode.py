@@ -10,10 +10,18 @@ from pathlib import Path
 
 import anyio
 import pytest
-from harness_core.testing.fake_model import ErrorReply, FakeModelServer, Match, Step, ToolCall, Usage
 from harness_hookspecs import MessageDelta, ToolCompleted, ToolStarted, TurnCompleted, TurnFailed
 from harness_opencode import parse_stream
 from harness_opencode.adapter import classify
+
+from harness_core.testing.fake_model import (
+    ErrorReply,
+    FakeModelServer,
+    Match,
+    Step,
+    ToolCall,
+    Usage,
+)
 
 from .conftest import alive, group_members
 
@@ -204,13 +212,19 @@ def test_parse_stream_maps_native_lines():
 @pytest.mark.parametrize(
     ("error", "reason"),
     [
-        ({"name": "APIError", "data": {"statusCode": 401, "message": "x"}}, "authentication-required"),
+        (
+            {"name": "APIError", "data": {"statusCode": 401, "message": "x"}},
+            "authentication-required",
+        ),
         (
             {"name": "APIError", "data": {"message": "Cannot connect to API: Unable to connect."}},
             "provider-unavailable",
         ),
         ({"name": "APIError", "data": {"statusCode": 400, "message": "bad"}}, "provider-failed"),
-        ({"name": "UnknownError", "data": {"message": "Unexpected server error"}}, "provider-failed"),
+        (
+            {"name": "UnknownError", "data": {"message": "Unexpected server error"}},
+            "provider-failed",
+        ),
     ],
 )
 def test_error_classification(error, reason):
