@@ -194,60 +194,99 @@ def cmd_run(args: argparse.Namespace) -> int:
         else:
             print(format_event(event), flush=True)
 
+    if not args.prompt.strip():
+        raise CliError("invalid-request: the prompt is empty")
+
     async def main() -> int:
-        async with Controller(
-            ledger=args.ledger,
-            turn_timeout=args.timeout,
-            max_events_per_turn=args.max_events,
-        ) as controller:
-            if args.session:
-                ref = await controller.resume_session(
-                    args.session, **({"workspace": args.workspace} if args.workspace else {})
-                )
-                if ref.provider != args.name:
-                    raise CliError(f"session {args.session} belongs to harness {ref.provider}")
-            else:
-                ref = await controller.open_session(
-                    harness=args.name,
-                    workspace=os.path.abspath(args.workspace or os.getcwd()),
-                    model=args.model,
-                    posture=args.posture,
-                )
-            controller.ledger.flush()
-            last = controller.ledger.last_sequence(ref.session_id)
-            for event in controller.events(ref.session_id, after=last - 1):
-                emit(event)  # session.opened / session.resumed
-            active = _active_file(controller.state_root, ref.session_id)
-            async with controller.turn(ref, args.prompt) as turn:
-                active.parent.mkdir(parents=True, exist_ok=True)
-                active.write_text(json.dumps({"pid": os.getpid(), "turn_id": turn.turn_id}))
-                try:
-                    async with anyio.create_task_group() as tg:
+        async with (
+            Controller(
+                ledger=args.ledger,
+                turn_timeout=args.timeout,
+                max_events_per_turn=args.max_events,
+            ) as controller,
+            anyio.create_task_group() as tg,
+        ):
+            running: dict[str, Any] = {}
+            signalled = anyio.Event()
+            # Installed before the session opens, so an early Ctrl-C still becomes a cancel.
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
 
-                        async def on_signal() -> None:
-                            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as sigs:
-                                async for _ in sigs:
-                                    await controller.cancel_turn(ref, turn.turn_id)
-                                    return
+                async def watch() -> None:
+                    async for _ in signals:
+                        signalled.set()
+                        if "turn" in running:
+                            await controller.cancel_turn(running["ref"], running["turn"].turn_id)
 
-                        tg.start_soon(on_signal)
-                        async for event in turn:
-                            emit(event)
-                        tg.cancel_scope.cancel()
-                finally:
-                    active.unlink(missing_ok=True)
-            result = turn.result()
-            if args.close:
-                await controller.close_session(ref)
-                for event in controller.events(ref.session_id, after=turn.events[-1].sequence):
-                    emit(event)
-            if not args.json:
-                print(f"session {ref.session_id}", file=sys.stderr)
+                tg.start_soon(watch)
+                result = await _run_turn(controller, args, running, signalled, emit)
+                tg.cancel_scope.cancel()
         if result.status == "completed":
             return EXIT_OK
         return EXIT_CANCELLED if result.status == "cancelled" else EXIT_TURN_FAILED
 
     return anyio.run(main)
+
+
+def _parse_config(items: Sequence[str]) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"invalid-request: --config needs KEY=VALUE, got {item[:40]!r}")
+        try:
+            config[key] = json.loads(value)
+        except ValueError:
+            config[key] = value
+    return config
+
+
+async def _run_turn(
+    controller: Any,
+    args: argparse.Namespace,
+    running: dict[str, Any],
+    signalled: Any,
+    emit: Callable[[Event], None],
+) -> Any:
+    if args.session:
+        extra: dict[str, Any] = {"config": _parse_config(args.config)}
+        if args.workspace:
+            extra["workspace"] = os.path.abspath(args.workspace)
+        ref = await controller.resume_session(args.session, **extra)
+        if ref.provider != args.name:
+            raise CliError(f"invalid-request: session belongs to harness {ref.provider}")
+    else:
+        ref = await controller.open_session(
+            harness=args.name,
+            config=_parse_config(args.config),
+            workspace=os.path.abspath(args.workspace or os.getcwd()),
+            model=args.model,
+            posture=args.posture,
+        )
+    running["ref"] = ref
+    controller.ledger.flush()
+    last = controller.ledger.last_sequence(ref.session_id)
+    for event in controller.events(ref.session_id, after=last - 1):
+        emit(event)  # session.opened / session.resumed
+    active = _active_file(controller.state_root, ref.session_id)
+    async with controller.turn(ref, args.prompt) as turn:
+        running["turn"] = turn
+        if signalled.is_set():
+            await controller.cancel_turn(ref, turn.turn_id)
+        active.parent.mkdir(parents=True, exist_ok=True)
+        active.write_text(json.dumps({"pid": os.getpid(), "turn_id": turn.turn_id}))
+        try:
+            async for event in turn:
+                emit(event)
+        finally:
+            active.unlink(missing_ok=True)
+            running.pop("turn", None)
+    if args.close:
+        await controller.close_session(ref)
+        for event in controller.events(ref.session_id, after=turn.events[-1].sequence):
+            emit(event)
+    if not args.json:
+        print(f"session {ref.session_id}", file=sys.stderr)
+    return turn.result()
 
 
 def _open_store(args: argparse.Namespace) -> Any:
@@ -374,6 +413,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="turn deadline in seconds")
     p.add_argument("--max-events", type=int, help="event-count limit for the turn")
     p.add_argument("--close", action="store_true", help="close the session after the turn")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="harness configuration (VALUE parsed as JSON when it is JSON); repeatable",
+    )
     p.add_argument("--json", action="store_true", help="print events as JSON lines")
     p = add("sessions", cmd_sessions, "list sessions in the ledger")
     p.add_argument("--ledger", help=ledger_help)
@@ -426,6 +472,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CANCELLED
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as error:
+        if os.environ.get("HARNESS_DEBUG"):
+            raise
+        return _fail(
+            f"internal error ({type(error).__name__}); set HARNESS_DEBUG=1 for details", 70
+        )
 
 
 if __name__ == "__main__":

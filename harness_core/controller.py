@@ -362,12 +362,14 @@ class Controller:
             self._live.clear()
         assert self._task_group is not None
         self._task_group.cancel_scope.cancel()
-        result = await self._task_group.__aexit__(exc_type, exc, tb)
+        # The body's own exception is not handed to the task group, so a HarnessError raised
+        # in `async with Controller()` reaches the host as itself, not wrapped in a group.
+        await self._task_group.__aexit__(None, None, None)
         self._task_group = None
         await anyio.to_thread.run_sync(self.ledger.flush)
         if self._owns_ledger:
             self.ledger.close()
-        return result
+        return None
 
     # -- describe ---------------------------------------------------------------------------
 

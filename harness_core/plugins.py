@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib import metadata
 from typing import Any
 
+import harness_hookspecs.specs as _specs
 import pluggy
 from attrs import define, field, frozen
 from harness_hookspecs import (
@@ -26,7 +27,6 @@ from harness_hookspecs import (
     SandboxProvider,
     hookimpl,
 )
-from harness_hookspecs import specs as _specs
 from harness_hookspecs._bounds import is_name
 
 from .function_harness import ADAPTER_ATTRIBUTE, FunctionHarness

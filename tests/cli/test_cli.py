@@ -81,9 +81,11 @@ def test_bad_input_is_one_line_and_non_zero(cli_env, tmp_path):
 def test_bad_input_loses_nothing_recorded(cli_env, tmp_path):
     run = harness(cli_env, "run", "echo", "keep me", "--workspace", str(tmp_path), "--json")
     session_id = json.loads(run.stdout.splitlines()[0])["session_id"]
-    harness(cli_env, "run", "echo", "", "--session", session_id)
+    refused = harness(cli_env, "run", "echo", "", "--session", session_id)
+    assert refused.returncode == 2
+    assert refused.stderr == "harness: error: invalid-request: the prompt is empty\n"
     events = harness(cli_env, "events", session_id, "--json").stdout.splitlines()
-    assert len(events) == len(run.stdout.splitlines())
+    assert events == run.stdout.splitlines()
 
 
 def test_cancel_from_another_process(cli_env, tmp_path):

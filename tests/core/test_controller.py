@@ -89,7 +89,7 @@ async def chatty(request, context):
 def run(make_controller, workspace, *objs, prompt="hi", harness_name=None, **kwargs):
     async def main():
         async with make_controller(*objs, **kwargs) as controller:
-            name = harness_name or getattr(objs[0], "name", None) or "talker"
+            name = harness_name or getattr(objs[0], "__harness_adapter__", objs[0]).name
             ref = await controller.open_session(harness=name, workspace=workspace)
             return await controller.run_turn(ref, prompt)
 

@@ -1,0 +1,52 @@
+"""Portable export: a JSON bundle of one session, built only from the ledger."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from harness_hookspecs import HarnessError, LedgerStore, MessageDelta, TurnCompleted
+
+from .serialize import event_to_dict, record_to_dict
+
+EXPORT_FORMAT = "harness-core.export"
+EXPORT_VERSION = 1
+
+_STATUS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
+
+
+def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
+    record = store.get_session(session_id)
+    if record is None:
+        raise HarnessError("session-not-found")
+    events = store.events(session_id)
+    turns: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.turn_id is None:
+            continue
+        turn = turns.get(event.turn_id)
+        if turn is None:
+            turn = turns[event.turn_id] = {
+                "turn_id": event.turn_id,
+                "status": "incomplete",
+                "started_sequence": event.sequence,
+                "terminal_sequence": None,
+                "text": "",
+            }
+        if isinstance(event.payload, MessageDelta):
+            turn["text"] += event.payload.text
+        elif event.type in _STATUS:
+            turn["status"] = _STATUS[event.type]
+            turn["terminal_sequence"] = event.sequence
+            if isinstance(event.payload, TurnCompleted) and event.payload.text is not None:
+                turn["text"] = event.payload.text
+            if event.type == "turn.failed":
+                turn["reason"] = event.payload.reason  # type: ignore[union-attr]
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
+        "session": record_to_dict(record),
+        "turns": list(turns.values()),
+        "events": [event_to_dict(event) for event in events],
+    }

@@ -1,0 +1,33 @@
+"""What every store shares: the gap-free sequence check done at append time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from harness_hookspecs import Event, HarnessError
+
+
+class SequenceGuard:
+    """Refuses an append whose sequence is not exactly the session's last + 1."""
+
+    def __init__(self, last_stored: Callable[[str], int]) -> None:
+        self._last: dict[str, int] = {}
+        self._last_stored = last_stored
+
+    def check(self, events: Sequence[Event]) -> None:
+        last = self._last
+        staged: dict[str, int] = {}
+        for event in events:
+            sid = event.session_id
+            previous = staged.get(sid)
+            if previous is None:
+                previous = last.get(sid)
+                if previous is None:
+                    previous = self._last_stored(sid)
+            if event.sequence != previous + 1:
+                raise HarnessError("ledger-failed", "sequence gap or duplicate refused")
+            staged[sid] = event.sequence
+        last.update(staged)
+
+    def last(self, session_id: str) -> int | None:
+        return self._last.get(session_id)

@@ -1,0 +1,1 @@
+"""pytest plugin entry point of harness_core (the conformance options live here)."""

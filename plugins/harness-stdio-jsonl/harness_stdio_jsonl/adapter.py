@@ -1,0 +1,221 @@
+"""The stdio-jsonl adapter (contract in this plugin's README)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from harness_hookspecs import (
+    REASONS,
+    CancelTurnRequest,
+    CloseSessionRequest,
+    HarnessDescriptor,
+    HarnessError,
+    OpenSessionRequest,
+    Payload,
+    ProcessHandle,
+    ResumeSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    TurnFailed,
+    assert_supported,
+    make_payload,
+)
+
+PROTOCOL = 1
+ENV_COMMAND = "HARNESS_JSONL_COMMAND"
+# Output types the contract maps; anything else is ignored for forward compatibility.
+MAPPED = {
+    "message.delta",
+    "message.completed",
+    "tool.started",
+    "tool.completed",
+    "status",
+    "usage",
+    "artifact",
+    "turn.completed",
+    "turn.failed",
+    "turn.cancelled",
+}
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "requests",
+    "cost_usd",
+)
+
+
+def parse_line(line: bytes) -> Payload | None:
+    """Map one output line to a payload; ``None`` for ignorable lines.
+
+    Raises ``HarnessError("provider-failed")`` for garbage, with no provider text attached.
+    """
+    if not line.strip():
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        raise HarnessError("provider-failed", "the program wrote a line that is not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise HarnessError("provider-failed", "the program wrote a line without a type")
+    kind = data["type"]
+    if kind not in MAPPED:
+        return None
+    fields: dict[str, Any] = dict(data)
+    if kind == "usage":
+        fields = {"usage": {k: data[k] for k in USAGE_FIELDS if k in data}}
+    elif kind == "turn.failed":
+        reason = data.get("reason")
+        fields = {"reason": reason if reason in REASONS else "provider-failed"}
+    elif kind == "message.completed":
+        fields = {"text": data.get("text", ""), "role": "assistant"}
+    try:
+        return make_payload(kind, fields)
+    except (TypeError, ValueError):
+        raise HarnessError("provider-failed", f"the program wrote an invalid {kind} line") from None
+
+
+class StdioJsonlAdapter:
+    name = "stdio-jsonl"
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, _Session] = {}
+
+    def describe(self) -> HarnessDescriptor:
+        return HarnessDescriptor(
+            provider=self.name,
+            targets=["local"],
+            features=["resume", "cancel", "usage"],
+            version="0.1.0",
+            display_name="Any JSONL program",
+            details={"protocol": str(PROTOCOL)},
+        )
+
+    def _command(self, config: Mapping[str, Any]) -> list[str]:
+        raw = config.get("command") or os.environ.get(ENV_COMMAND)
+        if isinstance(raw, str):
+            if raw.lstrip().startswith("["):
+                try:
+                    raw = json.loads(raw)
+                except ValueError:
+                    raise HarnessError("invalid-request", "command is not valid JSON") from None
+            else:
+                raw = shlex.split(raw)
+        if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
+            raise HarnessError("invalid-request", "stdio-jsonl needs a command (config or env)")
+        return list(raw)
+
+    def _open(self, ref: SessionRef, context: SessionContext, resumed: bool) -> SessionRef:
+        mode = context.config.get("mode", "per-turn")
+        if mode not in ("per-turn", "session"):
+            raise HarnessError("invalid-request", "mode must be per-turn or session")
+        self._sessions[ref.session_id] = _Session(
+            command=self._command(context.config), mode=str(mode), resumed=resumed
+        )
+        return ref
+
+    async def open_session(
+        self, request: OpenSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self.describe(), request.target)
+        ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
+        return self._open(ref, context, resumed=False)
+
+    async def resume_session(
+        self, request: ResumeSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self.describe(), request.session.target, "resume")
+        return self._open(request.session, context, resumed=True)
+
+    def _env(self, context: SessionContext) -> dict[str, str]:
+        env = {
+            "HARNESS_SESSION_ID": context.session_id,
+            "HARNESS_STATE_DIR": context.state_dir,
+        }
+        if context.workspace:
+            env["HARNESS_WORKSPACE"] = context.workspace
+        if context.model:
+            env["HARNESS_MODEL"] = context.model
+        return env
+
+    async def run_turn(
+        self, request: RunTurnRequest, context: SessionContext
+    ) -> AsyncIterator[Payload]:
+        session = self._sessions.get(request.session.session_id)
+        if session is None:
+            raise HarnessError("session-not-found")
+        line = (
+            json.dumps(
+                {
+                    "type": "turn",
+                    "protocol": PROTOCOL,
+                    "turn_id": request.turn_id,
+                    "session_id": request.session.session_id,
+                    "prompt": request.prompt,
+                    "resumed": session.resumed,
+                }
+            )
+            + "\n"
+        ).encode()
+        session.resumed = False
+        if session.mode == "per-turn":
+            process = await context.spawn(session.command, env=self._env(context), stdin=True)
+            await process.send(line)
+            await process.close_stdin()
+            lines = process.lines()
+        else:
+            if session.process is None or session.process.returncode is not None:
+                session.process = await context.spawn(
+                    session.command, env=self._env(context), stdin=True, lifetime="session"
+                )
+                session.lines = session.process.lines()
+            process = session.process
+            await process.send(line)
+            assert session.lines is not None
+            lines = session.lines
+        async for raw in lines:
+            payload = parse_line(raw)
+            if payload is None:
+                continue
+            yield payload
+            if payload.TYPE in ("turn.completed", "turn.failed", "turn.cancelled"):
+                return
+        code = await process.wait()
+        yield TurnFailed(
+            reason="provider-failed",
+            hint="the program exited without ending the turn"
+            if code == 0
+            else f"the program exited with status {code} without ending the turn",
+        )
+
+    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
+        session = self._sessions.get(request.session.session_id)
+        if (
+            session is not None
+            and session.process is not None
+            and session.process.returncode is None
+        ):
+            message = {"type": "cancel", "turn_id": request.turn_id}
+            try:
+                await session.process.send((json.dumps(message) + "\n").encode())
+            except Exception:  # the runtime kills the group anyway
+                pass
+
+    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
+        self._sessions.pop(request.session.session_id, None)
+
+
+class _Session:
+    def __init__(self, command: list[str], mode: str, resumed: bool) -> None:
+        self.command = command
+        self.mode = mode
+        self.resumed = resumed
+        self.process: ProcessHandle | None = None
+        self.lines: AsyncIterator[bytes] | None = None

@@ -1,0 +1,214 @@
+"""The stdio-jsonl adapter against real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import anyio
+import pytest
+from harness_hookspecs import HarnessError, MessageDelta
+from harness_stdio_jsonl import StdioJsonlAdapter
+from harness_stdio_jsonl.adapter import parse_line
+
+from harness_core import Controller, plugins_from
+
+REFERENCE = [sys.executable, "-m", "harness_stdio_jsonl.reference"]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> str:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return str(path)
+
+
+def controller(tmp_path: Path, **kwargs) -> Controller:
+    return Controller(
+        plugins=plugins_from([StdioJsonlAdapter()]),
+        ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
+        state_dir=tmp_path / "state",
+        env_passthrough=("PYTHONPATH",),
+        **kwargs,
+    )
+
+
+def script(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "agent.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]
+
+
+async def one_turn(tmp_path, workspace, command, prompt, **config):
+    async with controller(tmp_path) as c:
+        ref = await c.open_session(
+            harness="stdio-jsonl", workspace=workspace, config={"command": command, **config}
+        )
+        return await c.run_turn(ref, prompt)
+
+
+def test_reference_program_completes_and_extra_fields_are_dropped(tmp_path, workspace):
+    result = anyio.run(one_turn, tmp_path, workspace, REFERENCE, "hello jsonl world")
+    assert result.status == "completed", result
+    assert result.text == "hello jsonl world"
+    assert result.usage.input_tokens == 3
+    deltas = [e.payload for e in result.events if e.type == "message.delta"]
+    assert deltas[0] == MessageDelta(text="hello")
+
+
+def test_tool_call_writes_a_file_in_the_workspace(tmp_path, workspace):
+    result = anyio.run(one_turn, tmp_path, workspace, REFERENCE, "write notes.txt it works")
+    assert result.status == "completed"
+    assert (Path(workspace) / "notes.txt").read_text() == "it works\n"
+    types = [e.type for e in result.events]
+    assert types.index("tool.started") < types.index("tool.completed")
+
+
+def test_failed_terminal_from_the_program(tmp_path, workspace):
+    result = anyio.run(one_turn, tmp_path, workspace, REFERENCE, "fail now")
+    assert result.status == "failed" and result.reason == "provider-unavailable"
+
+
+@pytest.mark.parametrize(
+    ("body", "hint"),
+    [
+        ("print('Traceback: secret provider text')", "not JSON"),
+        (
+            "import json; print(json.dumps({'type': 'message.delta', 'text': 'x'}))",
+            "without ending",
+        ),
+        ("import sys; sys.exit(3)", "status 3"),
+        (
+            "import json; print(json.dumps({'type': 'status', 'message': 'x' * 500}))",
+            "invalid status",
+        ),
+    ],
+)
+def test_garbage_and_truncated_streams_are_provider_failed(tmp_path, workspace, body, hint):
+    result = anyio.run(one_turn, tmp_path, workspace, script(tmp_path, body), "hi")
+    assert result.status == "failed" and result.reason == "provider-failed"
+    assert hint in (result.events[-1].payload.hint or "")
+    assert "secret provider text" not in repr(result.events)
+
+
+def test_unknown_types_are_ignored():
+    assert parse_line(b'{"type": "vendor.thing", "x": 1}') is None
+    with pytest.raises(HarnessError):
+        parse_line(b"[1, 2]")
+
+
+def test_missing_command_is_invalid_request(tmp_path, workspace, monkeypatch):
+    monkeypatch.delenv("HARNESS_JSONL_COMMAND", raising=False)
+
+    async def main():
+        async with controller(tmp_path) as c:
+            with pytest.raises(HarnessError) as info:
+                await c.open_session(harness="stdio-jsonl", workspace=workspace)
+            return info.value.reason
+
+    assert anyio.run(main) == "invalid-request"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _group_members(pgid: int) -> list[int]:
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+                if int(fields[2]) == pgid and fields[0] != "Z":
+                    members.append(int(entry))
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                pass
+    return members
+
+
+@pytest.mark.parametrize("mode", ["per-turn", "session"])
+def test_cancel_kills_the_process_group(tmp_path, workspace, mode):
+    # The program forks a grandchild in the same group: both must be gone after cancel.
+    body = """
+        import json, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        for line in sys.stdin:
+            print(json.dumps({"type": "status", "message": "pids %d %d" % (child.pid, 0)}), flush=True)
+            time.sleep(60)
+    """
+    command = script(tmp_path, body)
+
+    async def main():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(
+                harness="stdio-jsonl",
+                workspace=workspace,
+                config={"command": command, "mode": mode},
+            )
+            async with c.turn(ref, "go") as turn:
+                async for event in turn:
+                    if event.type == "status":
+                        child = int(event.payload.message.split()[1])
+                        context = c._live[ref.session_id].context
+                        procs = context.turn_processes + context.session_processes
+                        leader = procs[0].pid
+                        assert _alive(child) and _alive(leader)
+                        with anyio.fail_after(3):
+                            await c.cancel_turn(ref, turn.turn_id)
+                    last = event
+            return last.type, child, leader
+
+    last, child, leader = anyio.run(main)
+    assert last == "turn.cancelled"
+    assert not _alive(child) and not _alive(leader)
+    assert _group_members(leader) == []
+
+
+def test_session_mode_keeps_one_process_and_resume_in_new_controller(tmp_path, workspace):
+    async def first():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(
+                harness="stdio-jsonl",
+                workspace=workspace,
+                config={"command": REFERENCE, "mode": "session"},
+            )
+            a = await c.run_turn(ref, "one")
+            b = await c.run_turn(ref, "two")
+            return ref, a.text, b.text
+
+    ref, a, b = anyio.run(first)
+    assert (a, b) == ("one", "two")
+
+    async def second():
+        async with controller(tmp_path) as c:
+            await c.resume_session(ref, workspace=workspace, config={"command": REFERENCE})
+            result = await c.run_turn(ref, "three")
+            return result.text, [e.sequence for e in c.events(ref.session_id)]
+
+    text, sequences = anyio.run(second)
+    assert text == "three"
+    assert sequences == list(range(1, len(sequences) + 1))
+
+
+def test_deadline_kills_a_hung_program(tmp_path, workspace):
+    async def main():
+        async with controller(tmp_path, turn_timeout=0.5) as c:
+            ref = await c.open_session(
+                harness="stdio-jsonl", workspace=workspace, config={"command": REFERENCE}
+            )
+            return await c.run_turn(ref, "sleep 30")
+
+    result = anyio.run(main)
+    assert result.status == "failed" and result.reason == "timeout"
