@@ -22,8 +22,7 @@ from harness_core.testing.fake_model import (
     ToolCall,
     Usage,
 )
-
-from .conftest import alive, group_members
+from harness_core.testing.processes import alive, group_members
 
 MODEL = "fake-model"
 
