@@ -83,10 +83,10 @@ def test_dangerous_without_an_enforcing_sandbox_is_policy_refused(tmp_path):
 
 
 def test_dangerous_with_the_local_provider_is_policy_refused(tmp_path):
-    sandbox_local = pytest.importorskip("sandbox_local")
+    local_plugin = pytest.importorskip("sandbox_local.plugin")
     error = _open_error(
         tmp_path,
-        sandbox_local.plugin,
+        local_plugin,
         posture="dangerous",
         sandbox=SandboxSpec(provider="local", network="none", config={"root": str(tmp_path)}),
     )
