@@ -93,6 +93,8 @@ def build_prefix(
         "--hostname",
         spec.hostname,
     ]
+    if not spec.allow_nested_userns:
+        argv += ["--unshare-user", "--disable-userns"]
     if net.mode == "open":
         argv.append("--share-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]

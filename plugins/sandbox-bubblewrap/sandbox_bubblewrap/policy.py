@@ -166,6 +166,9 @@ class SandboxSpec:
     hide: tuple[Path, ...] = ()
     cwd: Path | None = None
     hostname: str = "sandbox"
+    # False: ``--unshare-user --disable-userns`` (no user namespaces inside, less kernel surface).
+    # True only for hosts whose bwrap cannot create a user namespace (setuid bwrap, userns off).
+    allow_nested_userns: bool = False
     setenv: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:

@@ -66,6 +66,7 @@ print(json.dumps({{
     "tmp_listing": sorted(os.listdir("/tmp")),
     "remount": subprocess.run(["mount", "-o", "remount,rw", "/"], capture_output=True).returncode,
     "cap_eff": [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0],
+    "nested_userns": subprocess.run(["unshare", "-U", "-r", "true"], capture_output=True).returncode,
 }}))
 """
         )
@@ -80,6 +81,7 @@ print(json.dumps({{
     assert not (Path("/tmp") / inside_name).exists()
     assert out["remount"] != 0  # --cap-drop ALL: even as root, no remount rw of /
     assert int(out["cap_eff"], 16) == 0
+    assert out["nested_userns"] != 0  # --disable-userns
     assert not Path("/etc/harness-bwrap-probe").exists()
 
 
