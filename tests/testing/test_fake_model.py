@@ -606,8 +606,8 @@ def test_codex_turn_tool_call_and_resume(dirs):
         env = _base_env(home, ws)
         env.update(CODEX_HOME=str(home), FAKE_API_KEY="sk-fake")
         # With bwrap installed, workspace-write runs tools via codex-linux-sandbox, which Codex
-    # refuses to set up when CODEX_HOME is under /tmp (as here); the test sandbox is tmp_path.
-    flags = ["--json", "--skip-git-repo-check", "-s", "danger-full-access"]
+        # refuses to set up when CODEX_HOME is under /tmp (as here); the test sandbox is tmp_path.
+        flags = ["--json", "--skip-git-repo-check", "-s", "danger-full-access"]
         events = _run([codex, "exec", *flags, "create out.txt"], ws, env)
         assert (ws / "out.txt").read_text() == "hello\n"
         thread = next(e["thread_id"] for e in events if e["type"] == "thread.started")
