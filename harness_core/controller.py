@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import time
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -74,8 +75,21 @@ CLEANUP_GRACE = 0.25
 PROVIDER_CANCEL_WAIT = 1.0
 
 
+_second_cache: list[Any] = [-1, ""]
+
+
 def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    """UTC now as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (what ``datetime.isoformat`` would give).
+
+    The date-and-seconds prefix is formatted once per second; the microseconds are appended.
+    """
+    micros = time.time_ns() // 1000
+    cache = _second_cache
+    if cache[0] != micros // 1_000_000:
+        second = micros // 1_000_000
+        cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
+        cache[0] = second
+    return cache[1] + "%06dZ" % (micros % 1_000_000)  # noqa: UP031 - fastest form here
 
 
 def default_state_root() -> Path:
@@ -152,6 +166,7 @@ class Turn:
         self._idle: anyio.Event | None = None
         self._cancel_by: str | None = None
         self._adapter_events = 0
+        self._carry = ""  # streamed text held back while it could be the start of a secret
         self.terminal: Event | None = None
         self.events: list[Event] = []
 
@@ -168,7 +183,9 @@ class Turn:
                 raise StopAsyncIteration
             if self._stepping:
                 raise HarnessError("turn-active", "the turn is already being iterated")
-            await self._guarded_step()
+            # A step may record nothing (text held back for redaction): step until it does.
+            while not self._pending and self.terminal is None:
+                await self._guarded_step()
         if not self._pending:
             raise StopAsyncIteration
         return self._pending.popleft()
@@ -236,12 +253,33 @@ class Turn:
         if self._max_events is not None and self._adapter_events > self._max_events:
             await self._finish(TurnFailed(reason="limit-exceeded", hint="too many events"))
             return
+        if self._live.context.redactor.has_secrets:
+            self._record_holding_back(payload)
+        else:
+            self._record(payload)
+
+    def _record_holding_back(self, payload: Payload) -> None:
+        """Record, holding back the tail of streamed text that could start a secret."""
+        if isinstance(payload, MessageDelta):
+            text = self._carry + payload.text
+            keep = self._live.context.redactor.partial_suffix(text)
+            self._carry = text[len(text) - keep :]
+            if len(text) > keep:
+                self._record(MessageDelta(text=text[: len(text) - keep]))
+            return
+        self._release_carry()
         self._record(payload)
+
+    def _release_carry(self) -> None:
+        if self._carry:
+            carry, self._carry = self._carry, ""
+            self._record(MessageDelta(text=carry))
 
     async def _finish(self, terminal: Payload) -> None:
         """Emit the one terminal event, then release everything the turn held."""
         if self.terminal is not None:
             return
+        self._release_carry()
         self.terminal = self._record(terminal)
         live = self._live
         live.outcome = {

@@ -36,6 +36,24 @@ class Redactor:
         literal = "|".join(re.escape(s) for s in sorted(self._secrets, key=len, reverse=True))
         self._pattern = re.compile(f"{literal}|{KEY_SHAPES.pattern}")
 
+    @property
+    def has_secrets(self) -> bool:
+        return bool(self._secrets)
+
+    def partial_suffix(self, value: str) -> int:
+        """Length of the longest suffix of ``value`` that is a proper prefix of a secret.
+
+        The controller holds that much streamed text back until the next piece arrives, so a
+        secret split across two deltas is redacted as a whole.
+        """
+        longest = 0
+        for secret in self._secrets:
+            for k in range(min(len(secret) - 1, len(value)), longest, -1):
+                if value.endswith(secret[:k]):
+                    longest = k
+                    break
+        return longest
+
     def text(self, value: str) -> str:
         return self._pattern.sub(REDACTED, value)
 
