@@ -161,6 +161,7 @@ class Turn:
         self._max_events = max_events
         self._pending: deque[Event] = deque()
         self._scope: anyio.CancelScope | None = None
+        self._scope_type: type[anyio.CancelScope] | None = None
         # A flag, not an anyio.Lock: acquiring a lock is a checkpoint on every event.
         self._stepping = False
         self._idle: anyio.Event | None = None
@@ -184,8 +185,16 @@ class Turn:
             if self._stepping:
                 raise HarnessError("turn-active", "the turn is already being iterated")
             # A step may record nothing (text held back for redaction): step until it does.
-            while not self._pending and self.terminal is None:
-                await self._guarded_step()
+            # (_guarded_step inlined: one coroutine less per event on the hot path.)
+            self._stepping = True
+            try:
+                while not self._pending and self.terminal is None:
+                    await self._step()
+            finally:
+                self._stepping = False
+                if self._idle is not None:
+                    self._idle.set()
+                    self._idle = None
         if not self._pending:
             raise StopAsyncIteration
         return self._pending.popleft()
@@ -223,7 +232,13 @@ class Turn:
             return
         payload: Any = None
         failure: HarnessError | None = None
-        with anyio.CancelScope(deadline=self._deadline or float("inf")) as scope:
+        # The backend's scope class, built directly: anyio.CancelScope() dispatches through
+        # the backend lookup on every call (~1 us of the per-event cost).
+        scope_type = self._scope_type
+        if scope_type is None:
+            scope_type = self._scope_type = type(anyio.CancelScope())
+        deadline = self._deadline
+        with scope_type() if deadline is None else scope_type(deadline=deadline) as scope:
             self._scope = scope
             try:
                 payload = await self._iterator.__anext__()

@@ -37,6 +37,8 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
+
 ADAPTER_ATTRIBUTE = "__harness_adapter__"
 
 
@@ -159,17 +161,20 @@ class FunctionHarness:
         elif result is None:
             pass
         elif hasattr(result, "__aiter__") or isinstance(result, Iterable):
-            async for item in _aiter(result):
+            # An async iterator is iterated directly (no wrapper generator per item).
+            items = result if hasattr(result, "__aiter__") else _aiter(result)
+            append = text_parts.append
+            async for item in items:
                 if isinstance(item, str):
                     if item:
-                        text_parts.append(item)
+                        append(item)
                         yield MessageDelta(text=item)
                 elif isinstance(item, Result):
                     if item.text:
                         text_parts.append(item.text)
                         yield MessageDelta(text=item.text)
                     usage = item.usage or usage
-                elif type(item) in PAYLOAD_TYPES.values() and item.TYPE in ADAPTER_TYPES:
+                elif type(item) in _PAYLOAD_CLASSES and item.TYPE in ADAPTER_TYPES:
                     yield item
                     if item.TYPE in TERMINAL_TYPES:
                         session.history.append(("assistant", "".join(text_parts)))

@@ -21,6 +21,14 @@ KEY_SHAPES = re.compile(
 )
 
 
+#: The shortest text the pattern can match: registered secrets are at least this long (see
+#: :meth:`Redactor.add`) and every key shape is longer.
+MIN_MATCH = 6
+
+#: Payload class -> its field names (``attrs.fields`` per event was a measurable cost).
+_FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
+
+
 class Redactor:
     """Replaces registered secret values and common key shapes in every string field."""
 
@@ -30,7 +38,7 @@ class Redactor:
 
     def add(self, value: str) -> None:
         # Very short values would redact ordinary words; they are not useful secrets anyway.
-        if not isinstance(value, str) or len(value) < 6 or value in self._secrets:
+        if not isinstance(value, str) or len(value) < MIN_MATCH or value in self._secrets:
             return
         self._secrets.add(value)
         literal = "|".join(re.escape(s) for s in sorted(self._secrets, key=len, reverse=True))
@@ -58,14 +66,19 @@ class Redactor:
         return self._pattern.sub(REDACTED, value)
 
     def payload(self, payload: Payload) -> Payload:
+        names = _FIELD_NAMES.get(type(payload))
+        if names is None:
+            names = _FIELD_NAMES[type(payload)] = tuple(a.name for a in attrs.fields(type(payload)))
         changes: dict[str, Any] = {}
-        for attribute in attrs.fields(type(payload)):
-            value = getattr(payload, attribute.name)
-            if isinstance(value, str) and self._pattern.search(value):
+        search = self._pattern.search
+        for name in names:
+            value = getattr(payload, name)
+            # Nothing shorter than MIN_MATCH can match (secrets and key shapes are longer).
+            if isinstance(value, str) and len(value) >= MIN_MATCH and search(value):
                 redacted = self._pattern.sub(REDACTED, value)
-                if attribute.name in ("summary", "message", "hint"):
+                if name in ("summary", "message", "hint"):
                     redacted = redacted[:240]
-                changes[attribute.name] = redacted
+                changes[name] = redacted
         if not changes:
             return payload
         try:

@@ -16,6 +16,16 @@ class SequenceGuard:
 
     def check(self, events: Sequence[Event]) -> None:
         last = self._last
+        if len(events) == 1:  # the controller appends one event at a time
+            event = events[0]
+            sid = event.session_id
+            previous = last.get(sid)
+            if previous is None:
+                previous = self._last_stored(sid)
+            if event.sequence != previous + 1:
+                raise HarnessError("ledger-failed", "sequence gap or duplicate refused")
+            last[sid] = event.sequence
+            return
         staged: dict[str, int] = {}
         for event in events:
             sid = event.session_id
