@@ -89,7 +89,8 @@ def now() -> str:
         second = micros // 1_000_000
         cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
         cache[0] = second
-    return cache[1] + "%06dZ" % (micros % 1_000_000)  # noqa: UP031 - fastest form here
+    prefix: str = cache[1]
+    return prefix + "%06dZ" % (micros % 1_000_000)  # noqa: UP031 - fastest form here
 
 
 def default_state_root() -> Path:
