@@ -1,0 +1,6 @@
+"""harness-acp: drive any Agent Client Protocol agent through harness_core."""
+
+from .adapter import AcpAdapter
+from .registry import AGENTS, AgentSpec
+
+__all__ = ["AGENTS", "AcpAdapter", "AgentSpec"]

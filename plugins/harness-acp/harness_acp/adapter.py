@@ -1,0 +1,572 @@
+"""The ACP adapter: one session-lifetime agent process per session, JSON-RPC over its stdio.
+
+The official ``agent-client-protocol`` SDK provides the JSON-RPC connection (request ids,
+responses, errors) and the request models; the adapter provides the transport (the runtime's
+:class:`~harness_hookspecs.ProcessHandle`, so the agent runs in the sandbox, in its own process
+group, killed on close) and the client side: ``session/update`` notifications become events,
+``session/request_permission`` becomes ``permission.requested``/``permission.resolved`` answered
+by the host's policy (default: reject), and file-system/terminal capabilities are off.
+
+The connection's reader (``Connection.main_loop``) and each turn's ``session/prompt`` request run
+as session tasks through the runtime's ``start_soon``, each in a cancel scope the adapter owns and
+cancels on close or when the turn ends. The SDK is asyncio-based, so this plugin needs the asyncio
+backend.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+from acp import PROTOCOL_VERSION, RequestError
+from acp.connection import Connection
+from acp.schema import (
+    CancelNotification,
+    ClientCapabilities,
+    FileSystemCapabilities,
+    Implementation,
+    InitializeRequest,
+    LoadSessionRequest,
+    NewSessionRequest,
+    PromptRequest,
+    SetSessionModeRequest,
+    TextContentBlock,
+)
+from anyio.streams.memory import MemoryObjectSendStream
+from harness_hookspecs import (
+    CancelTurnRequest,
+    CloseSessionRequest,
+    HarnessDescriptor,
+    HarnessError,
+    MessageCompleted,
+    MessageDelta,
+    OpenSessionRequest,
+    Payload,
+    PermissionRequested,
+    PermissionResolved,
+    ProcessHandle,
+    ResumeSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    ToolCompleted,
+    ToolStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    Usage,
+    UsageReported,
+    assert_supported,
+)
+
+from .registry import AGENTS
+
+STATE_FILE = "acp-session.json"
+PREFLIGHT_TIMEOUT = 3.0
+INIT_TIMEOUT = 60.0
+KIND_SUMMARIES = {
+    "read": "read a file",
+    "edit": "edited a file",
+    "delete": "deleted a file",
+    "move": "moved a file",
+    "search": "searched files",
+    "execute": "ran a command",
+    "think": "thought",
+    "fetch": "fetched a resource",
+    "switch_mode": "switched mode",
+}
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_AUTH = re.compile(r"\b401\b|\b403\b|authenticat|unauthori[sz]ed|invalid api key|api key", re.I)
+_UNREACHABLE = re.compile(
+    r"connect|ECONNREFUSED|ENOTFOUND|fetch failed|network|\b50[234]\b|\b429\b|overloaded", re.I
+)
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def classify_error(error: BaseException) -> str:
+    """A fixed reason for a failed ``session/prompt`` (its text is never forwarded)."""
+    if isinstance(error, RequestError):
+        text = f"{error} {json.dumps(error.data, default=str) if error.data else ''}"
+        if error.code == -32000 or _AUTH.search(text):
+            return "authentication-required"
+        if _UNREACHABLE.search(text):
+            return "provider-unavailable"
+        return "provider-failed"
+    if isinstance(error, ConnectionError):
+        return "provider-failed"
+    return "provider-failed"
+
+
+class ProcessTransport:
+    """An ACP SDK ``Transport`` over the runtime's process handle (newline-delimited JSON)."""
+
+    def __init__(self, process: ProcessHandle) -> None:
+        self.process = process
+        self._lines = process.lines()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        await self.process.send((json.dumps(message, separators=(",", ":")) + "\n").encode())
+
+    async def receive(self) -> dict[str, Any] | None:
+        async for line in self._lines:
+            if not line.strip():
+                continue
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # agents log to stdout now and then; not JSON-RPC
+            if isinstance(message, dict):
+                return message
+        return None
+
+    async def close(self) -> None:
+        try:
+            await self.process.close_stdin()
+        except Exception:
+            pass
+
+
+class _Turn:
+    def __init__(self, sink: MemoryObjectSendStream[tuple[str, Any]], policy: str) -> None:
+        self.sink = sink
+        self.policy = policy
+        self.started: set[str] = set()
+        self.completed: set[str] = set()
+        self.text: list[str] = []
+        self.permissions = 0
+
+    def put(self, item: tuple[str, Any]) -> None:
+        try:
+            self.sink.send_nowait(item)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+
+class _Session:
+    def __init__(self, context: SessionContext) -> None:
+        self.context = context
+        self.process: ProcessHandle | None = None
+        self.conn: Connection | None = None
+        self.native_id: str | None = None
+        self.can_load = False
+        self.turn: _Turn | None = None
+        self.scopes: list[anyio.CancelScope] = []
+        self.base_url: str | None = None
+
+    def start(self, function: Any, *args: Any) -> anyio.CancelScope:
+        scope = anyio.CancelScope()
+        self.scopes.append(scope)
+
+        async def runner() -> None:
+            with scope:
+                await function(*args)
+
+        start_soon = getattr(self.context, "start_soon", None)
+        if start_soon is None:
+            raise HarnessError("provider-failed", "the runtime cannot run session tasks")
+        start_soon(runner)
+        return scope
+
+
+def _safe_tool_name(update: Mapping[str, Any]) -> str:
+    meta = update.get("_meta")
+    if isinstance(meta, Mapping):
+        for value in meta.values():
+            name = value.get("toolName") if isinstance(value, Mapping) else None
+            if isinstance(name, str) and _SAFE_NAME.match(name):
+                return name
+    kind = update.get("kind")
+    return kind if isinstance(kind, str) and _SAFE_NAME.match(kind) else "tool"
+
+
+def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
+    """Map one ``session/update`` payload to contract events (pure, for tests too)."""
+    kind = update.get("sessionUpdate")
+    out: list[Payload] = []
+    if kind == "agent_message_chunk":
+        content = update.get("content")
+        if isinstance(content, Mapping) and content.get("type") == "text":
+            text = content.get("text")
+            if isinstance(text, str) and text:
+                turn.text.append(text)
+                out.append(MessageDelta(text=text))
+    elif kind in ("tool_call", "tool_call_update"):
+        call_id = update.get("toolCallId")
+        if not isinstance(call_id, str) or not 0 < len(call_id) <= 256:
+            return out
+        name = _safe_tool_name(update)
+        tool_kind = update.get("kind")
+        summary = (
+            KIND_SUMMARIES.get(tool_kind, "used a tool") if isinstance(tool_kind, str) else None
+        )
+        if call_id not in turn.started:
+            turn.started.add(call_id)
+            out.append(ToolStarted(call_id=call_id, name=name, summary=summary or "used a tool"))
+        status = update.get("status")
+        if status in ("completed", "failed") and call_id not in turn.completed:
+            turn.completed.add(call_id)
+            ok = status == "completed"
+            out.append(
+                ToolCompleted(
+                    call_id=call_id,
+                    name=name,
+                    ok=ok,
+                    summary=(summary or "used a tool") if ok else "the tool call failed",
+                )
+            )
+    return out
+
+
+def _usage(result: Mapping[str, Any]) -> UsageReported | None:
+    usage = result.get("usage")
+    if not isinstance(usage, Mapping):
+        return None
+
+    def n(key: str) -> int | None:
+        value = usage.get(key)
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        )
+
+    fields = {
+        "input_tokens": n("inputTokens"),
+        "output_tokens": n("outputTokens"),
+        "reasoning_tokens": n("thoughtTokens"),
+        "cache_read_tokens": n("cachedReadTokens"),
+        "cache_write_tokens": n("cachedWriteTokens"),
+    }
+    if all(v is None for v in fields.values()):
+        return None
+    return UsageReported(usage=Usage(**fields))
+
+
+async def endpoint_reachable(base_url: str, deadline: float | None) -> bool:
+    parts = urlsplit(base_url)
+    host = parts.hostname
+    if not host:
+        return True
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    timeout = PREFLIGHT_TIMEOUT
+    if deadline is not None:
+        timeout = max(0.1, min(timeout, deadline - anyio.current_time()))
+    try:
+        with anyio.fail_after(timeout):
+            stream = await anyio.connect_tcp(host, port)
+    except (OSError, TimeoutError):
+        return False
+    await stream.aclose()
+    return True
+
+
+class AcpAdapter:
+    """``acp:<agent>``: an Agent Client Protocol agent from the registry, over stdio."""
+
+    def __init__(self, agent: str) -> None:
+        if agent not in AGENTS:
+            raise ValueError(f"unknown ACP agent {agent!r}")
+        self.agent = AGENTS[agent]
+        self.name = f"acp:{agent}"
+        self._sessions: dict[str, _Session] = {}
+
+    def describe(self) -> HarnessDescriptor:
+        details = {"protocol": f"ACP v{PROTOCOL_VERSION}"}
+        if self.agent.tested:
+            details["tested_agent"] = self.agent.tested
+        return HarnessDescriptor(
+            provider=self.name,
+            targets=["local"],
+            features=["resume", "cancel", "permissions", "usage"],
+            version="0.1.0",
+            display_name=self.agent.display_name,
+            details=details,
+        )
+
+    # -- connection -------------------------------------------------------------------------
+
+    async def _handle(
+        self, session: _Session, method: str, params: Any, is_notification: bool
+    ) -> Any:
+        params = params if isinstance(params, Mapping) else {}
+        turn = session.turn
+        if method == "session/update":
+            update = params.get("update")
+            if turn is not None and isinstance(update, Mapping):
+                for payload in map_update(turn, update):
+                    turn.put(("event", payload))
+            return None
+        if method == "session/request_permission":
+            return self._permission(session, params)
+        if is_notification:
+            return None
+        # fs/* and terminal/* are not advertised; anything else is unknown.
+        raise RequestError.method_not_found(method)
+
+    def _permission(self, session: _Session, params: Mapping[str, Any]) -> dict[str, Any]:
+        turn = session.turn
+        options = [o for o in params.get("options") or [] if isinstance(o, Mapping)]
+        policy = turn.policy if turn is not None else "reject"
+        tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), Mapping) else {}
+        request_id = tool_call.get("toolCallId") if isinstance(tool_call, Mapping) else None
+        if turn is not None:
+            turn.permissions += 1
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= 200:
+            request_id = f"permission-{turn.permissions if turn else 0}"
+        else:
+            request_id = f"{request_id}:{turn.permissions if turn else 0}"
+        kind = tool_call.get("kind") if isinstance(tool_call, Mapping) else None
+        tool = _safe_tool_name(tool_call) if isinstance(tool_call, Mapping) else None
+        summary = "the agent asks to " + {
+            "execute": "run a command",
+            "edit": "edit a file",
+            "delete": "delete a file",
+            "move": "move a file",
+            "fetch": "fetch a resource",
+            "read": "read a file",
+        }.get(kind if isinstance(kind, str) else "", "use a tool")
+        wanted = (
+            ("allow_once", "allow_always")
+            if policy == "allow"
+            else ("reject_once", "reject_always")
+        )
+        chosen = next((o for k in wanted for o in options if o.get("kind") == k), None)
+        decision = "allow" if policy == "allow" and chosen is not None else "deny"
+        if turn is not None:
+            turn.put(
+                ("event", PermissionRequested(request_id=request_id, summary=summary, tool=tool))
+            )
+            turn.put(
+                (
+                    "event",
+                    PermissionResolved(request_id=request_id, decision=decision, source="policy"),
+                )
+            )
+        if chosen is None or not isinstance(chosen.get("optionId"), str):
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}}
+
+    async def _connect(self, session: _Session, context: SessionContext) -> dict[str, Any]:
+        home = Path(context.state_dir) / "home"
+        home.mkdir(parents=True, exist_ok=True)
+        launch = self.agent.setup(context, home)
+        session.base_url = launch.base_url
+        env = dict(launch.env)
+        if context.workspace:
+            env["PWD"] = context.workspace
+        process = await context.spawn(
+            launch.argv, env=env, cwd=context.workspace, stdin=True, lifetime="session"
+        )
+        session.process = process
+
+        async def handler(method: str, params: Any, is_notification: bool) -> Any:
+            return await self._handle(session, method, params, is_notification)
+
+        conn = Connection(handler, ProcessTransport(process), listening=False)
+        session.conn = conn
+        session.start(conn.main_loop)
+        request = InitializeRequest(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                terminal=False,
+            ),
+            client_info=Implementation(name="harness_core", version="0.1.0"),
+        )
+        result = await self._request(session, "initialize", _dump(request), INIT_TIMEOUT)
+        caps = result.get("agentCapabilities") if isinstance(result, Mapping) else None
+        session.can_load = bool(isinstance(caps, Mapping) and caps.get("loadSession"))
+        return result if isinstance(result, dict) else {}
+
+    async def _request(
+        self, session: _Session, method: str, params: Any, timeout: float | None = None
+    ) -> Any:
+        assert session.conn is not None
+        try:
+            with anyio.fail_after(timeout if timeout is not None else math.inf):
+                return await session.conn.send_request(method, params)
+        except TimeoutError:
+            raise HarnessError(
+                "provider-unavailable", f"the agent did not answer {method}"
+            ) from None
+        except RequestError as error:
+            raise HarnessError(classify_error(error), f"the agent refused {method}") from None
+        except ConnectionError:
+            raise HarnessError("provider-failed", "the agent exited") from None
+
+    async def _set_mode(self, session: _Session, context: SessionContext) -> None:
+        mode = context.config.get("mode")
+        if isinstance(mode, str) and mode and session.native_id:
+            request = SetSessionModeRequest(session_id=session.native_id, mode_id=mode)
+            await self._request(session, "session/set_mode", _dump(request), INIT_TIMEOUT)
+
+    def _save(self, context: SessionContext, native_id: str) -> None:
+        path = Path(context.state_dir) / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"native_session_id": native_id, "agent": self.agent.name}))
+        tmp.replace(path)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    async def open_session(
+        self, request: OpenSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self.describe(), request.target)
+        if context.workspace is None:
+            raise HarnessError("invalid-request", "an ACP session needs a local workspace")
+        session = _Session(context)
+        try:
+            await self._connect(session, context)
+            new = NewSessionRequest(cwd=context.workspace, mcp_servers=[])
+            result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
+            native = result.get("sessionId") if isinstance(result, Mapping) else None
+            if not isinstance(native, str) or not native:
+                raise HarnessError("provider-failed", "the agent returned no session id")
+            session.native_id = native
+            self._save(context, native)
+            await self._set_mode(session, context)
+        except BaseException:
+            await self._teardown(session)
+            raise
+        ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
+        self._sessions[ref.session_id] = session
+        return ref
+
+    async def resume_session(
+        self, request: ResumeSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self.describe(), request.session.target, "resume")
+        if context.workspace is None:
+            raise HarnessError("invalid-request", "an ACP session needs a local workspace")
+        try:
+            native = json.loads((Path(context.state_dir) / STATE_FILE).read_text())[
+                "native_session_id"
+            ]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise HarnessError("session-not-found", "no ACP state for this session") from None
+        session = _Session(context)
+        try:
+            await self._connect(session, context)
+            if not session.can_load:
+                raise HarnessError("unsupported-feature", "the agent cannot load sessions")
+            load = LoadSessionRequest(session_id=native, cwd=context.workspace, mcp_servers=[])
+            # The agent replays the history as session/update notifications: no turn is
+            # active, so they are dropped.
+            await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)
+            session.native_id = native
+            await self._set_mode(session, context)
+        except BaseException:
+            await self._teardown(session)
+            raise
+        self._sessions[request.session.session_id] = session
+        return request.session
+
+    async def run_turn(
+        self, request: RunTurnRequest, context: SessionContext
+    ) -> AsyncIterator[Payload]:
+        session = self._sessions.get(request.session.session_id)
+        if session is None or session.conn is None or session.native_id is None:
+            raise HarnessError("session-not-found")
+        if (
+            session.base_url
+            and context.config.get("preflight", True)
+            and not await endpoint_reachable(session.base_url, context.deadline)
+        ):
+            yield TurnFailed(
+                reason="provider-unavailable", hint="the model endpoint is unreachable"
+            )
+            return
+        policy = str(context.config.get("permissions", "reject"))
+        send, receive = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
+        turn = _Turn(send, "allow" if policy == "allow" else "reject")
+        session.turn = turn
+        prompt = PromptRequest(
+            session_id=session.native_id,
+            prompt=[TextContentBlock(type="text", text=request.prompt)],
+        )
+        params = _dump(prompt)
+
+        async def run_prompt() -> None:
+            try:
+                assert session.conn is not None
+                result = await session.conn.send_request("session/prompt", params)
+                turn.put(("done", result))
+            except RequestError as error:
+                turn.put(("error", classify_error(error)))
+            except ConnectionError:
+                turn.put(("error", "provider-failed"))
+
+        scope = session.start(run_prompt)
+        finished = False
+        try:
+            async with receive:
+                async for kind, value in receive:
+                    if kind == "event":
+                        yield value
+                        continue
+                    finished = True
+                    if kind == "error":
+                        yield TurnFailed(reason=value, hint="the agent reported a failure")
+                        return
+                    result = value if isinstance(value, Mapping) else {}
+                    if turn.text:
+                        yield MessageCompleted(text="".join(turn.text))
+                    usage = _usage(result)
+                    if usage is not None:
+                        yield usage
+                    stop = result.get("stopReason")
+                    if stop == "cancelled":
+                        yield TurnCancelled(by="harness")
+                    elif stop == "refusal":
+                        yield TurnFailed(reason="provider-failed", hint="the agent refused")
+                    else:
+                        yield TurnCompleted(text="".join(turn.text) or None)
+                    return
+        finally:
+            session.turn = None
+            if not finished:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(2):
+                    await self._cancel_native(session)
+            scope.cancel()
+            if scope in session.scopes:
+                session.scopes.remove(scope)
+
+    async def _cancel_native(self, session: _Session) -> None:
+        if session.conn is None or session.native_id is None:
+            return
+        try:
+            await session.conn.send_notification(
+                "session/cancel", _dump(CancelNotification(session_id=session.native_id))
+            )
+        except Exception:
+            pass
+
+    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
+        session = self._sessions.get(request.session.session_id)
+        if session is not None:
+            await self._cancel_native(session)
+
+    async def _teardown(self, session: _Session) -> None:
+        with anyio.CancelScope(shield=True):
+            for scope in session.scopes:
+                scope.cancel()
+            session.scopes.clear()
+            if session.conn is not None:
+                with anyio.move_on_after(2):
+                    try:
+                        await session.conn.close()
+                    except Exception:
+                        pass
+            # the runtime kills the session's process group itself
+
+    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
+        session = self._sessions.pop(request.session.session_id, None)
+        if session is not None:
+            await self._teardown(session)

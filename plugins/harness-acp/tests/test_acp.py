@@ -1,0 +1,301 @@
+"""The ACP adapter against real ACP agents (Zed's Claude Code and Codex wrappers, Cline) and the
+fake model server."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+from harness_acp.adapter import _Turn, classify_error, map_update
+from harness_hookspecs import HarnessError, MessageDelta, ToolCompleted, ToolStarted
+
+from harness_core.testing.fake_model import (
+    ErrorReply,
+    FakeModelServer,
+    Match,
+    Step,
+    ToolCall,
+    Usage,
+)
+
+from .conftest import agent_bin, alive, group_members
+
+# agent -> (binary, credential variable, tool call that writes out.txt, extra config)
+AGENTS = {
+    "claude-code": (
+        "claude-code-acp",
+        "ANTHROPIC_API_KEY",
+        ToolCall("Bash", {"command": "echo hello > out.txt", "description": "write"}),
+        {},
+    ),
+    "codex": (
+        "codex-acp",
+        "OPENAI_API_KEY",
+        ToolCall("exec_command", {"cmd": "echo hello > out.txt"}),
+        {"mode": "auto"},
+    ),
+}
+CLINE_REASON = (
+    "cline 3.0.65 --acp cannot reach a custom endpoint: its ACP mode builds the provider config "
+    "from CLINE_PROVIDER/CLINE_MODEL/CLINE_API_KEY only and ignores the provider's baseUrl from "
+    "providers.json (probed: openai-compatible still dialled its default host, "
+    "'Cannot connect to API', never the fake server)"
+)
+
+
+def url_for(agent: str, server: FakeModelServer) -> str:
+    return server.base_url if agent == "claude-code" else server.openai_base_url
+
+
+def setup(agent: str, server_url: str, **extra):
+    binary, env_var, _, config = AGENTS[agent]
+    return env_var, {"command": [agent_bin(binary)], "base_url": server_url, **config, **extra}
+
+
+def model_for(agent: str) -> str:
+    return "gpt-5" if agent == "codex" else "claude-sonnet-4-5"
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, make_controller):
+    tool = AGENTS[agent][2]
+    script = [
+        Step(text="Creating it.", tool_calls=[tool], usage=Usage(100, 20)),
+        Step(text="Created out.txt.", match=Match(tool_result=True), usage=Usage(150, 10)),
+        Step(text="Second turn reply.", match=Match(contains="again")),
+    ]
+    with FakeModelServer(script) as server:
+        env_var, config = setup(agent, url_for(agent, server), permissions="allow")
+
+        async def first():
+            async with make_controller(env_var, turn_timeout=60) as c:
+                ref = await c.open_session(
+                    harness=f"acp:{agent}",
+                    workspace=workspace,
+                    model=model_for(agent),
+                    config=config,
+                )
+                result = await c.run_turn(ref, "create out.txt")
+                context = c._live[ref.session_id].context
+                leader = context.session_processes[0].pid
+            # leaving the controller detaches the session (kills the agent, keeps it resumable)
+            return ref, result, leader
+
+        ref, result, leader = anyio.run(first)
+        assert result.status == "completed", result
+        assert (Path(workspace) / "out.txt").exists(), [(e.type, e.payload) for e in result.events]
+        assert (Path(workspace) / "out.txt").read_text() == "hello\n"
+        assert result.text.endswith("Created out.txt.")
+        types = [e.type for e in result.events]
+        assert types.index("tool.started") < types.index("tool.completed")
+        assert types[-1] == "turn.completed" and types.count("turn.completed") == 1
+        done = [e.payload for e in result.events if e.type == "tool.completed"]
+        assert done[0].ok
+        if agent == "claude-code":
+            resolved = [e.payload for e in result.events if e.type == "permission.resolved"]
+            assert resolved and resolved[0].decision == "allow"
+        # detaching killed the session-lifetime agent and its whole group
+        assert not alive(leader) and group_members(leader) == []
+
+        async def second():
+            async with make_controller(env_var, turn_timeout=60) as c:
+                await c.resume_session(
+                    ref, workspace=workspace, model=model_for(agent), config=config
+                )
+                return await c.run_turn(ref, "say it again")
+
+        result = anyio.run(second)
+        assert result.status == "completed", result
+        assert "Second turn reply." in result.text
+        assert "create out.txt" in json.dumps(server.model_requests()[-1].body)
+
+
+@pytest.mark.cli
+def test_permission_is_rejected_by_default(workspace, make_controller):
+    tool = AGENTS["claude-code"][2]
+    script = [
+        Step(text="Trying.", tool_calls=[tool]),
+        Step(text="It was refused.", match=Match(tool_result=True)),
+    ]
+    with FakeModelServer(script) as server:
+        env_var, config = setup("claude-code", server.base_url)
+
+        async def main():
+            async with make_controller(env_var, turn_timeout=60) as c:
+                ref = await c.open_session(
+                    harness="acp:claude-code", workspace=workspace, config=config
+                )
+                return await c.run_turn(ref, "create out.txt")
+
+        result = anyio.run(main)
+    assert result.status == "completed", result
+    assert not (Path(workspace) / "out.txt").exists()
+    requested = [e.payload for e in result.events if e.type == "permission.requested"]
+    resolved = [e.payload for e in result.events if e.type == "permission.resolved"]
+    assert requested and requested[0].summary == "the agent asks to run a command"
+    assert resolved[0].decision == "deny" and resolved[0].source == "policy"
+    assert "echo hello" not in repr(result.events)
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(
+    agent, workspace, make_controller
+):
+    script = [Step(text="late", delay=60), Step(text="after cancel", match=Match(contains="next"))]
+    with FakeModelServer(script) as server:
+        env_var, config = setup(agent, url_for(agent, server))
+
+        async def main():
+            async with make_controller(env_var, turn_timeout=60) as c:
+                ref = await c.open_session(
+                    harness=f"acp:{agent}",
+                    workspace=workspace,
+                    model=model_for(agent),
+                    config=config,
+                )
+                context = c._live[ref.session_id].context
+                leader = context.session_processes[0].pid
+                async with c.turn(ref, "hang please") as turn:
+                    with anyio.fail_after(30):
+                        while not server.model_requests():
+                            await anyio.sleep(0.1)
+                    started = time.monotonic()
+                    await c.cancel_turn(ref, turn.turn_id)
+                    events = [e async for e in turn]
+                took = time.monotonic() - started
+                after = await c.run_turn(ref, "next turn")
+                await c.close_session(ref)
+                return events[-1], took, after, leader
+
+        last, took, after, leader = anyio.run(main)
+    assert last.type == "turn.cancelled"
+    assert took < 5
+    assert after.status == "completed" and "after cancel" in (after.text or "")
+    assert not alive(leader) and group_members(leader) == []
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_401_is_authentication_required_fast(agent, workspace, make_controller):
+    error = Step(error=ErrorReply(401, "secret upstream text"), times=None, match=Match(tools=None))
+    with FakeModelServer([error]) as server:
+        env_var, config = setup(agent, url_for(agent, server))
+
+        async def main():
+            async with make_controller(env_var, turn_timeout=60) as c:
+                ref = await c.open_session(
+                    harness=f"acp:{agent}",
+                    workspace=workspace,
+                    model=model_for(agent),
+                    config=config,
+                )
+                return await c.run_turn(ref, "hi")
+
+        started = time.monotonic()
+        result = anyio.run(main)
+    assert time.monotonic() - started < 30
+    assert result.status == "failed" and result.reason == "authentication-required", result
+    assert "secret upstream text" not in repr(result.events)
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("agent", sorted(AGENTS))
+def test_unreachable_is_provider_unavailable_fast(agent, workspace, make_controller):
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    url = f"http://127.0.0.1:{port}" + ("" if agent == "claude-code" else "/v1")
+    env_var, config = setup(agent, url)
+
+    async def main():
+        async with make_controller(env_var, turn_timeout=60) as c:
+            ref = await c.open_session(
+                harness=f"acp:{agent}", workspace=workspace, model=model_for(agent), config=config
+            )
+            return await c.run_turn(ref, "hi")
+
+    started = time.monotonic()
+    result = anyio.run(main)
+    assert time.monotonic() - started < 15
+    assert result.status == "failed" and result.reason == "provider-unavailable"
+
+
+@pytest.mark.cli
+def test_cline_runs_offline_or_skips_with_the_reason(workspace):
+    agent_bin("cline")
+    pytest.skip(CLINE_REASON)
+
+
+def test_custom_agent_that_is_not_acp_fails_to_open(workspace, make_controller):
+    garbage = [sys.executable, "-c", "print('Traceback: secret provider text')"]
+
+    async def main():
+        async with make_controller(turn_timeout=10) as c:
+            with pytest.raises(HarnessError) as info:
+                await c.open_session(
+                    harness="acp:custom", workspace=workspace, config={"command": garbage}
+                )
+            return info.value
+
+    error = anyio.run(main)
+    assert error.reason == "provider-failed"
+    assert "secret" not in str(error)
+
+
+def test_custom_needs_a_command(workspace, make_controller):
+    async def main():
+        async with make_controller() as c:
+            with pytest.raises(HarnessError) as info:
+                await c.open_session(harness="acp:custom", workspace=workspace)
+            return info.value.reason
+
+    assert anyio.run(main) == "invalid-request"
+
+
+def test_map_update_dedupes_tools_and_hides_arguments():
+    send, _ = anyio.create_memory_object_stream(10)
+    turn = _Turn(send, "reject")
+    pending = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "t1",
+        "kind": "execute",
+        "title": "`rm -rf /secret`",
+        "rawInput": {"command": "rm -rf /secret"},
+        "_meta": {"claudeCode": {"toolName": "Bash"}},
+        "status": "pending",
+    }
+    out = map_update(turn, pending) + map_update(turn, pending)
+    out += map_update(
+        turn, {"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "failed"}
+    )
+    out += map_update(
+        turn, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ""}}
+    )
+    out += map_update(
+        turn, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "ok"}}
+    )
+    assert [type(p) for p in out] == [ToolStarted, ToolCompleted, MessageDelta]
+    assert out[0].name == "Bash" and out[0].summary == "ran a command" and not out[1].ok
+    assert "secret" not in repr(out)
+
+
+def test_classify_error():
+    from acp import RequestError
+
+    assert (
+        classify_error(RequestError(-32000, "Authentication required")) == "authentication-required"
+    )
+    assert classify_error(
+        RequestError(-32603, "Internal error", {"message": "API Error: 401"})
+    ) == ("authentication-required")
+    assert classify_error(RequestError(-32603, "Cannot connect to API")) == "provider-unavailable"
+    assert classify_error(RequestError(-32603, "boom")) == "provider-failed"
+    assert classify_error(ConnectionError()) == "provider-failed"
