@@ -1,7 +1,15 @@
 """The hookspecs, one module per concern. ``harness_core`` adds them all to its plugin manager."""
 
-from . import credentials, lifecycle, observers, registration, sandbox
+from . import conformance, credentials, lifecycle, observers, registration, sandbox
 
-ALL = (registration, lifecycle, sandbox, credentials, observers)
+ALL = (registration, lifecycle, sandbox, credentials, observers, conformance)
 
-__all__ = ["ALL", "credentials", "lifecycle", "observers", "registration", "sandbox"]
+__all__ = [
+    "ALL",
+    "conformance",
+    "credentials",
+    "lifecycle",
+    "observers",
+    "registration",
+    "sandbox",
+]
