@@ -1308,7 +1308,7 @@ def _judge(
     if read_error is not None:
         problems.append(read_error)
     else:
-        by_id: dict[str, dict[str, Any]] = {}
+        by_id: dict[tuple[str, str], dict[str, Any]] = {}
         for session_id, session_events in probe.events.items():
             expected = [event_to_dict(e) for e in session_events]
             got = stored.get(session_id, [])
@@ -1318,10 +1318,10 @@ def _judge(
                     f"{len(expected)} were streamed"
                     + ("" if len(got) != len(expected) else ", and they differ")
                 )
-            by_id.update({d["event_id"]: d for d in got})
+            by_id.update({(session_id, d["event_id"]): d for d in got})
         for t in _all_turns(run):
             for e in t.seen:
-                if by_id.get(e.event_id) != event_to_dict(e):
+                if by_id.get((e.session_id, e.event_id)) != event_to_dict(e):
                     problems.append(
                         f"{t.label}: event {e.sequence} as delivered differs from the ledger"
                     )
