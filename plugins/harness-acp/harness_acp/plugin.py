@@ -15,3 +15,13 @@ from .registry import AGENTS
 def register_harnesses(register: Callable[[Any], None]) -> None:
     for name in AGENTS:
         register(AcpAdapter(name))
+
+
+@hookimpl
+def conformance_profile(harness: str) -> Any:
+    from .conformance import OFFLINE, profile
+
+    agent = harness.removeprefix("acp:")
+    if not harness.startswith("acp:") or agent not in OFFLINE:
+        return None
+    return profile(agent)

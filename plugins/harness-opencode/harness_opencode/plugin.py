@@ -13,3 +13,12 @@ from .adapter import OpenCodeAdapter
 @hookimpl
 def register_harnesses(register: Callable[[Any], None]) -> None:
     register(OpenCodeAdapter())
+
+
+@hookimpl
+def conformance_profile(harness: str) -> Any:
+    if harness != "opencode":
+        return None
+    from .conformance import profile
+
+    return profile()

@@ -13,3 +13,12 @@ from .adapter import PiAdapter
 @hookimpl
 def register_harnesses(register: Callable[[Any], None]) -> None:
     register(PiAdapter())
+
+
+@hookimpl
+def conformance_profile(harness: str) -> Any:
+    if harness != "pi":
+        return None
+    from .conformance import profile
+
+    return profile()
