@@ -212,3 +212,11 @@ def test_deadline_kills_a_hung_program(tmp_path, workspace):
 
     result = anyio.run(main)
     assert result.status == "failed" and result.reason == "timeout"
+
+
+def test_conformance_kit_passes_with_the_reference_program():
+    from harness_core.conformance import run_conformance
+
+    report = run_conformance("stdio-jsonl", timeout=30)
+    failed = [(c.name, c.detail) for c in report.checks if not c.passed]
+    assert report.passed, failed
