@@ -605,7 +605,10 @@ def _survivors(processes: Sequence[_Proc], timeout: float) -> list[int]:
 
 
 def _kill_leftovers(processes: Sequence[_Proc]) -> None:
+    """SIGKILL whatever the run recorded that is still there, and reap it (bounded)."""
     import signal
+
+    from .testing.processes import alive
 
     own_group = os.getpgid(0)
     for proc in processes:
@@ -614,8 +617,16 @@ def _kill_leftovers(processes: Sequence[_Proc]) -> None:
                 os.killpg(proc.pgid, signal.SIGKILL)
             else:
                 os.kill(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(proc.pid, os.WNOHANG)
+    deadline = time.monotonic() + 2.0
+    pending = list(processes)
+    while pending and time.monotonic() < deadline:
+        for proc in list(pending):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(proc.pid, os.WNOHANG)
+            if not alive(proc.pid):
+                pending.remove(proc)
+        if pending:
+            time.sleep(0.01)
 
 
 # -- the run ------------------------------------------------------------------------------------

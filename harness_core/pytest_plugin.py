@@ -98,12 +98,22 @@ def pytest_collection_modifyitems(
         return
     added = [
         ConformanceItem.from_parent(
-            session, name=f"harness-conformance[{name}]::{check}", harness=name, check=check
+            session,
+            name=f"harness-conformance[{name}]::{check}",
+            nodeid=f"harness-conformance[{name}]::{check}",
+            harness=name,
+            check=check,
         )
         for name in names
         for check in _check_names()
     ]
     items[:0] = added
+    # Count them as collected (the terminal's "collected N items" line).
+    config.hook.pytest_collectreport(
+        report=pytest.CollectReport(
+            "harness-conformance", "passed", None, list(added)
+        )
+    )
 
 
 @pytest.fixture

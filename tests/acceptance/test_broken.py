@@ -1,0 +1,48 @@
+"""Every conformance check can fail: one deliberately broken adapter (or, for what only the
+runtime stamps, a broken control plane / ledger store) per check, failing exactly that check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from acceptance_fakes import BROKEN, SLOW, FakeAdapter, broken_kwargs  # noqa: E402
+
+from harness_core.conformance import CHECK_NAMES, run_conformance  # noqa: E402
+
+
+def test_every_check_has_a_broken_fixture():
+    assert set(BROKEN) == set(CHECK_NAMES)
+
+
+def test_the_fake_adapter_passes_every_check(workspace):
+    report = run_conformance(FakeAdapter(), workspace=workspace, profile=SLOW)
+    assert report.passed, report.format_table()
+    assert "1 turn process(es), none left" in report["cancel"].detail  # a real subprocess died
+
+
+@pytest.mark.parametrize("check", CHECK_NAMES)
+def test_broken_fails_exactly_its_check(check, workspace):
+    adapter, kwargs = broken_kwargs(check)
+    report = run_conformance(adapter, workspace=workspace, profile=SLOW, timeout=20, **kwargs)
+    assert not report.passed
+    assert report.failed == [check], report.format_table()
+    assert report[check].detail  # says why
+
+
+def test_broken_runs_leave_no_process_behind(workspace):
+    import os
+
+    from harness_core.testing.processes import alive
+
+    adapter, kwargs = broken_kwargs("close")
+    before = set(os.listdir("/proc"))
+    report = run_conformance(adapter, workspace=workspace, profile=SLOW, **kwargs)
+    assert report.failed == ["close"]
+    pids = [int(p) for p in report["close"].detail.split("[", 1)[1].rstrip("]").split(", ")]
+    assert all(str(pid) not in before for pid in pids)
+    assert not any(alive(pid) for pid in pids)  # the kit killed what it found leaking
