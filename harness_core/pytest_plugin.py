@@ -110,9 +110,7 @@ def pytest_collection_modifyitems(
     items[:0] = added
     # Count them as collected (the terminal's "collected N items" line).
     config.hook.pytest_collectreport(
-        report=pytest.CollectReport(
-            "harness-conformance", "passed", None, list(added)
-        )
+        report=pytest.CollectReport("harness-conformance", "passed", None, list(added))
     )
 
 

@@ -118,9 +118,7 @@ class FakeAdapter:
             yield item
 
     async def slow_turn(self, seconds: float, context):
-        process = await context.spawn(
-            [sys.executable, "-c", f"import time; time.sleep({seconds})"]
-        )
+        process = await context.spawn([sys.executable, "-c", f"import time; time.sleep({seconds})"])
         yield Status(message="working")
         await process.wait()
         yield TurnCompleted(text="slept")
@@ -237,7 +235,7 @@ class LeaksTurnProcess(FakeAdapter):
     name = "leaks-turn-process"
 
     async def slow_turn(self, seconds: float, context):
-        subprocess.Popen(  # noqa: S603 - deliberately outside context.spawn
+        subprocess.Popen(
             [sys.executable, "-c", f"import time; time.sleep({seconds})"],
             start_new_session=True,
         )
@@ -252,7 +250,7 @@ class LeaksSessionProcess(FakeAdapter):
     name = "leaks-session-process"
 
     async def open_session(self, request, context):
-        subprocess.Popen(  # noqa: S603
+        subprocess.Popen(
             [sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True
         )
         return await super().open_session(request, context)

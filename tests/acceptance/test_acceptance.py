@@ -21,11 +21,11 @@ from harness_hookspecs.events import make_payload
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from acceptance_fakes import SLOW, FakeAdapter  # noqa: E402
+from acceptance_fakes import SLOW, FakeAdapter
 
-from harness_core import Controller, plugins_from  # noqa: E402
-from harness_core.conformance import run_conformance  # noqa: E402
-from harness_core.testing.processes import alive  # noqa: E402
+from harness_core import Controller, plugins_from
+from harness_core.conformance import run_conformance
+from harness_core.testing.processes import alive
 
 TERMINALS = {"turn.completed", "turn.failed", "turn.cancelled"}
 

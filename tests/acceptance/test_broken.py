@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from acceptance_fakes import BROKEN, SLOW, FakeAdapter, broken_kwargs  # noqa: E402
+from acceptance_fakes import BROKEN, SLOW, FakeAdapter, broken_kwargs
 
-from harness_core.conformance import CHECK_NAMES, run_conformance  # noqa: E402
+from harness_core.conformance import CHECK_NAMES, run_conformance
 
 
 def test_every_check_has_a_broken_fixture():
