@@ -66,7 +66,7 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 from harness_hookspecs.protocols import LedgerStore
 
 from .context import RuntimeSessionContext
-from .ledger import open_ledger
+from .ledger import flush_async, open_ledger
 from .plugins import Plugins, get_plugins
 from .redaction import Redactor
 
@@ -315,7 +315,7 @@ class Turn:
             live.context.deadline = None
             if live.active is self:
                 live.active = None
-            await anyio.to_thread.run_sync(self.controller.ledger.flush)
+            await flush_async(self.controller.ledger)
 
     async def cancel(self, by: str = "host") -> None:
         """Request cancellation; the iterator then yields ``turn.cancelled``."""
@@ -420,7 +420,7 @@ class Controller:
         # in `async with Controller()` reaches the host as itself, not wrapped in a group.
         await self._task_group.__aexit__(None, None, None)
         self._task_group = None
-        await anyio.to_thread.run_sync(self.ledger.flush)
+        await flush_async(self.ledger)
         if self._owns_ledger:
             self.ledger.close()
         return None
@@ -798,7 +798,7 @@ class Controller:
             record = self.ledger.get_session(session_id)
             if record is not None:
                 self.ledger.update_session(attrs.evolve(record, status="closed", updated_at=now()))
-            await anyio.to_thread.run_sync(self.ledger.flush)
+            await flush_async(self.ledger)
         live.closed = True
 
     async def _release(self, live: _Live, *, closing: bool) -> None:

@@ -7,9 +7,11 @@ current directory, or ``$HARNESS_LEDGER``). Plugins add schemes with ``register_
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Mapping
 
+import anyio.to_thread
 from harness_hookspecs import HarnessError, LedgerStore
 
 from .memory import MemoryStore
@@ -51,6 +53,31 @@ def path_of(url: str, scheme: str) -> str:
     return rest
 
 
+async def flush_async(store: LedgerStore) -> None:
+    """``store.flush()`` without blocking the event loop.
+
+    A store with ``flush_notify`` (SQLite) calls back from its writer thread on asyncio, one
+    thread hop instead of a worker thread's round trip; anything else runs ``flush`` in a thread.
+    """
+    notify = getattr(store, "flush_notify", None)
+    try:
+        loop = asyncio.get_running_loop() if notify is not None else None
+    except RuntimeError:  # another backend (trio)
+        loop = None
+    if notify is not None and loop is not None:
+        done: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        if notify(lambda: loop.call_soon_threadsafe(wake)):
+            await done
+            store.raise_failure()  # type: ignore[attr-defined]
+        return
+    await anyio.to_thread.run_sync(store.flush)
+
+
 def open_ledger(
     url: str | None = None,
     *,
@@ -66,4 +93,11 @@ def open_ledger(
     return factory(url)
 
 
-__all__ = ["BUILTIN_SCHEMES", "DEFAULT_LEDGER_URL", "ENV_LEDGER", "MemoryStore", "open_ledger"]
+__all__ = [
+    "BUILTIN_SCHEMES",
+    "DEFAULT_LEDGER_URL",
+    "ENV_LEDGER",
+    "MemoryStore",
+    "flush_async",
+    "open_ledger",
+]

@@ -39,5 +39,9 @@ class SequenceGuard:
             staged[sid] = event.sequence
         last.update(staged)
 
+    def seed(self, session_id: str, last: int) -> None:
+        """Record a session's last stored sequence when the store already knows it."""
+        self._last.setdefault(session_id, last)
+
     def last(self, session_id: str) -> int | None:
         return self._last.get(session_id)

@@ -14,7 +14,8 @@ import os
 import queue
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
@@ -23,6 +24,8 @@ from ..serialize import event_to_dict, loads_event, record_from_dict, record_to_
 from ._base import SequenceGuard
 
 SCHEMA_VERSION = 1
+#: Session records written through this store kept for get_session (most recent first out).
+RECORD_CACHE = 4096
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -49,6 +52,15 @@ CREATE INDEX IF NOT EXISTS sessions_created ON sessions (created_at);
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
+class _Notify:
+    """A flush waiter that calls back (on the writer thread) instead of waking a thread."""
+
+    __slots__ = ("set",)
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.set = callback
+
+
 def _connect(path: str) -> sqlite3.Connection:
     connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     connection.execute("PRAGMA journal_mode=WAL")
@@ -72,6 +84,8 @@ class SqliteStore:
         self._failure: str | None = None
         self._guard = SequenceGuard(self._stored_last)
         self._append_lock = threading.Lock()
+        self._created: set[str] = set()
+        self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._closed = False
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
         self._writer.start()
@@ -104,11 +118,35 @@ class SqliteStore:
             self._queue.put(events)
 
     def create_session(self, record: SessionRecord) -> None:
-        self._queue.put(("session", record, False))
-        self.flush()
+        # A duplicate is refused here, without waiting for the writer: ids this store created
+        # are remembered, older ones are looked up (no flush: our queue cannot hold them).
+        with self._append_lock:
+            session_id = record.session_id
+            if session_id in self._created or self._stored_session(session_id):
+                raise HarnessError("ledger-failed", "the session already exists")
+            self._created.add(session_id)
+            self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
+            self._remember(record)
+            self._queue.put(("session", record, False))
 
     def update_session(self, record: SessionRecord) -> None:
-        self._queue.put(("session", record, True))
+        with self._append_lock:
+            self._remember(record)
+            self._queue.put(("session", record, True))
+
+    def _remember(self, record: SessionRecord) -> None:
+        records = self._records
+        records[record.session_id] = record
+        records.move_to_end(record.session_id)
+        if len(records) > RECORD_CACHE:
+            records.popitem(last=False)
+
+    def _stored_session(self, session_id: str) -> bool:
+        with self._read_lock:
+            row = self._reader.execute(
+                "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return row is not None
 
     def flush(self) -> None:
         if self._closed:
@@ -116,6 +154,21 @@ class SqliteStore:
         done = threading.Event()
         self._queue.put(done)
         done.wait()
+        self._raise_failure()
+
+    def flush_notify(self, callback: Callable[[], object]) -> bool:
+        """Like :meth:`flush` without blocking: ``callback()`` runs on the writer thread once
+        everything appended before now is committed; then call :meth:`raise_failure`.
+
+        Returns ``False`` (and never calls back) when there is nothing to wait for.
+        """
+        if self._closed:
+            return False
+        self._queue.put(_Notify(callback))
+        return True
+
+    def raise_failure(self) -> None:
+        """Raise the writer's first failure since the last flush, if any."""
         self._raise_failure()
 
     def _raise_failure(self) -> None:
@@ -136,10 +189,10 @@ class SqliteStore:
                 pass
             rows: list[tuple[Any, ...]] = []
             sessions: list[tuple[SessionRecord, bool]] = []
-            waiters: list[threading.Event] = []
+            waiters: list[threading.Event | _Notify] = []
             stop = False
             for item in items:
-                if isinstance(item, threading.Event):
+                if isinstance(item, threading.Event | _Notify):
                     waiters.append(item)
                 elif item is None:
                     stop = True
@@ -160,6 +213,9 @@ class SqliteStore:
                         )
             if rows or sessions:
                 self._commit(connection, rows, sessions)
+                for record, upsert in sessions:
+                    if not upsert:  # committed (or refused): the table now answers for it
+                        self._created.discard(record.session_id)
             for waiter in waiters:
                 waiter.set()
             if stop:
@@ -225,6 +281,10 @@ class SqliteStore:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
 
     def get_session(self, session_id: str) -> SessionRecord | None:
+        # What this store wrote last is what the writer commits (records are immutable).
+        known = self._records.get(session_id)
+        if known is not None:
+            return known
         rows = self._read("SELECT record FROM sessions WHERE session_id = ?", (session_id,))
         return record_from_dict(json.loads(rows[0][0])) if rows else None
 
