@@ -54,8 +54,14 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _interpreter(python: str | None, hidden: tuple[Path, ...]) -> str:
+def _interpreter(
+    python: str | None, hidden: tuple[Path, ...], exposed: tuple[Path, ...] = ()
+) -> str:
+    """The forwarder's interpreter; it must be visible inside: not under a hidden path unless an
+    identity bind (``src == dst``) exposes it again."""
     exe = Path(os.path.realpath(python or sys.executable))
+    if any(_under(exe, e) for e in exposed):
+        return str(exe)
     for h in hidden:
         if _under(exe, h):
             raise ValueError(f"python interpreter {exe} is under hidden path {h} in the sandbox")
@@ -122,7 +128,8 @@ def build_prefix(
         for name in _NO_PROXY_ENV:
             argv += ["--unsetenv", name]
         argv += ["--setenv", "NODE_USE_ENV_PROXY", "1"]  # Node >= 24 honours HTTP(S)_PROXY then
-        tail = [_interpreter(python, hidden), "-I", str(INSIDE_FORWARDER), "--unix"]
+        exposed = tuple(Path(d) for s, d in (*spec.ro_binds, *spec.rw_binds) if Path(s) == Path(d))
+        tail = [_interpreter(python, hidden, exposed), "-I", str(INSIDE_FORWARDER), "--unix"]
         tail += [str(INSIDE_SOCKET), "--proxy-port", str(net.proxy_port)]
         for ep in net.tunnels():
             tail += ["--tunnel", f"{ep.port}:{ep.authority()}"]

@@ -18,19 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
-_PLUGIN_ROOT = Path(__file__).resolve().parents[1]
-if str(_PLUGIN_ROOT) not in sys.path:  # until the plugin has its pyproject.toml
-    sys.path.insert(0, str(_PLUGIN_ROOT))
-
-from sandbox_bubblewrap import (  # noqa: E402
+from sandbox_bubblewrap import (
     BwrapUnavailable,
     NetworkPolicy,
     SandboxSpec,
     build_prefix,
     probe_bwrap,
 )
-from sandbox_bubblewrap.proxy import AllowlistProxy  # noqa: E402
+from sandbox_bubblewrap.proxy import AllowlistProxy
 
 PYTHON = os.path.realpath(sys.executable)
 
