@@ -1,0 +1,143 @@
+"""``harness new``: scaffold a plugin from the bundled cookiecutter template.
+
+The template ships *inside* the package (``harness_core/template``, package data), so it is found
+the same way in an editable checkout and in a wheel install; ``cookiecutter-template`` at the
+repository root is a symlink to it, so ``cookiecutter path/to/checkout/cookiecutter-template``
+works too. Cookiecutter is imported only here (the ``scaffold`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import keyword
+import re
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+KINDS = ("harness", "harness-cli", "sandbox", "credentials")
+PREFIXES = {"harness": "harness-", "harness-cli": "harness-", "sandbox": "sandbox-"}
+# Keep in step with hooks/pre_gen_project.py (the template validates too, for plain cookiecutter).
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+RESERVED = {"harness_core", "harness_hookspecs", "test", "tests", "pytest"}
+EXIT_USAGE = 2
+
+
+class ScaffoldError(Exception):
+    """A one-line error for the user."""
+
+
+def template_dir() -> Path:
+    """The bundled template directory (contains ``cookiecutter.json``)."""
+    path = Path(str(resources.files("harness_core") / "template"))
+    if not (path / "cookiecutter.json").is_file():
+        raise ScaffoldError(f"the bundled template is missing ({path})")
+    return path
+
+
+def distribution_name(name: str, kind: str) -> str:
+    prefix = PREFIXES.get(kind, "credentials-")
+    return name if name.startswith(prefix) else prefix + name
+
+
+def check_name(name: str, kind: str) -> None:
+    """Raise :class:`ScaffoldError` unless ``name`` makes valid plugin, distribution and package names."""
+    if kind not in KINDS:
+        raise ScaffoldError(f"invalid kind {kind!r}: choose one of {', '.join(KINDS)}")
+    if not NAME_RE.match(name):
+        raise ScaffoldError(
+            f"invalid plugin name {name!r}: use lowercase letters, digits and single hyphens, "
+            "starting with a letter (e.g. my-agent)"
+        )
+    if len(name) > 64:
+        raise ScaffoldError(f"invalid plugin name {name!r}: at most 64 characters")
+    package = distribution_name(name, kind).replace("-", "_")
+    if not package.isidentifier() or keyword.iskeyword(package) or package in RESERVED:
+        raise ScaffoldError(f"invalid plugin name {name!r}: package name {package!r} is not usable")
+
+
+def generate(
+    *,
+    kind: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    author: str | None = None,
+    output_dir: str | Path = ".",
+    no_input: bool = False,
+) -> Path:
+    """Render the template; returns the generated project directory."""
+    try:
+        from cookiecutter.exceptions import (
+            CookiecutterException,
+            FailedHookException,
+            OutputDirExistsException,
+        )
+        from cookiecutter.main import cookiecutter
+    except ImportError:
+        raise ScaffoldError(
+            "cookiecutter is not installed (pip install 'harness-core[scaffold]')"
+        ) from None
+    output = Path(output_dir)
+    if output.exists() and not output.is_dir():
+        raise ScaffoldError(f"output directory {str(output)!r} is not a directory")
+    if kind is not None and kind not in KINDS:
+        raise ScaffoldError(f"invalid kind {kind!r}: choose one of {', '.join(KINDS)}")
+    if name is not None:
+        check_name(name, kind or KINDS[0])
+        if kind is not None or no_input:
+            target = output / distribution_name(name, kind or KINDS[0])
+            if target.exists():
+                raise ScaffoldError(
+                    f"{str(target)!r} already exists; choose another name or --output-dir"
+                )
+    extra: dict[str, Any] = {}
+    for key, value in (
+        ("plugin_name", name),
+        ("kind", kind),
+        ("description", description),
+        ("author", author),
+    ):
+        if value is not None:
+            extra[key] = value
+    try:
+        created = cookiecutter(
+            str(template_dir()),
+            no_input=no_input,
+            extra_context=extra,
+            output_dir=str(output),
+            overwrite_if_exists=False,
+            accept_hooks=True,
+        )
+    except OutputDirExistsException:
+        raise ScaffoldError(
+            "the project directory already exists; choose another name or --output-dir"
+        ) from None
+    except FailedHookException:
+        raise ScaffoldError("invalid input (see the message above)") from None
+    except CookiecutterException as error:
+        raise ScaffoldError(f"the template failed: {str(error).splitlines()[0][:200]}") from None
+    except (KeyboardInterrupt, EOFError):
+        raise ScaffoldError("cancelled") from None
+    return Path(created)
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    """``harness new [--kind K] [--name N] [--description D] [--author A] [--output-dir D] [--no-input]``."""
+    try:
+        path = generate(
+            kind=getattr(args, "kind", None),
+            name=getattr(args, "name", None),
+            description=getattr(args, "description", None),
+            author=getattr(args, "author", None),
+            output_dir=getattr(args, "output_dir", None) or ".",
+            no_input=bool(getattr(args, "no_input", False)),
+        )
+    except ScaffoldError as error:
+        sys.stderr.write(f"harness: error: {error}\n")
+        return EXIT_USAGE
+    sys.stdout.write(f"{path}\n")
+    sys.stderr.write(
+        f"harness: created {path.name}; next: cd {path} && pip install -e '.[test]' && python -m pytest\n"
+    )
+    return 0
