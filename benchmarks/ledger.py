@@ -1,10 +1,17 @@
-"""Ledger throughput: one turn streaming N small deltas through the Controller, per store.
+"""Ledger throughput: one turn of N small MessageDelta events per store (memory, JSONL, SQLite).
 
-Figures (events/s, durable = the turn's terminal event returned, which flushes the store):
-memory, JSONL and SQLite at N = 10,000 and 100,000; a store-only append figure (N events appended
-one call each, then flushed); and the 100k/10k rate ratio per store.
+Figures (events/s; durable = ``flush()`` returned, which for SQLite means committed in WAL with
+synchronous=NORMAL, for JSONL written and fsynced), at N = 10,000 and 100,000, each with the
+100k/10k rate ratio:
+
+- ``ledger.append.*``: the store alone - envelopes built beforehand, appended one call each;
+- ``ledger.build_append.*``: the same with each ``Event(...)``/``MessageDelta(text="x")`` built
+  inside the timed loop, as the controller builds them;
+- ``ledger.turn.*``: one real Controller turn of a one-function harness yielding N deltas (the
+  whole control plane; skip with ``--no-turn``).
 
     python benchmarks/ledger.py [--runs 3] [--sizes 10000,100000] [--stores memory,jsonl,sqlite]
+        [--no-turn]
 """
 
 from __future__ import annotations
@@ -74,27 +81,31 @@ def turn_rate(kind: str, n: int, runs: int) -> float:
     return statistics.median(rates)
 
 
-def _events(n: int) -> list[Any]:
-    from harness_hookspecs import Event, MessageDelta
+def _event(i: int, payload: Any) -> Any:
+    from harness_hookspecs import Event
 
-    payload = MessageDelta(text="x")
-    return [
-        Event(
-            event_id=f"ev_bench_{i}",
-            sequence=i,
-            session_id="bench-session",
-            turn_id="turn_bench",
-            harness="bench-stream",
-            timestamp="2025-01-01T00:00:00.000000Z",
-            type=payload.TYPE,
-            payload=payload,
-        )
-        for i in range(1, n + 1)
-    ]
+    # The envelope as the controller stamps it (see Controller._emit).
+    return Event(
+        event_id=f"ev_0123456789abcdef_{i}",
+        sequence=i,
+        session_id="bench-session",
+        turn_id="turn_0123456789abcdef01234567",
+        harness="bench-stream",
+        timestamp="2025-01-01T00:00:00.000000Z",
+        type=payload.TYPE,
+        payload=payload,
+    )
 
 
-def append_rate(kind: str, n: int, runs: int) -> float:
-    events = _events(n)
+def append_rate(kind: str, n: int, runs: int, *, build: bool) -> float:
+    """N one-char deltas appended one call each, then flush() (durable for JSONL/SQLite).
+
+    ``build``: the Event envelope and its MessageDelta are constructed inside the timed loop, as
+    the controller does per delta; otherwise they are built beforehand (the store alone).
+    """
+    from harness_hookspecs import MessageDelta
+
+    prebuilt = None if build else [_event(i, MessageDelta(text="x")) for i in range(1, n + 1)]
     rates = []
     for _ in range(runs):
         directory = tempdir(f"append-{kind}")
@@ -102,14 +113,30 @@ def append_rate(kind: str, n: int, runs: int) -> float:
         try:
             append = store.append
             start = time.perf_counter()
-            for event in events:
-                append((event,))
+            if prebuilt is None:
+                for i in range(1, n + 1):
+                    append((_event(i, MessageDelta(text="x")),))
+            else:
+                for event in prebuilt:
+                    append((event,))
             store.flush()
             rates.append(n / (time.perf_counter() - start))
+            assert store.last_sequence("bench-session") == n
         finally:
             store.close()
             rmtree(directory)
     return statistics.median(rates)
+
+
+def ratio(name: str, rates: dict[int, float], sizes: list[int], target: str) -> None:
+    if len(sizes) >= 2:
+        small, large = min(sizes), max(sizes)
+        figure(
+            f"{name}.ratio_{large // 1000}k_{small // 1000}k",
+            rates[large] / rates[small],
+            "x",
+            target,
+        )
 
 
 def main() -> int:
@@ -117,40 +144,41 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--stores", default="memory,jsonl,sqlite")
-    parser.add_argument("--no-append", action="store_true", help="skip the store-only figures")
+    parser.add_argument("--no-turn", action="store_true", help="skip the Controller figures")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     stores = args.stores.split(",")
-    rates: dict[tuple[str, int], float] = {}
-    for kind in stores:
-        for n in sizes:
-            rate = turn_rate(kind, n, args.runs)
-            rates[kind, n] = rate
-            figure(
-                f"ledger.turn.{kind}.{n}",
-                rate,
-                "events/s",
-                TARGETS.get(kind, ""),
-                f"median of {args.runs}, durable" if kind != "memory" else f"median of {args.runs}",
-            )
-        if len(sizes) >= 2:
-            small, large = min(sizes), max(sizes)
-            figure(
-                f"ledger.turn.{kind}.ratio_{large // 1000}k_{small // 1000}k",
-                rates[kind, large] / rates[kind, small],
-                "x",
-                "0.8-1.2" if kind == "sqlite" else "",
-            )
-    if not args.no_append:
-        n = max(sizes)
+    note = f"median of {args.runs}"
+    for build, label, what in (
+        (False, "append", "store only: prebuilt envelopes, one append() each, then flush()"),
+        (True, "build_append", "Event+MessageDelta built in the loop, one append() each, flush()"),
+    ):
         for kind in stores:
-            figure(
-                f"ledger.append.{kind}.{n}",
-                append_rate(kind, n, args.runs),
-                "events/s",
-                "",
-                "store only, one append() per event, then flush()",
-            )
+            rates: dict[int, float] = {}
+            for n in sizes:
+                rates[n] = append_rate(kind, n, args.runs, build=build)
+                figure(
+                    f"ledger.{label}.{kind}.{n}",
+                    rates[n],
+                    "events/s",
+                    TARGETS.get(kind, ""),
+                    f"{note}, {what}" + (", durable" if kind != "memory" else ""),
+                )
+            ratio(f"ledger.{label}.{kind}", rates, sizes, "0.8-1.2" if kind == "sqlite" else "")
+    if not args.no_turn:
+        for kind in stores:
+            rates = {}
+            for n in sizes:
+                rates[n] = turn_rate(kind, n, args.runs)
+                figure(
+                    f"ledger.turn.{kind}.{n}",
+                    rates[n],
+                    "events/s",
+                    "",
+                    f"{note}, one Controller turn of N deltas (includes the controller)"
+                    + (", durable" if kind != "memory" else ""),
+                )
+            ratio(f"ledger.turn.{kind}", rates, sizes, "")
     return 0
 
 
