@@ -1,20 +1,26 @@
 """A JSONL file store: ``sessions.jsonl`` (last record wins) and ``events.jsonl`` in a directory.
 
-Appends are buffered in memory and written (and fsynced) by ``flush``; the controller flushes at
-every terminal event and at close.
+One JSON object per line (``dumps_event``: the same shape as ``event_to_dict``). Appends are
+checked (gap or duplicate sequence -> ``ledger-failed``), kept in memory and buffered; ``flush``
+writes the buffer with one ``write`` and fsyncs it (the controller flushes at every terminal
+event and at close). Session records are written and fsynced at once. Opening the directory
+again (another process) reads everything back; a torn last line (a crash in the middle of a
+write, so never flushed) is ignored. One process writes a directory at a time.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ..serialize import dumps_event, loads_event, record_from_dict, record_to_dict
+from ..serialize import dumps_event, dumps_record, loads_event, loads_record
 from ._base import SequenceGuard
+
+T = TypeVar("T")
 
 
 class JsonlStore:
@@ -30,22 +36,18 @@ class JsonlStore:
         self._buffer: list[Event] = []
         self._sessions: dict[str, SessionRecord] = {}
         self._events: dict[str, list[Event]] = {}
+        self._closed = False
         self._load()
         self._guard = SequenceGuard(lambda sid: len(self._events.get(sid, ())))
 
     def _load(self) -> None:
-        if os.path.exists(self._sessions_path):
-            with open(self._sessions_path, encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        record = record_from_dict(json.loads(line))
-                        self._sessions[record.session_id] = record
-        if os.path.exists(self._events_path):
-            with open(self._events_path, encoding="utf-8") as handle:
-                for line in handle:
-                    if line.strip():
-                        event = loads_event(line)
-                        self._events.setdefault(event.session_id, []).append(event)
+        for record in _lines(self._sessions_path, loads_record):
+            self._sessions[record.session_id] = record
+        for event in _lines(self._events_path, loads_event):
+            bucket = self._events.setdefault(event.session_id, [])
+            if event.sequence != len(bucket) + 1:
+                raise HarnessError("ledger-failed", "the JSONL ledger has a sequence gap")
+            bucket.append(event)
 
     def _write(self, path: str, lines: list[str]) -> None:
         try:
@@ -61,12 +63,12 @@ class JsonlStore:
             if record.session_id in self._sessions:
                 raise HarnessError("ledger-failed", "the session already exists")
             self._sessions[record.session_id] = record
-            self._write(self._sessions_path, [json.dumps(record_to_dict(record)) + "\n"])
+            self._write(self._sessions_path, [dumps_record(record) + "\n"])
 
     def update_session(self, record: SessionRecord) -> None:
         with self._lock:
             self._sessions[record.session_id] = record
-            self._write(self._sessions_path, [json.dumps(record_to_dict(record)) + "\n"])
+            self._write(self._sessions_path, [dumps_record(record) + "\n"])
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         return self._sessions.get(session_id)
@@ -76,6 +78,8 @@ class JsonlStore:
         return records[:limit] if limit is not None else records
 
     def append(self, events: Sequence[Event]) -> None:
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
         with self._lock:
             self._guard.check(events)
             self._buffer.extend(events)
@@ -100,4 +104,20 @@ class JsonlStore:
         return len(self._events.get(session_id, ()))
 
     def close(self) -> None:
-        self.flush()
+        if not self._closed:
+            self.flush()
+            self._closed = True
+
+
+def _lines(path: str, parse: Callable[[str], T]) -> list[T]:
+    """Parse every line of ``path``; a last line without its newline is a torn write: skipped."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError):
+        raise HarnessError("ledger-failed", "the JSONL ledger could not be read") from None
+    lines = text.split("\n")
+    lines.pop()  # "" after the last newline, or the torn tail
+    return [parse(line) for line in lines if line.strip()]

@@ -1,10 +1,23 @@
 """The embedded default ledger: SQLite, append-only, one row per event.
 
-Writes never block the event loop: ``append`` checks the sequence and enqueues; a dedicated
-writer thread serializes and commits whatever has queued up in one transaction per batch.
-``flush`` waits until everything appended before it is committed. WAL with
-``synchronous=NORMAL``: a commit survives a crash of the process; the last transactions may be
-lost only on power loss (the WAL trade-off SQLite documents), which we accept for throughput.
+Writes never block the event loop: ``append`` checks the sequence (gap or duplicate ->
+``ledger-failed``) and enqueues; a dedicated writer thread serializes the payloads and commits
+whatever has queued up with one ``executemany`` in one transaction per batch. ``flush`` blocks
+until everything appended before it is committed and re-raises a writer failure as
+``ledger-failed``. Reads use their own connection (behind a lock) after a flush, so a reader
+sees its own writes; the store is safe to share between threads.
+
+Durability: WAL with ``synchronous=NORMAL``. In WAL mode a committed transaction survives a crash
+of the process (the WAL is written before ``COMMIT`` returns); only an OS crash or power loss may
+lose the last transactions before the next checkpoint syncs them (the trade-off SQLite
+documents). That is what "durable" means for this store, and it is what buys the throughput:
+``synchronous=FULL`` would fsync every batch.
+
+Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`): ``events`` has one row per event with
+the envelope in columns and the payload as compact JSON; ``UNIQUE(session_id, sequence)`` (the
+primary key) and ``UNIQUE(event_id)``; triggers refuse ``UPDATE`` and ``DELETE``. A ledger from a
+newer harness-core (or a database that isn't a ledger) is refused with ``ledger-failed``; a
+version-1 ledger (the envelope as one JSON ``body``) is migrated in place on open.
 """
 
 from __future__ import annotations
@@ -20,15 +33,17 @@ from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ..serialize import event_to_dict, loads_event, record_from_dict, record_to_dict
+from ..serialize import _PAYLOAD_JSON, dumps_record, loads_record, payload_from_dict
 from ._base import SequenceGuard
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Session records written through this store kept for get_session (most recent first out).
 RECORD_CACHE = 4096
+#: Queue items the writer takes into one transaction at most.
+BATCH_ITEMS = 8192
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
+_SESSIONS = """
+CREATE TABLE sessions (
     session_id  TEXT PRIMARY KEY,
     provider    TEXT NOT NULL,
     status      TEXT NOT NULL,
@@ -36,20 +51,48 @@ CREATE TABLE IF NOT EXISTS sessions (
     updated_at  TEXT NOT NULL,
     record      TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS events (
-    session_id  TEXT NOT NULL,
-    sequence    INTEGER NOT NULL,
-    event_id    TEXT NOT NULL UNIQUE,
-    turn_id     TEXT,
-    type        TEXT NOT NULL,
-    timestamp   TEXT NOT NULL,
-    body        TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS sessions_created ON sessions (created_at);
+CREATE INDEX sessions_created ON sessions (created_at);
 """
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+_EVENTS = """
+CREATE TABLE events (
+    session_id        TEXT NOT NULL,
+    sequence          INTEGER NOT NULL,
+    event_id          TEXT NOT NULL UNIQUE,
+    turn_id           TEXT,
+    type              TEXT NOT NULL,
+    timestamp         TEXT NOT NULL,
+    harness           TEXT NOT NULL,
+    parent_event_id   TEXT,
+    protocol_version  INTEGER NOT NULL,
+    payload           TEXT NOT NULL,
+    PRIMARY KEY (session_id, sequence)
+) WITHOUT ROWID;
+CREATE TRIGGER events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+"""
+
+# Version 1 kept the whole envelope as JSON in ``body``; move it into columns.
+_MIGRATE_1_TO_2 = (
+    "ALTER TABLE events RENAME TO events_v1;"
+    + _EVENTS
+    + """
+INSERT INTO events SELECT session_id, sequence, event_id, turn_id, type, timestamp,
+    json_extract(body, '$.harness'), json_extract(body, '$.parent_event_id'),
+    coalesce(json_extract(body, '$.protocol_version'), 1), json_extract(body, '$.payload')
+    FROM events_v1;
+DROP TABLE events_v1;
+"""
+)
+
+_INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_SELECT_EVENTS = (
+    "SELECT session_id, sequence, event_id, turn_id, type, timestamp, harness, "
+    "parent_event_id, protocol_version, payload FROM events "
+    "WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
+)
 
 
 class _Notify:
@@ -61,24 +104,69 @@ class _Notify:
         self.set = callback
 
 
+class _Session:
+    __slots__ = ("record", "upsert")
+
+    def __init__(self, record: SessionRecord, upsert: bool) -> None:
+        self.record = record
+        self.upsert = upsert
+
+
+_STOP = object()
+
+
 def _connect(path: str) -> sqlite3.Connection:
     connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")
     connection.execute("PRAGMA busy_timeout=30000")
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")  # durable for WAL: see the module docstring
     return connection
 
 
+def _event_of(row: tuple[Any, ...]) -> Event:
+    try:
+        payload = json.loads(row[9])
+    except (TypeError, ValueError):
+        raise HarnessError("ledger-failed", "a stored event is not JSON") from None
+    return Event(
+        session_id=row[0],
+        sequence=row[1],
+        event_id=row[2],
+        turn_id=row[3],
+        type=row[4],
+        timestamp=row[5],
+        harness=row[6],
+        parent_event_id=row[7],
+        protocol_version=row[8],
+        payload=payload_from_dict(row[4], payload),
+    )
+
+
 class SqliteStore:
+    """The SQLite ledger at ``path`` (created with its directory when missing)."""
+
     def __init__(self, path: str) -> None:
         self.path = path
-        parent = os.path.dirname(os.path.abspath(path))
         try:
-            os.makedirs(parent, exist_ok=True)
-            self._reader = _connect(path)
-            self._migrate(self._reader)
-        except sqlite3.Error:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+        reader: sqlite3.Connection | None = None
+        writer: sqlite3.Connection | None = None
+        try:
+            reader = _connect(path)
+            self._migrate(reader)
+            writer = _connect(path)
+        except sqlite3.Error:
+            for connection in (reader, writer):
+                if connection is not None:
+                    connection.close()
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+        except HarnessError:
+            reader.close()  # type: ignore[union-attr]
+            raise
+        self._reader = reader
+        self._writer_connection = writer
         self._read_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._failure: str | None = None
@@ -92,25 +180,53 @@ class SqliteStore:
 
     # -- schema -----------------------------------------------------------------------------
 
-    def _migrate(self, connection: sqlite3.Connection) -> None:
+    @staticmethod
+    def _migrate(connection: sqlite3.Connection) -> None:
         version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise HarnessError("ledger-failed", "the ledger was written by a newer harness-core")
-        if version == 0:
-            connection.executescript(
-                "BEGIN;" + SCHEMA + f"PRAGMA user_version={SCHEMA_VERSION};COMMIT;"
-            )
+        if version == SCHEMA_VERSION:
+            return
+        connection.execute("BEGIN IMMEDIATE")  # one process creates or migrates; others wait
+        try:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION or version < 0:
+                raise HarnessError(
+                    "ledger-failed",
+                    f"the ledger schema version {version} is newer than this harness-core "
+                    f"supports ({SCHEMA_VERSION})",
+                )
+            if version == 0:
+                tables = connection.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
+                ).fetchone()[0]
+                if tables:
+                    raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
+                script = _SESSIONS + _EVENTS
+            elif version == 1:
+                script = _MIGRATE_1_TO_2
+            else:
+                script = ""
+            for statement in _statements(script):
+                connection.execute(statement)
+            connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
 
     # -- writes -----------------------------------------------------------------------------
 
     def _stored_last(self, session_id: str) -> int:
-        with self._read_lock:
-            row = self._reader.execute(
-                "SELECT MAX(sequence) FROM events WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        try:
+            with self._read_lock:
+                row = self._reader.execute(
+                    "SELECT MAX(sequence) FROM events WHERE session_id = ?", (session_id,)
+                ).fetchone()
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return int(row[0] or 0)
 
     def append(self, events: Sequence[Event]) -> None:
+        """Check the sequence and enqueue; the writer thread serializes and commits."""
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
@@ -120,6 +236,8 @@ class SqliteStore:
     def create_session(self, record: SessionRecord) -> None:
         # A duplicate is refused here, without waiting for the writer: ids this store created
         # are remembered, older ones are looked up (no flush: our queue cannot hold them).
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
             session_id = record.session_id
             if session_id in self._created or self._stored_session(session_id):
@@ -127,12 +245,14 @@ class SqliteStore:
             self._created.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._remember(record)
-            self._queue.put(("session", record, False))
+            self._queue.put(_Session(record, False))
 
     def update_session(self, record: SessionRecord) -> None:
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
             self._remember(record)
-            self._queue.put(("session", record, True))
+            self._queue.put(_Session(record, True))
 
     def _remember(self, record: SessionRecord) -> None:
         records = self._records
@@ -142,18 +262,21 @@ class SqliteStore:
             records.popitem(last=False)
 
     def _stored_session(self, session_id: str) -> bool:
-        with self._read_lock:
-            row = self._reader.execute(
-                "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        try:
+            with self._read_lock:
+                row = self._reader.execute(
+                    "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
+                ).fetchone()
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return row is not None
 
     def flush(self) -> None:
-        if self._closed:
-            return
-        done = threading.Event()
-        self._queue.put(done)
-        done.wait()
+        """Block until everything appended before now is committed; raise a writer failure."""
+        if not self._closed:
+            done = threading.Event()
+            self._queue.put(done)
+            done.wait()
         self._raise_failure()
 
     def flush_notify(self, callback: Callable[[], object]) -> bool:
@@ -176,99 +299,135 @@ class SqliteStore:
             failure, self._failure = self._failure, None
             raise HarnessError("ledger-failed", failure)
 
+    def _fail(self, message: str) -> None:
+        if self._failure is None:  # report the first failure since the last flush
+            self._failure = message
+
     def _write_loop(self) -> None:
-        connection = _connect(self.path)
+        connection = self._writer_connection
         get = self._queue.get
         get_nowait = self._queue.get_nowait
+        payload_json = _PAYLOAD_JSON
         while True:
             items = [get()]
             try:
-                while len(items) < 4096:
+                while len(items) < BATCH_ITEMS:
                     items.append(get_nowait())
             except queue.Empty:
                 pass
             rows: list[tuple[Any, ...]] = []
-            sessions: list[tuple[SessionRecord, bool]] = []
+            sessions: list[_Session] = []
             waiters: list[threading.Event | _Notify] = []
             stop = False
-            for item in items:
-                if isinstance(item, threading.Event | _Notify):
-                    waiters.append(item)
-                elif item is None:
-                    stop = True
-                elif isinstance(item, tuple) and item and item[0] == "session":
-                    sessions.append((item[1], item[2]))
-                else:
-                    for event in item:
-                        rows.append(
+            try:
+                for item in items:
+                    kind = type(item)
+                    if kind is tuple or kind is list:
+                        rows += [
                             (
-                                event.session_id,
-                                event.sequence,
-                                event.event_id,
-                                event.turn_id,
-                                event.type,
-                                event.timestamp,
-                                _dumps(event_to_dict(event)),
+                                e.session_id,
+                                e.sequence,
+                                e.event_id,
+                                e.turn_id,
+                                e.type,
+                                e.timestamp,
+                                e.harness,
+                                e.parent_event_id,
+                                e.protocol_version,
+                                payload_json[type(e.payload)](e.payload),
                             )
-                        )
-            if rows or sessions:
-                self._commit(connection, rows, sessions)
-                for record, upsert in sessions:
-                    if not upsert:  # committed (or refused): the table now answers for it
-                        self._created.discard(record.session_id)
-            for waiter in waiters:
-                waiter.set()
+                            for e in item
+                        ]
+                    elif kind is threading.Event or kind is _Notify:
+                        waiters.append(item)
+                    elif kind is _Session:
+                        sessions.append(item)
+                    elif item is _STOP:
+                        stop = True
+                    else:  # any other sequence of events
+                        rows += [
+                            (
+                                e.session_id,
+                                e.sequence,
+                                e.event_id,
+                                e.turn_id,
+                                e.type,
+                                e.timestamp,
+                                e.harness,
+                                e.parent_event_id,
+                                e.protocol_version,
+                                payload_json[type(e.payload)](e.payload),
+                            )
+                            for e in item
+                        ]
+                if rows or sessions:
+                    self._commit(connection, rows, sessions)
+            except BaseException:  # never die with waiters blocked: report at the next flush
+                self._fail("the SQLite writer failed")
+            finally:
+                for session in sessions:
+                    if not session.upsert:  # committed (or refused): the table now answers
+                        self._created.discard(session.record.session_id)
+                for waiter in waiters:
+                    try:
+                        waiter.set()
+                    except Exception:  # a notify callback on a closed loop
+                        pass
             if stop:
                 connection.close()
                 return
 
     def _commit(
-        self,
-        connection: sqlite3.Connection,
-        rows: list[tuple[Any, ...]],
-        sessions: list[tuple[SessionRecord, bool]],
+        self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]], sessions: list[_Session]
     ) -> None:
         try:
             connection.execute("BEGIN")
-            self._write_sessions(connection, sessions)
-            connection.executemany("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            for session in sessions:
+                self._write_session(connection, session)
+            connection.executemany(_INSERT_EVENT, rows)
             connection.execute("COMMIT")
-        except sqlite3.Error:
-            connection.execute("ROLLBACK")
-            # Keep every good row: retry one by one and report the first failure.
-            self._failure = "an event could not be stored (duplicate or unwritable)"
-            for record, upsert in sessions:
+            return
+        except (sqlite3.Error, ValueError):  # ValueError: a str SQLite can't encode
+            _rollback(connection)
+        # Keep every good row: redo the batch one statement at a time in one transaction
+        # (a refused statement doesn't end the transaction) and report the first failure.
+        try:
+            connection.execute("BEGIN")
+            for session in sessions:
                 try:
-                    self._write_sessions(connection, [(record, upsert)])
-                except sqlite3.Error:
-                    pass
+                    self._write_session(connection, session)
+                except (sqlite3.Error, ValueError):
+                    self._fail("a session could not be stored (duplicate or unwritable)")
             for row in rows:
                 try:
-                    connection.execute("INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)", row)
-                except sqlite3.Error:
-                    pass
+                    connection.execute(_INSERT_EVENT, row)
+                except (sqlite3.Error, ValueError):
+                    self._fail("an event could not be stored (duplicate sequence or event id)")
+            connection.execute("COMMIT")
+        except sqlite3.Error:
+            _rollback(connection)
+            self._fail("the SQLite ledger could not be written")
 
-    def _write_sessions(
-        self, connection: sqlite3.Connection, sessions: list[tuple[SessionRecord, bool]]
-    ) -> None:
-        for record, upsert in sessions:
-            values = (
-                record.session_id,
-                record.ref.provider,
-                record.status,
-                record.created_at,
-                record.updated_at,
-                _dumps(record_to_dict(record)),
+    @staticmethod
+    def _write_session(connection: sqlite3.Connection, session: _Session) -> None:
+        record = session.record
+        values = (
+            record.session_id,
+            record.ref.provider,
+            record.status,
+            record.created_at,
+            record.updated_at,
+            dumps_record(record),
+        )
+        if session.upsert:
+            connection.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO "
+                "UPDATE SET status=excluded.status, updated_at=excluded.updated_at, "
+                "record=excluded.record",
+                values,
             )
-            if upsert:
-                connection.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO "
-                    "UPDATE SET status=excluded.status, updated_at=excluded.updated_at, "
-                    "record=excluded.record",
-                    values,
-                )
-            else:
-                connection.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", values)
+        else:
+            connection.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", values)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -286,33 +445,52 @@ class SqliteStore:
         if known is not None:
             return known
         rows = self._read("SELECT record FROM sessions WHERE session_id = ?", (session_id,))
-        return record_from_dict(json.loads(rows[0][0])) if rows else None
+        return loads_record(rows[0][0]) if rows else None
 
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
         rows = self._read(
-            "SELECT record FROM sessions ORDER BY created_at DESC LIMIT ?",
+            "SELECT record FROM sessions ORDER BY created_at DESC, session_id LIMIT ?",
             (-1 if limit is None else limit,),
         )
-        return [record_from_dict(json.loads(row[0])) for row in rows]
+        return [loads_record(row[0]) for row in rows]
 
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
-        rows = self._read(
-            "SELECT body FROM events WHERE session_id = ? AND sequence > ? "
-            "ORDER BY sequence LIMIT ?",
-            (session_id, after, -1 if limit is None else limit),
-        )
-        return [loads_event(row[0]) for row in rows]
+        """Events with ``sequence > after`` in order, at most ``limit`` of them."""
+        rows = self._read(_SELECT_EVENTS, (session_id, after, -1 if limit is None else limit))
+        return [_event_of(row) for row in rows]
 
     def last_sequence(self, session_id: str) -> int:
         known = self._guard.last(session_id)
         return known if known is not None else self._stored_last(session_id)
 
     def close(self) -> None:
+        """Flush, stop the writer thread and close both connections (idempotent)."""
         if self._closed:
             return
-        self.flush()
-        self._closed = True
-        self._queue.put(None)
-        self._writer.join(timeout=30)
-        with self._read_lock:
-            self._reader.close()
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._queue.put(_STOP)
+            self._writer.join(timeout=30)
+            with self._read_lock:
+                self._reader.close()
+
+
+def _rollback(connection: sqlite3.Connection) -> None:
+    try:
+        connection.execute("ROLLBACK")
+    except sqlite3.Error:
+        pass  # SQLite already rolled back
+
+
+def _statements(script: str) -> list[str]:
+    """Split a schema script into statements (``executescript`` would commit our transaction)."""
+    statements: list[str] = []
+    current = ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            statements.append(current.strip())
+            current = ""
+    return [s for s in statements if s]

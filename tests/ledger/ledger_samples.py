@@ -1,0 +1,81 @@
+"""Shared helpers for the ledger tests: one sample of every payload type, event builders."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_hookspecs import (
+    PAYLOAD_TYPES,
+    Event,
+    SessionRecord,
+    SessionRef,
+    Usage,
+)
+from harness_hookspecs.events import (
+    Artifact,
+    MessageCompleted,
+    MessageDelta,
+    PermissionRequested,
+    PermissionResolved,
+    SessionClosed,
+    SessionOpened,
+    SessionResumed,
+    Status,
+    ToolCompleted,
+    ToolStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    UsageReported,
+)
+
+SAMPLES: list[Any] = [
+    SessionOpened(provider="echo", target="local", model="m-1", sandbox="local"),
+    SessionResumed(provider="echo", target="cloud"),
+    SessionClosed(),
+    TurnStarted(prompt="hi\nthere"),
+    MessageDelta(text='x "quoted" \\ é 😀 \t\n'),
+    MessageCompleted(text="", role="user"),
+    ToolStarted(call_id="c1", name="bash", summary="runs ls"),
+    ToolCompleted(call_id="c1", name="bash", ok=False),
+    PermissionRequested(request_id="r1", summary="write a file", tool="edit"),
+    PermissionResolved(request_id="r1", decision="deny", source="policy"),
+    UsageReported(usage=Usage(input_tokens=10, output_tokens=2, cost_usd=0.0125)),
+    Status(message="thinking"),
+    Artifact(name="out.txt", path="/tmp/out.txt", media_type="text/plain", size=3),
+    TurnCompleted(text="done"),
+    TurnFailed(reason="timeout", hint="raise the deadline"),
+    TurnCancelled(by="close"),
+]
+assert {type(s) for s in SAMPLES} == set(PAYLOAD_TYPES.values())
+
+
+def make_event(
+    sequence: int,
+    payload: Any = None,
+    *,
+    session_id: str = "sess-1",
+    turn_id: str | None = "turn-1",
+) -> Event:
+    payload = payload if payload is not None else MessageDelta(text="x")
+    return Event(
+        event_id=f"ev_{session_id}_{sequence}",
+        sequence=sequence,
+        session_id=session_id,
+        turn_id=turn_id,
+        harness="echo",
+        timestamp="2025-01-01T00:00:00.000001Z",
+        type=payload.TYPE,
+        payload=payload,
+    )
+
+
+def make_record(session_id: str = "sess-1", created_at: str = "2025-01-01T00:00:00Z") -> Any:
+    return SessionRecord(
+        ref=SessionRef(provider="echo", target="local", session_id=session_id),
+        created_at=created_at,
+        updated_at=created_at,
+        workspace="/tmp/ws",
+        model="m-1",
+    )

@@ -1,0 +1,310 @@
+"""Every store (memory, JSONL, SQLite) behind the same LedgerStore contract."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+from harness_hookspecs import HarnessError, LedgerStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ledger_samples import SAMPLES, make_event, make_record
+
+from harness_core.ledger import (
+    BUILTIN_SCHEMES,
+    DEFAULT_LEDGER_URL,
+    ENV_LEDGER,
+    MemoryStore,
+    open_ledger,
+    path_of,
+)
+from harness_core.ledger.sqlite import SCHEMA_VERSION, SqliteStore
+
+KINDS = ["memory", "jsonl", "sqlite"]
+DURABLE = ["jsonl", "sqlite"]
+
+
+def url_for(kind: str, tmp_path: Path) -> str:
+    return {
+        "memory": "memory:",
+        "jsonl": f"jsonl://{tmp_path}/jsonl-ledger",
+        "sqlite": f"sqlite://{tmp_path}/ledger.sqlite",
+    }[kind]
+
+
+@pytest.fixture(params=KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+    opened = open_ledger(url_for(request.param, tmp_path))
+    yield opened
+    opened.close()
+
+
+def test_round_trip_of_every_payload_type(store: LedgerStore) -> None:
+    store.create_session(make_record())
+    events = [make_event(i, payload) for i, payload in enumerate(SAMPLES, start=1)]
+    for event in events:
+        store.append((event,))
+    store.flush()
+    assert store.events("sess-1") == events
+    assert store.last_sequence("sess-1") == len(events)
+    assert store.get_session("sess-1") == make_record()
+
+
+def test_paging_with_after_and_limit(store: LedgerStore) -> None:
+    store.append([make_event(i) for i in range(1, 11)])
+    assert [e.sequence for e in store.events("sess-1", after=7)] == [8, 9, 10]
+    assert [e.sequence for e in store.events("sess-1", after=2, limit=3)] == [3, 4, 5]
+    assert store.events("sess-1", after=10) == []
+    assert store.events("unknown") == []
+    assert store.last_sequence("unknown") == 0
+
+
+def test_duplicate_or_gap_refused_and_earlier_rows_intact(store: LedgerStore) -> None:
+    store.append([make_event(1), make_event(2)])
+    for bad in ([make_event(2)], [make_event(1)], [make_event(4)], [make_event(3), make_event(5)]):
+        with pytest.raises(HarnessError) as caught:
+            store.append(bad)
+        assert caught.value.reason == "ledger-failed"
+    store.flush()
+    assert [e.sequence for e in store.events("sess-1")] == [1, 2]
+    store.append([make_event(3)])  # the session goes on after a refusal
+    assert [e.sequence for e in store.events("sess-1")] == [1, 2, 3]
+
+
+def test_sessions_create_update_list(store: LedgerStore) -> None:
+    store.create_session(make_record("a", "2025-01-01T00:00:01Z"))
+    store.create_session(make_record("b", "2025-01-01T00:00:02Z"))
+    with pytest.raises(HarnessError) as caught:
+        store.create_session(make_record("a"))
+    assert caught.value.reason == "ledger-failed"
+    closed = attrs.evolve(make_record("a", "2025-01-01T00:00:01Z"), status="closed")
+    store.update_session(closed)
+    assert store.get_session("a") == closed
+    assert store.get_session("nope") is None
+    assert [r.session_id for r in store.list_sessions()] == ["b", "a"]
+    assert [r.session_id for r in store.list_sessions(limit=1)] == ["b"]
+
+
+def test_many_threads_append_to_different_sessions(store: LedgerStore) -> None:
+    threads, per_thread = 8, 300
+    errors: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            sid = f"t{index}"
+            store.create_session(make_record(sid))
+            for sequence in range(1, per_thread + 1):
+                store.append((make_event(sequence, session_id=sid),))
+            store.flush()
+        except BaseException as error:  # pragma: no cover - reported below
+            errors.append(error)
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+    for index in range(threads):
+        assert [e.sequence for e in store.events(f"t{index}")] == list(range(1, per_thread + 1))
+    assert len(store.list_sessions()) == threads
+
+
+def test_append_after_close_is_refused(tmp_path: Path) -> None:
+    for kind in KINDS:
+        store = open_ledger(url_for(kind, tmp_path))
+        store.close()
+        store.close()  # idempotent
+        if kind != "memory":
+            with pytest.raises(HarnessError):
+                store.append([make_event(1)])
+
+
+WRITER = """
+import sys
+from harness_core.ledger import open_ledger
+sys.path.insert(0, {helpers!r})
+from ledger_samples import SAMPLES, make_event, make_record
+store = open_ledger({url!r})
+store.create_session(make_record())
+for i, payload in enumerate(SAMPLES * 50, start=1):
+    store.append((make_event(i, payload),))
+{finish}
+"""
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+@pytest.mark.parametrize("finish", ["store.close()", "store.flush(); import os; os._exit(0)"])
+def test_restart_reads_everything_back(kind: str, finish: str, tmp_path: Path) -> None:
+    url = url_for(kind, tmp_path)
+    helpers = str(Path(__file__).resolve().parent)
+    code = WRITER.format(helpers=helpers, url=url, finish=finish)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    reader = textwrap.dedent(
+        f"""
+        import sys
+        from harness_core.ledger import open_ledger
+        sys.path.insert(0, {helpers!r})
+        from ledger_samples import SAMPLES, make_event, make_record
+        store = open_ledger({url!r})
+        expected = [make_event(i, p) for i, p in enumerate(SAMPLES * 50, start=1)]
+        assert store.events("sess-1") == expected
+        assert store.get_session("sess-1") == make_record()
+        assert store.last_sequence("sess-1") == len(expected)
+        store.append((make_event(len(expected) + 1),))
+        store.close()
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", reader], check=True, timeout=120, capture_output=True, text=True
+    )
+    assert done.stdout.strip() == "ok"
+
+
+def test_jsonl_ignores_a_torn_last_line(tmp_path: Path) -> None:
+    url = url_for("jsonl", tmp_path)
+    store = open_ledger(url)
+    store.append([make_event(1), make_event(2)])
+    store.close()
+    with open(tmp_path / "jsonl-ledger" / "events.jsonl", "a", encoding="utf-8") as handle:
+        handle.write('{"protocol_version":1,"event_id":"ev_sess-1_3","seq')
+    reopened = open_ledger(url)
+    assert [e.sequence for e in reopened.events("sess-1")] == [1, 2]
+
+
+def test_sqlite_newer_schema_refused(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    SqliteStore(str(path)).close()
+    connection = sqlite3.connect(path)
+    connection.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    connection.close()
+    with pytest.raises(HarnessError) as caught:
+        SqliteStore(str(path))
+    assert caught.value.reason == "ledger-failed"
+    assert "newer" in str(caught.value)
+
+
+def test_sqlite_refuses_foreign_databases(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.sqlite"
+    connection = sqlite3.connect(foreign)
+    connection.execute("CREATE TABLE events (x)")
+    connection.close()
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"not a database" * 200)
+    for path in (foreign, junk):
+        with pytest.raises(HarnessError) as caught:
+            SqliteStore(str(path))
+        assert caught.value.reason == "ledger-failed"
+
+
+def test_sqlite_migrates_a_version_1_ledger(tmp_path: Path) -> None:
+    import json
+
+    from harness_core.serialize import event_to_dict
+
+    path = tmp_path / "v1.sqlite"
+    connection = sqlite3.connect(path, isolation_level=None)
+    connection.executescript(
+        """
+        CREATE TABLE sessions (session_id TEXT PRIMARY KEY, provider TEXT NOT NULL,
+            status TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+            record TEXT NOT NULL);
+        CREATE TABLE events (session_id TEXT NOT NULL, sequence INTEGER NOT NULL,
+            event_id TEXT NOT NULL UNIQUE, turn_id TEXT, type TEXT NOT NULL,
+            timestamp TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (session_id, sequence))
+            WITHOUT ROWID;
+        PRAGMA user_version=1;
+        """
+    )
+    events = [make_event(i, payload) for i, payload in enumerate(SAMPLES, start=1)]
+    for e in events:
+        body = json.dumps(event_to_dict(e), ensure_ascii=False)
+        connection.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (e.session_id, e.sequence, e.event_id, e.turn_id, e.type, e.timestamp, body),
+        )
+    connection.close()
+    store = SqliteStore(str(path))
+    assert store.events("sess-1") == events
+    store.close()
+
+
+def test_sqlite_is_append_only_and_unique(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    store.append([make_event(1)])
+    store.close()
+    connection = sqlite3.connect(path)
+    for sql in (
+        "UPDATE events SET payload = '{}'",
+        "DELETE FROM events",
+        "INSERT INTO events SELECT session_id, sequence, 'other', turn_id, type, timestamp, "
+        "harness, parent_event_id, protocol_version, payload FROM events",
+        "INSERT INTO events SELECT 'other', 1, event_id, turn_id, type, timestamp, "
+        "harness, parent_event_id, protocol_version, payload FROM events",
+    ):
+        with pytest.raises(sqlite3.DatabaseError):
+            connection.execute(sql)
+    connection.close()
+
+
+def test_sqlite_duplicate_from_another_writer_reported_at_flush(tmp_path: Path) -> None:
+    """Two stores on one file: the one that didn't know is refused, nothing is lost."""
+    path = str(tmp_path / "ledger.sqlite")
+    first, second = SqliteStore(path), SqliteStore(path)
+    first.append([make_event(1)])
+    first.flush()
+    with pytest.raises(HarnessError):  # its guard reads sequence 1 from the table: refused
+        second.append([make_event(1)])
+    assert second.last_sequence("sess-1") == 1
+    first.append([make_event(2)])
+    first.flush()
+    with pytest.raises(HarnessError):
+        second.append([make_event(2)])  # second's guard is stale: its writer refuses the row
+        second.flush()
+    assert [e.sequence for e in second.events("sess-1")] == [1, 2]
+    second.append([make_event(3)])
+    second.flush()
+    first.close()
+    second.close()
+
+
+def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(open_ledger("memory:"), MemoryStore)
+    assert path_of("sqlite:///abs/l.sqlite", "sqlite") == "/abs/l.sqlite"
+    assert path_of("sqlite:rel/l.sqlite", "sqlite") == "rel/l.sqlite"
+    assert path_of("jsonl:///abs/dir", "jsonl") == "/abs/dir"
+    assert set(BUILTIN_SCHEMES) == {"memory", "jsonl", "sqlite"}
+    assert DEFAULT_LEDGER_URL.startswith("sqlite:")
+    for bad in ("bogus://x", "nocolon", "sqlite:", "sqlite://host/x"):
+        with pytest.raises(HarnessError) as caught:
+            open_ledger(bad)
+        assert caught.value.reason == "invalid-request"
+        assert "\n" not in str(caught.value)
+    monkeypatch.setenv(ENV_LEDGER, "memory:")
+    assert isinstance(open_ledger(None), MemoryStore)
+    monkeypatch.delenv(ENV_LEDGER)
+    monkeypatch.chdir(tmp_path)
+    default = open_ledger(None)
+    try:
+        assert isinstance(default, SqliteStore)
+        assert Path(default.path).resolve() == (tmp_path / ".harness/ledger.sqlite").resolve()
+    finally:
+        default.close()
+    seen: list[str] = []
+
+    def custom(url: str) -> Any:
+        seen.append(url)
+        return MemoryStore()
+
+    open_ledger("custom:thing", schemes={"custom": custom})
+    assert seen == ["custom:thing"]
