@@ -1,4 +1,10 @@
-"""Portable export: a JSON bundle of one session, built only from the ledger."""
+"""Portable export: a JSON bundle of one session, built only from the ledger.
+
+``{"format": "harness-core.export", "version": 1, "exported_at", "session": record, "turns":
+[{turn_id, status (completed/failed/cancelled/incomplete), started_sequence, terminal_sequence,
+text[, reason]}], "events": [event_to_dict...]}``. A turn's ``text`` is the terminal's text when
+it has one, else its streamed deltas, else its completed assistant messages.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness_hookspecs import HarnessError, LedgerStore, MessageDelta, TurnCompleted
+from harness_hookspecs.events import MessageCompleted, TurnFailed
 
 from .serialize import event_to_dict, record_to_dict
 
@@ -21,6 +28,7 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
         raise HarnessError("session-not-found")
     events = store.events(session_id)
     turns: dict[str, dict[str, Any]] = {}
+    messages: dict[str, list[str]] = {}
     for event in events:
         if event.turn_id is None:
             continue
@@ -35,13 +43,18 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
             }
         if isinstance(event.payload, MessageDelta):
             turn["text"] += event.payload.text
+        elif isinstance(event.payload, MessageCompleted) and event.payload.role == "assistant":
+            messages.setdefault(event.turn_id, []).append(event.payload.text)
         elif event.type in _STATUS:
             turn["status"] = _STATUS[event.type]
             turn["terminal_sequence"] = event.sequence
             if isinstance(event.payload, TurnCompleted) and event.payload.text is not None:
                 turn["text"] = event.payload.text
-            if event.type == "turn.failed":
-                turn["reason"] = event.payload.reason  # type: ignore[union-attr]
+            if isinstance(event.payload, TurnFailed):
+                turn["reason"] = event.payload.reason
+    for turn_id, texts in messages.items():
+        if not turns[turn_id]["text"]:
+            turns[turn_id]["text"] = "\n".join(texts)
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from harness_hookspecs import HarnessError
 from harness_hookspecs.events import (
+    MessageCompleted,
     MessageDelta,
     SessionOpened,
     TurnCancelled,
@@ -40,6 +41,9 @@ def test_export_bundle(kind: str, tmp_path: Path) -> None:
         ("t2", TurnFailed(reason="provider-failed")),
         ("t3", TurnStarted(prompt="c")),
         ("t3", TurnCancelled()),
+        ("t5", TurnStarted(prompt="e")),
+        ("t5", MessageCompleted(text="whole")),
+        ("t5", TurnCompleted()),
         ("t4", TurnStarted(prompt="d")),
         ("t4", MessageDelta(text="partial")),
     ]
@@ -55,7 +59,8 @@ def test_export_bundle(kind: str, tmp_path: Path) -> None:
     assert bundle["session"] == record_to_dict(make_record())
     assert bundle["events"] == [event_to_dict(e) for e in events]
     turns = {t["turn_id"]: t for t in bundle["turns"]}
-    assert list(turns) == ["t1", "t2", "t3", "t4"]
+    assert list(turns) == ["t1", "t2", "t3", "t5", "t4"]
+    assert (turns["t5"]["status"], turns["t5"]["text"]) == ("completed", "whole")
     assert turns["t1"] | {} == {
         "turn_id": "t1",
         "status": "completed",
