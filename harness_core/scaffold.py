@@ -68,12 +68,12 @@ def generate(
 ) -> Path:
     """Render the template; returns the generated project directory."""
     try:
-        from cookiecutter.exceptions import (
+        from cookiecutter.exceptions import (  # type: ignore[import-untyped]
             CookiecutterException,
             FailedHookException,
             OutputDirExistsException,
         )
-        from cookiecutter.main import cookiecutter
+        from cookiecutter.main import cookiecutter  # type: ignore[import-untyped]
     except ImportError:
         raise ScaffoldError(
             "cookiecutter is not installed (pip install 'harness-core[scaffold]')"

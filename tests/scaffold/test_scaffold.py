@@ -1,0 +1,288 @@
+"""`harness new` and the cookiecutter template: every kind generates a project that installs,
+registers through its entry point, and passes its own tests unedited (harnesses: conformance too).
+
+Installation never touches the test venv: each project is installed with
+``pip install --no-deps --target SITE`` and only subprocesses see it (``PYTHONPATH=SITE``, whose
+dist-info carries the entry point). SITE is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from harness_core import scaffold
+from harness_core.cli import main as harness_main
+
+pytest.importorskip("cookiecutter")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def harness_cmd() -> list[str]:
+    exe = Path(sys.executable).with_name("harness")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness_core.cli"]
+
+
+KINDS = ("harness", "harness-cli", "sandbox", "credentials")
+NAMES = {
+    "harness": "scaffold-fn",
+    "harness-cli": "scaffold-cli",
+    "sandbox": "scaffold-box",
+    "credentials": "scaffold-vault",
+}
+DISTS = {
+    "harness": "harness-scaffold-fn",
+    "harness-cli": "harness-scaffold-cli",
+    "sandbox": "sandbox-scaffold-box",
+    "credentials": "credentials-scaffold-vault",
+}
+COMMON = {
+    "pyproject.toml",
+    "README.md",
+    ".gitignore",
+    ".github/workflows/ci.yml",
+    "{pkg}/__init__.py",
+    "{pkg}/py.typed",
+}
+OWN = {
+    "harness": {"{pkg}/harness.py", "tests/test_harness.py", "tests/test_conformance.py"},
+    "harness-cli": {
+        "{pkg}/adapter.py",
+        "{pkg}/fake_agent.py",
+        "{pkg}/plugin.py",
+        "tests/test_adapter.py",
+        "tests/test_conformance.py",
+    },
+    "sandbox": {"{pkg}/provider.py", "{pkg}/plugin.py", "tests/test_sandbox.py"},
+    "credentials": {"{pkg}/resolver.py", "{pkg}/plugin.py", "tests/test_credentials.py"},
+}
+
+
+def run(argv, *, cwd=None, env=None, timeout=300):
+    return subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+class Generated:
+    def __init__(self, kind: str, project: Path, site: Path, env: dict[str, str]) -> None:
+        self.kind = kind
+        self.name = NAMES[kind]
+        self.dist = DISTS[kind]
+        self.project = project
+        self.site = site
+        self.env = env
+        self.tree: set[str] = set()
+
+
+@pytest.fixture(scope="module", params=KINDS)
+def generated(request, tmp_path_factory):
+    """Generate one kind with `harness new`, install it into a throwaway --target directory."""
+    kind = request.param
+    root = tmp_path_factory.mktemp(f"scaffold-{kind}")
+    out = root / "out"
+    code = harness_main(
+        [
+            "new",
+            "--kind",
+            kind,
+            "--name",
+            NAMES[kind],
+            "--description",
+            f"A generated {kind} plugin",
+            "--author",
+            "Test Author",
+            "--output-dir",
+            str(out),
+            "--no-input",
+        ]
+    )
+    assert code == 0
+    project = out / DISTS[kind]
+    tree = {p.relative_to(project).as_posix() for p in project.rglob("*") if p.is_file()}
+    site = root / "site"
+    installed = run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(project),
+        ]
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
+    env["HARNESS_LEDGER"] = f"sqlite:///{root}/ledger.sqlite"
+    env["HARNESS_STATE_DIR"] = str(root / "state")
+    env.pop("HARNESS_CORE_PLUGINS", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    generated = Generated(kind, project, site, env)
+    generated.tree = tree  # as generated, before the build left build/ and *.egg-info
+    yield generated
+    shutil.rmtree(site, ignore_errors=True)  # the "uninstall": nothing else was touched
+
+
+def test_the_tree_holds_exactly_the_kinds_files(generated):
+    pkg = generated.dist.replace("-", "_")
+    files = generated.tree
+    assert files == {f.format(pkg=pkg) for f in COMMON | OWN[generated.kind]}
+    pyproject = (generated.project / "pyproject.toml").read_text()
+    assert "[project.entry-points.harness_core]" in pyproject
+    assert f'name = "{generated.dist}"' in pyproject
+    assert "A generated" in pyproject and "Test Author" in pyproject
+    rendered = [f for f in files if not f.startswith(".github/")]
+    assert "{{" not in "".join((generated.project / f).read_text() for f in rendered)
+    assert (
+        "${{ matrix.python-version }}"
+        in (generated.project / ".github/workflows/ci.yml").read_text()
+    )
+
+
+def test_the_installed_plugin_is_listed(generated):
+    result = run([*harness_cmd(), "plugins", "--json"], env=generated.env)
+    assert result.returncode == 0, result.stderr
+    listing = json.loads(result.stdout)
+    assert not [b for b in listing["broken"] if b["name"] == generated.dist]
+    (info,) = [p for p in listing["plugins"] if p["name"] == generated.dist]
+    assert info["distribution"] == generated.dist and info["version"] == "0.1.0"
+    registry = {
+        "harness": "harnesses",
+        "harness-cli": "harnesses",
+        "sandbox": "sandbox_providers",
+        "credentials": "credential_resolvers",
+    }[generated.kind]
+    assert info[registry] == [generated.name]
+    # The test venv itself is untouched: without the --target directory it is not there.
+    plain = run([*harness_cmd(), "plugins", "--json"], env={**generated.env, "PYTHONPATH": ""})
+    assert generated.dist not in {p["name"] for p in json.loads(plain.stdout)["plugins"]}
+
+
+def test_the_generated_test_suite_passes_unedited(generated):
+    result = run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"],
+        cwd=generated.project,
+        env=generated.env,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert not [line for line in lines if " FAILED" in line or " SKIPPED" in line]
+    conformance = [line for line in lines if "test_conformance.py::test_conformance[" in line]
+    if generated.kind.startswith("harness"):
+        # one test per conformance check, all run against the installed harness
+        assert len(conformance) == 16 and all("PASSED" in line for line in conformance)
+    else:
+        assert conformance == []
+
+
+def test_harness_conformance_passes_right_after_install(generated):
+    if not generated.kind.startswith("harness"):
+        pytest.skip("conformance is for harnesses")
+    result = run([*harness_cmd(), "conformance", generated.name], env=generated.env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("PASS") == 16 and "FAIL" not in result.stdout
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["Bad", "my_plugin", "1st", "-x", "a--b", "trailing-", "über", "has space", "x" * 65]
+)
+def test_an_invalid_name_is_one_clear_line(name, tmp_path, capsys):
+    code = harness_main(
+        ["new", "--kind", "harness", f"--name={name}", "--output-dir", str(tmp_path), "--no-input"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("harness: error: invalid plugin name") and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_directory_is_one_clear_line(tmp_path, capsys):
+    argv = [
+        "new",
+        "--kind",
+        "sandbox",
+        "--name",
+        "twice",
+        "--output-dir",
+        str(tmp_path),
+        "--no-input",
+    ]
+    assert harness_main(argv) == 0
+    marker = tmp_path / "sandbox-twice" / "README.md"
+    marker.write_text("mine")
+    capsys.readouterr()
+    assert harness_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("harness: error: ") and "already exists" in err and err.count("\n") == 1
+    assert marker.read_text() == "mine"
+
+
+def test_cli_subprocess_reports_errors_on_stderr_with_nonzero_exit(tmp_path):
+    result = run(
+        [*harness_cmd(), "new", "--kind", "harness", "--name", "Nope!", "--no-input"],
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert result.stderr.startswith("harness: error: invalid plugin name 'Nope!'")
+    assert result.stdout == ""
+
+
+def test_the_template_hook_rejects_bad_names_for_plain_cookiecutter(tmp_path):
+    from cookiecutter.exceptions import FailedHookException
+    from cookiecutter.main import cookiecutter
+
+    with pytest.raises(FailedHookException):
+        cookiecutter(
+            str(ROOT / "cookiecutter-template"),
+            no_input=True,
+            extra_context={"plugin_name": "Bad Name", "kind": "harness"},
+            output_dir=str(tmp_path),
+        )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plain_cookiecutter_generates_from_the_repository_path(tmp_path):
+    from cookiecutter.main import cookiecutter
+
+    created = cookiecutter(
+        str(ROOT / "cookiecutter-template"),
+        no_input=True,
+        extra_context={"plugin_name": "plain", "kind": "credentials"},
+        output_dir=str(tmp_path),
+    )
+    assert Path(created).name == "credentials-plain"
+    assert (Path(created) / "credentials_plain" / "resolver.py").is_file()
+    assert not (Path(created) / "tests" / "test_conformance.py").exists()
+
+
+def test_the_template_ships_in_the_wheel(tmp_path):
+    """A non-editable install finds the template: it is package data of harness_core."""
+    assert scaffold.template_dir().is_relative_to(ROOT / "harness_core")
+    assert (ROOT / "cookiecutter-template").resolve() == scaffold.template_dir().resolve()
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)]
+    )
+    assert built.returncode == 0, built.stderr[-2000:]
+    (wheel,) = tmp_path.glob("harness_core-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    template = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "harness_core" / "template").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+    assert template and template <= names, sorted(template - names)
