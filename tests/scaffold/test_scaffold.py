@@ -151,6 +151,15 @@ def test_the_tree_holds_exactly_the_kinds_files(generated):
     )
 
 
+def test_the_generated_code_is_lint_clean(generated):
+    ruff = Path(sys.executable).with_name("ruff")
+    if not ruff.exists():
+        pytest.skip("ruff is not installed")
+    for argv in ([str(ruff), "check", "."], [str(ruff), "format", "--check", "."]):
+        result = run(argv, cwd=generated.project)
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_the_installed_plugin_is_listed(generated):
     result = run([*harness_cmd(), "plugins", "--json"], env=generated.env)
     assert result.returncode == 0, result.stderr
@@ -187,9 +196,8 @@ def test_the_generated_test_suite_passes_unedited(generated):
         assert conformance == []
 
 
+@pytest.mark.parametrize("generated", ["harness", "harness-cli"], indirect=True)
 def test_harness_conformance_passes_right_after_install(generated):
-    if not generated.kind.startswith("harness"):
-        pytest.skip("conformance is for harnesses")
     result = run([*harness_cmd(), "conformance", generated.name], env=generated.env)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("PASS") == 16 and "FAIL" not in result.stdout
@@ -274,11 +282,21 @@ def test_the_template_ships_in_the_wheel(tmp_path):
     """A non-editable install finds the template: it is package data of harness_core."""
     assert scaffold.template_dir().is_relative_to(ROOT / "harness_core")
     assert (ROOT / "cookiecutter-template").resolve() == scaffold.template_dir().resolve()
+    # Build from a copy: an in-tree build would write build/ into the shared checkout.
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT / "harness_core",
+        source / "harness_core",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    dist = tmp_path / "dist"
     built = run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)]
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(source)]
     )
     assert built.returncode == 0, built.stderr[-2000:]
-    (wheel,) = tmp_path.glob("harness_core-*.whl")
+    (wheel,) = dist.glob("harness_core-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     template = {
         p.relative_to(ROOT).as_posix()

@@ -4,17 +4,18 @@ import os
 
 import anyio
 import pytest
-from harness_hookspecs import HarnessError, MessageDelta, TurnCompleted, TurnFailed
-from {{ cookiecutter.__package_name }}.adapter import NAME, {{ cookiecutter.__class_prefix }}Adapter, parse_line
-
 from harness_core import Controller, plugins_from
+from harness_hookspecs import HarnessError, MessageDelta, TurnCompleted, TurnFailed
+
+from {{ cookiecutter.__package_name }}.adapter import NAME, parse_line
+from {{ cookiecutter.__package_name }}.adapter import {{ cookiecutter.__class_prefix }}Adapter as Adapter
 
 
 @pytest.fixture
 def make_controller(tmp_path):
     def make():
         return Controller(
-            plugins=plugins_from([{{ cookiecutter.__class_prefix }}Adapter()]),
+            plugins=plugins_from([Adapter()]),
             ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
             state_dir=tmp_path / "state",
         )
@@ -31,7 +32,8 @@ def workspace(tmp_path):
 
 
 def test_parse_line_maps_native_lines_and_drops_the_rest():
-    assert parse_line(b'{"type": "text", "delta": "hi", "internal_id": 3}') == MessageDelta(text="hi")
+    line = b'{"type": "text", "delta": "hi", "internal_id": 3}'
+    assert parse_line(line) == MessageDelta(text="hi")
     assert parse_line(b'{"type": "result", "text": "done"}') == TurnCompleted(text="done")
     assert parse_line(b'{"type": "error", "kind": "auth", "detail": "raw"}') == TurnFailed(
         reason="authentication-required"
@@ -77,7 +79,7 @@ def test_a_native_error_is_a_fixed_reason_without_raw_text(make_controller, work
 def test_a_missing_command_is_provider_unavailable(tmp_path, workspace):
     async def main():
         async with Controller(
-            plugins=plugins_from([{{ cookiecutter.__class_prefix }}Adapter()]),
+            plugins=plugins_from([Adapter()]),
             ledger="memory:",
             state_dir=tmp_path / "state",
         ) as controller:

@@ -3,11 +3,14 @@
 from importlib.metadata import entry_points
 
 import anyio
-from harness_hookspecs import CredentialRequest
-from {{ cookiecutter.__package_name }} import plugin
-from {{ cookiecutter.__package_name }}.resolver import PREFIX, {{ cookiecutter.__class_prefix }}CredentialResolver
-
 from harness_core import Controller, harness, plugins_from
+from harness_hookspecs import CredentialRequest
+
+from {{ cookiecutter.__package_name }} import plugin
+from {{ cookiecutter.__package_name }}.resolver import PREFIX
+from {{ cookiecutter.__package_name }}.resolver import {{ cookiecutter.__class_prefix }}CredentialResolver as Resolver
+
+DIST = {{ cookiecutter.__dist_name | tojson }}
 
 SECRET = "sk-test-0123456789abcdef0123456789"
 
@@ -20,9 +23,7 @@ async def probe(message, session):
 
 
 def test_resolve_maps_namespaced_host_variables():
-    resolver = {{ cookiecutter.__class_prefix }}CredentialResolver(
-        {PREFIX + "PROBE_TOKEN": SECRET, PREFIX + "bad-name": "x", "OTHER": "y"}
-    )
+    resolver = Resolver({PREFIX + "PROBE_TOKEN": SECRET, PREFIX + "bad-name": "x", "OTHER": "y"})
     found = anyio.run(resolver.resolve, CredentialRequest(harness="credentials-probe"))
     assert [(c.env_var, c.value) for c in found] == [("PROBE_TOKEN", SECRET)]
     assert SECRET not in repr(found)
@@ -37,7 +38,9 @@ def test_a_session_gets_the_credential_and_no_record_shows_it(tmp_path, monkeypa
             ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
             state_dir=tmp_path / "state",
         ) as controller:
-            ref = await controller.open_session(harness="credentials-probe", workspace=str(tmp_path))
+            ref = await controller.open_session(
+                harness="credentials-probe", workspace=str(tmp_path)
+            )
             result = await controller.run_turn(ref, "show me")
             return result, controller.export(ref.session_id)
 
@@ -48,6 +51,6 @@ def test_a_session_gets_the_credential_and_no_record_shows_it(tmp_path, monkeypa
 
 
 def test_the_entry_point_is_installed():
-    found = [ep for ep in entry_points(group="harness_core") if ep.name == {{ cookiecutter.__dist_name | tojson }}]
+    found = [ep for ep in entry_points(group="harness_core") if ep.name == DIST]
     assert found, "not installed: run `pip install -e .[test]` first"
     assert found[0].load() is plugin

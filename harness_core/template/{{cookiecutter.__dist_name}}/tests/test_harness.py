@@ -4,11 +4,12 @@ from importlib.metadata import entry_points
 
 import anyio
 import pytest
-from {{ cookiecutter.__package_name }}.harness import run
-
 from harness_core import Controller, plugins_from
 
+from {{ cookiecutter.__package_name }}.harness import run
+
 NAME = {{ cookiecutter.plugin_name | tojson }}
+DIST = {{ cookiecutter.__dist_name | tojson }}
 
 
 @pytest.fixture
@@ -50,6 +51,6 @@ def test_describe(controller):
 
 
 def test_the_entry_point_is_installed():
-    found = [ep for ep in entry_points(group="harness_core") if ep.name == {{ cookiecutter.__dist_name | tojson }}]
+    found = [ep for ep in entry_points(group="harness_core") if ep.name == DIST]
     assert found, "not installed: run `pip install -e .[test]` first"
     assert found[0].load() is run

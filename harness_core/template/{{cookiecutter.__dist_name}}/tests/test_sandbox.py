@@ -5,11 +5,14 @@ from importlib.metadata import entry_points
 
 import anyio
 import pytest
-from harness_hookspecs import HarnessError, SandboxRequest, SandboxSpec
-from {{ cookiecutter.__package_name }} import plugin
-from {{ cookiecutter.__package_name }}.provider import NAME, {{ cookiecutter.__class_prefix }}SandboxProvider
-
 from harness_core import Controller, harness, plugins_from
+from harness_hookspecs import HarnessError, SandboxRequest, SandboxSpec
+
+from {{ cookiecutter.__package_name }} import plugin
+from {{ cookiecutter.__package_name }}.provider import NAME
+from {{ cookiecutter.__package_name }}.provider import {{ cookiecutter.__class_prefix }}SandboxProvider as Provider
+
+DIST = {{ cookiecutter.__dist_name | tojson }}
 
 
 @harness("sandbox-probe")
@@ -28,7 +31,7 @@ def request(workspace, network="open"):
 
 
 def test_provision_and_finalize(tmp_path):
-    provider = {{ cookiecutter.__class_prefix }}SandboxProvider()
+    provider = Provider()
 
     async def main():
         handle = await provider.provision(request(str(tmp_path)))
@@ -44,7 +47,7 @@ def test_provision_and_finalize(tmp_path):
 
 def test_unenforceable_network_policy_is_refused(tmp_path):
     with pytest.raises(HarnessError) as error:
-        anyio.run({{ cookiecutter.__class_prefix }}SandboxProvider().provision, request(str(tmp_path), "none"))
+        anyio.run(Provider().provision, request(str(tmp_path), "none"))
     assert error.value.reason == "policy-refused"
 
 
@@ -55,8 +58,9 @@ def test_a_session_runs_in_the_sandbox(tmp_path):
             ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
             state_dir=tmp_path / "state",
         ) as controller:
+            spec = SandboxSpec(provider=NAME)
             ref = await controller.open_session(
-                harness="sandbox-probe", workspace=str(tmp_path), sandbox=SandboxSpec(provider=NAME)
+                harness="sandbox-probe", workspace=str(tmp_path), sandbox=spec
             )
             result = await controller.run_turn(ref, "where am I")
             await controller.close_session(ref)
@@ -70,6 +74,6 @@ def test_a_session_runs_in_the_sandbox(tmp_path):
 
 
 def test_the_entry_point_is_installed():
-    found = [ep for ep in entry_points(group="harness_core") if ep.name == {{ cookiecutter.__dist_name | tojson }}]
+    found = [ep for ep in entry_points(group="harness_core") if ep.name == DIST]
     assert found, "not installed: run `pip install -e .[test]` first"
     assert found[0].load() is plugin

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(state_file, "w") as f:
         json.dump({"session": args.session_id, "turns": turns}, f)
 
-    emit(type="init", session=args.session_id, resumed=args.resume, model=args.model, pid=os.getpid())
+    emit(type="init", session=args.session_id, resumed=args.resume, model=args.model)
     words = args.prompt.split()
     if len(words) == 2 and words[0] == "sleep":
         emit(type="thinking", note="sleeping")  # an unknown native type: the adapter ignores it

@@ -37,7 +37,7 @@ class {{ cookiecutter.__class_prefix }}SandboxProvider:
         try:
             scratch = tempfile.mkdtemp(prefix=f"{NAME}-")
         except OSError:
-            raise HarnessError("sandbox-failed", "the scratch directory cannot be created") from None
+            raise HarnessError("sandbox-failed", "no scratch directory could be created") from None
         os.makedirs(os.path.join(scratch, "tmp"))
         return SandboxHandle(
             provider=NAME,
