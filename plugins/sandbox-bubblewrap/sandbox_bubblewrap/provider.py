@@ -291,7 +291,7 @@ class BubblewrapSandboxProvider:
     def local_provider(self) -> Any:
         if self._local is None:
             try:
-                from sandbox_local import LocalSandboxProvider
+                from sandbox_local import LocalSandboxProvider  # type: ignore[import-not-found]
             except ImportError:
                 raise HarnessError(
                     "sandbox-failed",

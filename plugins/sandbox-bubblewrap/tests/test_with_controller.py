@@ -469,3 +469,30 @@ def test_missing_bwrap_is_a_one_line_sandbox_failed(tmp_path, workspace, runtime
     assert error.reason == "sandbox-failed"
     assert "bwrap not found" in str(error) and "\n" not in str(error)
     assert list(runtime_dir.iterdir()) == []
+
+
+def test_bwrap_without_namespaces_is_a_one_line_sandbox_failed(tmp_path, workspace, runtime_dir):
+    # A bwrap that fails its probe the way a host without user namespaces does.
+    fake = tmp_path / "bwrap"
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    provider = BubblewrapSandboxProvider(bwrap=str(fake), runtime_dir=runtime_dir)
+    controller = Controller(
+        plugins=plugins_from([stdio_plugin, _Provider(provider)]),
+        ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
+        state_dir=tmp_path / "state",
+    )
+
+    async def main():
+        errors = []
+        async with controller:
+            for _ in range(2):  # probed once, refused every time
+                with pytest.raises(HarnessError) as caught:
+                    await open_probe(controller, workspace, "m", spec("none"))
+                errors.append(caught.value)
+        return errors
+
+    errors = anyio.run(main)
+    assert [e.reason for e in errors] == ["sandbox-failed"] * 2
+    assert "namespaces" in str(errors[0]) and "\n" not in str(errors[0])
+    assert list(runtime_dir.iterdir()) == []
