@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import keyword
+import logging
 import re
 import sys
 from importlib import resources
@@ -100,6 +101,9 @@ def generate(
     ):
         if value is not None:
             extra[key] = value
+    # Cookiecutter logs a traceback for a failed hook; the hook already said why, in one line.
+    quiet = logging.NullHandler()
+    logging.getLogger("cookiecutter").addHandler(quiet)
     try:
         created = cookiecutter(
             str(template_dir()),
@@ -114,11 +118,13 @@ def generate(
             "the project directory already exists; choose another name or --output-dir"
         ) from None
     except FailedHookException:
-        raise ScaffoldError("invalid input (see the message above)") from None
+        raise ScaffoldError("the template rejected the input (see the line above)") from None
     except CookiecutterException as error:
         raise ScaffoldError(f"the template failed: {str(error).splitlines()[0][:200]}") from None
     except (KeyboardInterrupt, EOFError):
         raise ScaffoldError("cancelled") from None
+    finally:
+        logging.getLogger("cookiecutter").removeHandler(quiet)
     return Path(created)
 
 

@@ -304,3 +304,38 @@ def test_the_template_ships_in_the_wheel(tmp_path):
         if p.is_file() and "__pycache__" not in p.parts
     }
     assert template and template <= names, sorted(template - names)
+
+
+def test_an_interactive_bad_name_is_rejected_without_a_traceback(tmp_path):
+    # answers: name, kind (1 = harness), description, author
+    result = subprocess.run(
+        [*harness_cmd(), "new", "--output-dir", str(tmp_path)],
+        input="Bad Name\n1\n\n\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 2
+    assert "error: invalid plugin name 'Bad Name'" in output
+    assert result.stderr.endswith(
+        "harness: error: the template rejected the input (see the line above)\n"
+    )
+    assert "Traceback" not in output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_interactive_answers_generate_the_project(tmp_path):
+    result = subprocess.run(
+        [*harness_cmd(), "new", "--output-dir", str(tmp_path)],
+        input="review-bot\n2\nReviews diffs\nAda\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    project = tmp_path / "harness-review-bot"
+    assert (project / "harness_review_bot" / "adapter.py").is_file()
+    assert 'description = "Reviews diffs"' in (project / "pyproject.toml").read_text()
