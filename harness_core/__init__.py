@@ -1,24 +1,47 @@
-"""harness_core: the runtime that drives harness plugins through one Session -> Turns contract."""
+"""harness_core: the runtime that drives harness plugins through one Session -> Turns contract.
+
+Names are imported lazily (PEP 562): ``import harness_core`` costs almost nothing, and
+``harness --help`` or a plugin that only needs ``@harness`` never loads the controller.
+"""
 
 from __future__ import annotations
 
-from harness_hookspecs import HarnessError, hookimpl
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
-from .controller import Controller, Turn, TurnResult
-from .function_harness import FunctionSession, Message, Result, harness
-from .plugins import Plugins, get_plugins, plugins_from
+if TYPE_CHECKING:
+    from harness_hookspecs import HarnessError, hookimpl
 
-__all__ = [
-    "Controller",
-    "FunctionSession",
-    "HarnessError",
-    "Message",
-    "Plugins",
-    "Result",
-    "Turn",
-    "TurnResult",
-    "get_plugins",
-    "harness",
-    "hookimpl",
-    "plugins_from",
-]
+    from .controller import Controller, Turn, TurnResult
+    from .function_harness import FunctionSession, Message, Result, harness
+    from .plugins import Plugins, get_plugins, plugins_from
+
+_WHERE = {
+    "HarnessError": "harness_hookspecs",
+    "hookimpl": "harness_hookspecs",
+    "Controller": "harness_core.controller",
+    "Turn": "harness_core.controller",
+    "TurnResult": "harness_core.controller",
+    "FunctionSession": "harness_core.function_harness",
+    "Message": "harness_core.function_harness",
+    "Result": "harness_core.function_harness",
+    "harness": "harness_core.function_harness",
+    "Plugins": "harness_core.plugins",
+    "get_plugins": "harness_core.plugins",
+    "plugins_from": "harness_core.plugins",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness_core' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
