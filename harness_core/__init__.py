@@ -31,7 +31,20 @@ _WHERE = {
     "plugins_from": "harness_core.plugins",
 }
 
-__all__ = sorted(_WHERE)
+__all__ = [
+    "Controller",
+    "FunctionSession",
+    "HarnessError",
+    "Message",
+    "Plugins",
+    "Result",
+    "Turn",
+    "TurnResult",
+    "get_plugins",
+    "harness",
+    "hookimpl",
+    "plugins_from",
+]
 
 
 def __getattr__(name: str) -> Any:
