@@ -303,7 +303,7 @@ class ClaudeStream:
             usage=Usage(
                 **fields,
                 requests=len(self._messages) or None,
-                cost_usd=float(cost) if cost_ok and cost == cost else None,
+                cost_usd=round(float(cost), 10) if cost_ok and cost == cost else None,
             )
         )
 
