@@ -847,6 +847,13 @@ class FakeModelServer:
             ready.set()
             try:
                 loop.run_forever()
+                # Handlers still sleeping on a scripted delay: cancel and await them so the
+                # loop closes without "Task was destroyed but it is pending" noise.
+                pending = asyncio.all_tasks(loop)
+                for task in pending:
+                    task.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             finally:
                 loop.close()
 
