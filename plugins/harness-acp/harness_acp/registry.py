@@ -120,21 +120,64 @@ def codex(context: SessionContext, home: Path) -> Launch:
     return Launch(_command(context, ("codex-acp",)), env, base_url)
 
 
+#: Cline providers whose endpoint is fixed in Cline itself (cline 3.0.65): the only way to point
+#: ``cline --acp`` at a local, OpenAI-compatible server, because its ACP mode ignores a configured
+#: ``baseUrl``. Whatever serves the model (LM Studio, or harness_core's fake model server in tests)
+#: must listen on exactly this port.
+CLINE_LOCAL_ENDPOINTS = {"lmstudio": "http://localhost:1234/v1"}
+
+
 def cline(context: SessionContext, home: Path) -> Launch:
-    """``cline --acp``. Cline's ACP mode takes provider, model and key from ``CLINE_PROVIDER``,
-    ``CLINE_MODEL`` and ``CLINE_API_KEY`` only: it ignores a provider's ``baseUrl`` from its
-    settings, so a custom endpoint cannot be configured (see the README)."""
-    env = {"HOME": str(home)}
+    """``cline --acp`` (cline 3.0.65).
+
+    Cline's ACP mode takes provider, model and key from ``CLINE_PROVIDER``, ``CLINE_MODEL`` and
+    ``CLINE_API_KEY`` only and ignores a provider's ``baseUrl``, so a custom endpoint cannot be
+    configured. Two routes:
+
+    - **local** (``provider: lmstudio``): Cline's LM Studio provider always dials the fixed,
+      OpenAI-compatible ``http://localhost:1234/v1`` (:data:`CLINE_LOCAL_ENDPOINTS`); whatever
+      serves the model -- LM Studio, or the fake model server started with ``port=1234`` -- must
+      listen there. That endpoint is probed before each turn, so nothing listening ->
+      ``provider-unavailable`` within seconds. Cline sends a model id from its own LM Studio list
+      (``openai/gpt-oss-20b`` unless ``model`` names one of the others), any server must accept it.
+      (``ollama``'s ``http://localhost:11434`` is fixed too, but Cline resolves no model for it
+      and refuses the prompt, so it is not offered.)
+    - **vendor** (any other Cline provider id, e.g. ``anthropic``, ``openai-native``,
+      ``openrouter``): Cline dials the vendor's own endpoint with ``api_key`` (or
+      ``CLINE_API_KEY`` from the injected credentials); no probe.
+
+    A ``base_url`` in the config is refused (``invalid-request``) unless it is the local
+    provider's own fixed endpoint, rather than silently ignored. ``CLINE_SESSION_BACKEND_MODE=local``
+    keeps Cline's sessions in the agent process, under the private HOME, instead of Cline's
+    background hub (``cline --cline-hub-daemon``, which detaches from the session's process group).
+    """
+    env = {"HOME": str(home), "CLINE_SESSION_BACKEND_MODE": "local"}
     key = _key(context, "CLINE_API_KEY")
     if key:
         env["CLINE_API_KEY"] = key
     provider = context.config.get("provider")
-    if isinstance(provider, str) and provider:
+    if provider is not None and (not isinstance(provider, str) or not provider):
+        raise HarnessError("invalid-request", "provider must be a Cline provider id")
+    local = CLINE_LOCAL_ENDPOINTS.get(provider) if provider else None
+    wanted = context.config.get("base_url")
+    if wanted is not None and wanted != local and _norm(wanted) != _norm(local):
+        raise HarnessError(
+            "invalid-request",
+            "cline --acp ignores base_url; use provider=lmstudio and serve the model on "
+            f"{CLINE_LOCAL_ENDPOINTS['lmstudio']} (see the harness-acp README)",
+        )
+    if provider:
         env["CLINE_PROVIDER"] = provider
     if context.model:
         env["CLINE_MODEL"] = context.model
     env.update(_extra_env(context))
-    return Launch(_command(context, ("cline", "--acp")), env, _base_url(context, "OPENAI_BASE_URL"))
+    return Launch(_command(context, ("cline", "--acp")), env, local)
+
+
+def _norm(url: object) -> str | None:
+    if not isinstance(url, str):
+        return None
+    return url.rstrip("/").replace("://127.0.0.1:", "://localhost:")
 
 
 def custom(context: SessionContext, home: Path) -> Launch:

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 from harness_hookspecs import Credential, hookimpl
-
-ROOT = Path(__file__).resolve().parents[3]
-NPM_BIN = ROOT / "tools" / "npm" / "node_modules" / ".bin"
 
 
 class StaticCredentials:
@@ -25,13 +21,6 @@ class StaticCredentials:
             return [Credential(env_var=self.env_var, value=self.value, source="test")]
 
         return resolve()
-
-
-def agent_bin(name: str) -> str:
-    path = NPM_BIN / name
-    if not path.exists():
-        pytest.skip(f"{name} is not installed in {NPM_BIN} (run .ci/install-clis.sh)")
-    return str(path)
 
 
 @pytest.fixture
@@ -57,25 +46,3 @@ def make_controller(tmp_path: Path):
         )
 
     return make
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-
-
-def group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    members.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                pass
-    return members

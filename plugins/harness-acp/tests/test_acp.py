@@ -12,6 +12,8 @@ from pathlib import Path
 import anyio
 import pytest
 from harness_acp.adapter import _Turn, classify_error, map_update
+from harness_acp.conformance import port_in_use
+from harness_acp.registry import CLINE_LOCAL_ENDPOINTS
 from harness_hookspecs import HarnessError, MessageDelta, ToolCompleted, ToolStarted
 
 from harness_core.testing.fake_model import (
@@ -22,8 +24,37 @@ from harness_core.testing.fake_model import (
     ToolCall,
     Usage,
 )
+from harness_core.testing.processes import alive, wait_gone
 
-from .conftest import agent_bin, alive, group_members
+NPM_BIN = Path(__file__).resolve().parents[3] / "tools" / "npm" / "node_modules" / ".bin"
+#: Cline's lmstudio provider always dials http://localhost:1234/v1 (its ACP mode ignores
+#: base_url), so its fake server must listen on exactly this port.
+CLINE_PORT = 1234
+
+
+def agent_bin(name: str) -> str:
+    path = NPM_BIN / name
+    if not path.exists():
+        pytest.skip(f"{name} is not installed in {NPM_BIN} (run .ci/install-clis.sh)")
+    return str(path)
+
+
+def cline_port_free() -> None:
+    if port_in_use(CLINE_PORT):
+        pytest.skip(
+            f"port {CLINE_PORT} on localhost is busy: cline's lmstudio provider can only reach a "
+            f"model server there ({CLINE_LOCAL_ENDPOINTS['lmstudio']})"
+        )
+
+
+def serve(agent: str, script: list[Step]) -> FakeModelServer:
+    """A fake model server for ``agent`` (cline: on its fixed port, or skip)."""
+    if agent != "cline":
+        return FakeModelServer(script)
+    agent_bin("cline")
+    cline_port_free()
+    return FakeModelServer(script, port=CLINE_PORT)
+
 
 # agent -> (binary, credential variable, tool call that writes out.txt, extra config)
 AGENTS = {
@@ -41,26 +72,34 @@ AGENTS = {
         # when CODEX_HOME is under /tmp (it refuses to create its helper links there)
         {"mode": "full-access"},
     ),
+    # cline's tools (from the request it sends): read_files, search_codebase, run_commands,
+    # fetch_web_content, apply_patch, spawn_agent
+    "cline": (
+        "cline",
+        "CLINE_API_KEY",
+        ToolCall("run_commands", {"commands": ["echo hello > out.txt"]}),
+        {"provider": "lmstudio"},
+    ),
 }
-CLINE_REASON = (
-    "cline 3.0.65 --acp cannot reach a custom endpoint: its ACP mode builds the provider config "
-    "from CLINE_PROVIDER/CLINE_MODEL/CLINE_API_KEY only and ignores the provider's baseUrl from "
-    "providers.json (probed: openai-compatible still dialled its default host, "
-    "'Cannot connect to API', never the fake server)"
-)
 
 
 def url_for(agent: str, server: FakeModelServer) -> str:
     return server.base_url if agent == "claude-code" else server.openai_base_url
 
 
-def setup(agent: str, server_url: str, **extra):
+def setup(agent: str, server_url: str | None, **extra):
     binary, env_var, _, config = AGENTS[agent]
-    return env_var, {"command": [agent_bin(binary)], "base_url": server_url, **config, **extra}
+    command = [agent_bin(binary)]
+    if agent == "cline":
+        command.append("--acp")
+    else:
+        config = {"base_url": server_url, **config}
+    return env_var, {"command": command, **config, **extra}
 
 
 def model_for(agent: str) -> str:
-    return "gpt-5" if agent == "codex" else "claude-sonnet-4-5"
+    # cline replaces a model id it does not know for lmstudio with its default: use that one
+    return {"codex": "gpt-5", "cline": "openai/gpt-oss-20b"}.get(agent, "claude-sonnet-4-5")
 
 
 @pytest.mark.cli
@@ -72,7 +111,7 @@ def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, make_cont
         Step(text="Created out.txt.", match=Match(tool_result=True), usage=Usage(150, 10)),
         Step(text="Second turn reply.", match=Match(contains="again")),
     ]
-    with FakeModelServer(script) as server:
+    with serve(agent, script) as server:
         env_var, config = setup(agent, url_for(agent, server), permissions="allow")
 
         async def first():
@@ -99,11 +138,16 @@ def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, make_cont
         assert types[-1] == "turn.completed" and types.count("turn.completed") == 1
         done = [e.payload for e in result.events if e.type == "tool.completed"]
         assert done[0].ok
-        if agent == "claude-code":
+        if agent in ("claude-code", "cline"):  # both ask before running a command
             resolved = [e.payload for e in result.events if e.type == "permission.resolved"]
             assert resolved and resolved[0].decision == "allow"
+        if agent == "cline":
+            offered = server.model_requests()[0].tool_names
+            assert "run_commands" in offered and "apply_patch" in offered, offered
+            # cline 3.0.65 answers session/prompt with a stopReason only: no usage to report
+            assert "usage.reported" not in types
         # detaching killed the session-lifetime agent and its whole group
-        assert not alive(leader) and group_members(leader) == []
+        assert wait_gone(leader) == [] and not alive(leader)
 
         async def second():
             async with make_controller(env_var, turn_timeout=60) as c:
@@ -119,19 +163,23 @@ def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, make_cont
 
 
 @pytest.mark.cli
-def test_permission_is_rejected_by_default(workspace, make_controller):
-    tool = AGENTS["claude-code"][2]
+@pytest.mark.parametrize("agent", ["claude-code", "cline"])
+def test_permission_is_rejected_by_default(agent, workspace, make_controller):
+    tool = AGENTS[agent][2]
     script = [
         Step(text="Trying.", tool_calls=[tool]),
         Step(text="It was refused.", match=Match(tool_result=True)),
     ]
-    with FakeModelServer(script) as server:
-        env_var, config = setup("claude-code", server.base_url)
+    with serve(agent, script) as server:
+        env_var, config = setup(agent, url_for(agent, server))
 
         async def main():
             async with make_controller(env_var, turn_timeout=60) as c:
                 ref = await c.open_session(
-                    harness="acp:claude-code", workspace=workspace, config=config
+                    harness=f"acp:{agent}",
+                    workspace=workspace,
+                    model=model_for(agent),
+                    config=config,
                 )
                 return await c.run_turn(ref, "create out.txt")
 
@@ -151,7 +199,7 @@ def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(
     agent, workspace, make_controller
 ):
     script = [Step(text="late", delay=60), Step(text="after cancel", match=Match(contains="next"))]
-    with FakeModelServer(script) as server:
+    with serve(agent, script) as server:
         env_var, config = setup(agent, url_for(agent, server))
 
         async def main():
@@ -186,14 +234,14 @@ def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(
     assert last.type == "turn.cancelled"
     assert took < 5
     assert after.status == "completed"  # the agent survived the cancel and took another turn
-    assert not alive(leader) and group_members(leader) == []
+    assert wait_gone(leader) == [] and not alive(leader)
 
 
 @pytest.mark.cli
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
 def test_401_is_authentication_required_fast(agent, workspace, make_controller):
     error = Step(error=ErrorReply(401, "secret upstream text"), times=None, match=Match(tools=None))
-    with FakeModelServer([error]) as server:
+    with serve(agent, [error]) as server:
         env_var, config = setup(agent, url_for(agent, server))
 
         async def main():
@@ -216,11 +264,16 @@ def test_401_is_authentication_required_fast(agent, workspace, make_controller):
 @pytest.mark.cli
 @pytest.mark.parametrize("agent", sorted(AGENTS))
 def test_unreachable_is_provider_unavailable_fast(agent, workspace, make_controller):
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    url = f"http://127.0.0.1:{port}" + ("" if agent == "claude-code" else "/v1")
+    if agent == "cline":  # its endpoint is fixed: unreachable = nothing on port 1234
+        agent_bin("cline")
+        cline_port_free()
+        url = None
+    else:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        sock.close()
+        url = f"http://127.0.0.1:{port}" + ("" if agent == "claude-code" else "/v1")
     env_var, config = setup(agent, url)
 
     async def main():
@@ -237,9 +290,102 @@ def test_unreachable_is_provider_unavailable_fast(agent, workspace, make_control
 
 
 @pytest.mark.cli
-def test_cline_runs_offline_or_skips_with_the_reason(workspace):
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        # what OpenAI-compatible servers say on a bad key: recognised
+        (
+            "Incorrect API key provided: lm-st****-123. secret upstream text",
+            "authentication-required",
+        ),
+        # cline forwards only the upstream message, never the HTTP status: an opaque 401 body
+        # cannot be told apart from any other failure (measured limit, cline 3.0.65)
+        ("secret upstream text", "provider-failed"),
+    ],
+)
+def test_cline_401_is_mapped_from_the_message_fast(message, reason, workspace, make_controller):
+    error = Step(error=ErrorReply(401, message), times=None, match=Match(tools=None))
+    with serve("cline", [error]) as server:
+        env_var, config = setup("cline", None)
+
+        async def main():
+            async with make_controller(env_var, turn_timeout=60) as c:
+                ref = await c.open_session(
+                    harness="acp:cline",
+                    workspace=workspace,
+                    model=model_for("cline"),
+                    config=config,
+                )
+                return await c.run_turn(ref, "hi")
+
+        started = time.monotonic()
+        result = anyio.run(main)
+        assert [r.status for r in server.model_requests()] == [401]  # no retry of a 401
+    assert time.monotonic() - started < 30
+    assert result.status == "failed" and result.reason == reason, result
+    assert "secret upstream text" not in repr(result.events)
+
+
+@pytest.mark.cli
+@pytest.mark.slow
+def test_cline_without_preflight_reports_unreachable_itself(workspace, make_controller):
+    """With the probe off, cline retries a refused connection for about a minute, then fails
+    with "Cannot connect to API", which is still mapped to provider-unavailable."""
     agent_bin("cline")
-    pytest.skip(CLINE_REASON)
+    cline_port_free()
+    env_var, config = setup("cline", None, preflight=False)
+
+    async def main():
+        async with make_controller(env_var, turn_timeout=120) as c:
+            ref = await c.open_session(
+                harness="acp:cline", workspace=workspace, model=model_for("cline"), config=config
+            )
+            return await c.run_turn(ref, "hi")
+
+    started = time.monotonic()
+    result = anyio.run(main)
+    assert time.monotonic() - started < 110
+    assert result.status == "failed" and result.reason == "provider-unavailable", result
+
+
+@pytest.mark.parametrize(
+    ("config", "ok"),
+    [
+        ({"provider": "lmstudio"}, True),
+        ({"provider": "lmstudio", "base_url": "http://127.0.0.1:1234/v1"}, True),
+        ({"provider": "lmstudio", "base_url": "http://127.0.0.1:8080/v1"}, False),
+        ({"provider": "anthropic", "base_url": "http://127.0.0.1:8080"}, False),
+        ({"provider": "anthropic"}, True),
+        ({"provider": ""}, False),
+    ],
+)
+def test_cline_registry_routes(tmp_path, config, ok):
+    from types import SimpleNamespace
+
+    from harness_acp.registry import cline
+
+    secrets: list[str] = []
+    context = SimpleNamespace(
+        config={**config, "api_key": "lm-key-1234"},
+        env={},
+        model="openai/gpt-oss-20b",
+        add_secret=secrets.append,
+    )
+    if not ok:
+        with pytest.raises(HarnessError) as info:
+            cline(context, tmp_path)
+        assert info.value.reason == "invalid-request"
+        return
+    launch = cline(context, tmp_path)
+    assert launch.argv == ["cline", "--acp"]
+    assert launch.env["CLINE_PROVIDER"] == config["provider"]
+    assert launch.env["CLINE_API_KEY"] == "lm-key-1234" and secrets == ["lm-key-1234"]
+    assert launch.env["CLINE_MODEL"] == "openai/gpt-oss-20b"
+    assert launch.env["CLINE_SESSION_BACKEND_MODE"] == "local"  # no hub daemon
+    assert launch.env["HOME"] == str(tmp_path)
+    # the local route probes Cline's fixed endpoint; a vendor is not probed
+    expected = CLINE_LOCAL_ENDPOINTS["lmstudio"] if config["provider"] == "lmstudio" else None
+    assert launch.base_url == expected
 
 
 def test_custom_agent_that_is_not_acp_fails_to_open(workspace, make_controller):
