@@ -31,8 +31,9 @@ from harness_core.testing.processes import group_members, wait_gone
 
 PYTHON = os.path.realpath(sys.executable)
 PROBE = str(Path(__file__).with_name("probe_agent.py"))
-#: The host Python may live under the hidden host HOME (pyenv): expose its prefix read-only.
-EXPOSE = [os.path.realpath(sys.base_prefix)]
+#: The host Python may live under the hidden host HOME (pyenv), and a checkout under /tmp is
+#: hidden by the sandbox's private /tmp: expose both read-only.
+EXPOSE = [os.path.realpath(sys.base_prefix), os.path.dirname(os.path.realpath(PROBE))]
 
 
 class _Provider:
@@ -324,8 +325,13 @@ def test_workspace_is_the_only_writable_host_path_and_home_is_private(make, work
     assert host_entries and not set(out["host_home"]) & host_entries  # host HOME hidden
     assert out["homes"] == [] and out["tmpdir"] == "/tmp"
     # /tmp is private: only the mount point leading to a workspace under /tmp, nothing of the host
-    ws_top = workspace.resolve().parts[2] if workspace.resolve().parts[1] == "tmp" else None
-    assert set(out["tmp"]) <= {ws_top} and runtime_dir.name not in out["tmp"]
+    # (and to the exposed probe directory when the checkout itself is under /tmp)
+    tops = {
+        Path(path).parts[2]
+        for path in (workspace.resolve(), *EXPOSE)
+        if Path(path).parts[1] == "tmp"
+    }
+    assert set(out["tmp"]) <= tops and runtime_dir.name not in out["tmp"]
     assert len(seen["dirs"]) == 2 and len(seen["notes"]) == 1  # one private dir per session
     assert seen["after_close"] == []  # finalize removed HOME and the proxy socket
 
