@@ -59,6 +59,8 @@ async def flush_async(store: LedgerStore) -> None:
     A store with ``flush_notify`` (SQLite) calls back from its writer thread on asyncio, one
     thread hop instead of a worker thread's round trip; anything else runs ``flush`` in a thread.
     """
+    if getattr(store, "flush_is_noop", False):
+        return  # nothing buffered (the memory store): no thread hop
     notify = getattr(store, "flush_notify", None)
     try:
         loop = asyncio.get_running_loop() if notify is not None else None

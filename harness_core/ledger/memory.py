@@ -11,6 +11,9 @@ from ._base import SequenceGuard
 
 
 class MemoryStore:
+    #: appends are complete when ``append`` returns; ``flush_async`` need not hop to a thread
+    flush_is_noop = True
+
     def __init__(self) -> None:
         self._sessions: dict[str, SessionRecord] = {}
         self._events: dict[str, list[Event]] = {}
