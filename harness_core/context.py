@@ -16,6 +16,12 @@ from .process import Process, base_environment, spawn
 from .redaction import Redactor
 
 
+def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
+    """Where an adapter's durable state for one session lives (stable across resume)."""
+    digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    return root / harness.replace(":", "_") / digest
+
+
 class RuntimeSessionContext:
     """One per live session; owned by the controller."""
 
@@ -60,8 +66,7 @@ class RuntimeSessionContext:
 
     @property
     def state_dir(self) -> str:
-        digest = hashlib.sha256(self.session_id.encode()).hexdigest()[:32]
-        path = self._state_root / self.harness.replace(":", "_") / digest
+        path = state_dir_for(self._state_root, self.harness, self.session_id)
         path.mkdir(parents=True, exist_ok=True)
         return os.fspath(path)
 

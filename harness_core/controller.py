@@ -65,7 +65,7 @@ from harness_hookspecs import (
 from harness_hookspecs.events import PAYLOAD_TYPES
 from harness_hookspecs.protocols import LedgerStore
 
-from .context import RuntimeSessionContext
+from .context import RuntimeSessionContext, state_dir_for
 from .ledger import flush_async, open_ledger
 from .plugins import Plugins, get_plugins
 from .redaction import Redactor
@@ -582,6 +582,13 @@ class Controller:
     ) -> _Live:
         if workspace is not None and target == "local" and not os.path.isdir(workspace):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
+        # Created before provisioning so a sandbox can bind it writable (adapters keep CLI
+        # config and native session ids there).
+        state_dir = state_dir_for(self.state_root, descriptor.provider, session_id)
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            raise HarnessError("invalid-request", "the state directory is not writable") from None
         sandbox_request = SandboxRequest(
             session_id=session_id,
             harness=descriptor.provider,
@@ -590,6 +597,7 @@ class Controller:
             agent=agent,
             user=user,
             posture=posture,
+            state_dir=os.fspath(state_dir),
         )
         try:
             sandbox: SandboxHandle = await self.hook.sandbox_provision(request=sandbox_request)

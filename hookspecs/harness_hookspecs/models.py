@@ -239,6 +239,9 @@ class SandboxRequest:
     agent: str | None = None
     user: str | None = None
     posture: str = field(default="auto", validator=_one_of(POSTURES))
+    #: The adapter's durable per-session directory (``SessionContext.state_dir``), already
+    #: created on the host; a sandbox must keep it writable at the same path.
+    state_dir: str | None = None
 
 
 @frozen

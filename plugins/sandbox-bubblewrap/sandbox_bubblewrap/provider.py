@@ -353,7 +353,12 @@ class BubblewrapSandboxProvider:
                 workspace=workspace,
                 network=policy,
                 ro_binds=tuple((p, p) for p in ro_paths),
-                rw_binds=((home, Path(INSIDE_HOME)), *((p, p) for p in rw_paths)),
+                rw_binds=(
+                    (home, Path(INSIDE_HOME)),
+                    *((p, p) for p in rw_paths),
+                    # the adapter's durable state (CLI config, native ids) stays writable
+                    *(((Path(request.state_dir),) * 2,) if request.state_dir else ()),
+                ),
                 hide=tuple(hidden),
             )
             python = None

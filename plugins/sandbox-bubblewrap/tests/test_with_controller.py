@@ -502,3 +502,24 @@ def test_bwrap_without_namespaces_is_a_one_line_sandbox_failed(tmp_path, workspa
     assert [e.reason for e in errors] == ["sandbox-failed"] * 2
     assert "namespaces" in str(errors[0]) and "\n" not in str(errors[0])
     assert list(runtime_dir.iterdir()) == []
+
+
+def test_the_adapter_state_dir_stays_writable_inside(make, workspace, tmp_path):
+    """Adapters keep CLI config and native session ids in ``context.state_dir``: the runtime
+    passes it in the SandboxRequest and the provider binds it writable at the same path."""
+    controller, marker = make()
+
+    async def main():
+        async with controller:
+            ref = await open_probe(controller, workspace, marker, spec("none"))
+            return await probe(
+                controller,
+                ref,
+                "p = os.environ['HARNESS_STATE_DIR']\n"
+                "open(os.path.join(p, 'native-id'), 'w').write('thread-123')\n"
+                "result = p",
+            )
+
+    state_dir = anyio.run(main)
+    assert Path(state_dir).is_relative_to(tmp_path / "state")
+    assert (Path(state_dir) / "native-id").read_text() == "thread-123"  # on the host
