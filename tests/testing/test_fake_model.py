@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from harness_core.testing.clis import NPM_BIN
+
 pytest.importorskip("aiohttp", reason="aiohttp is needed by harness_core.testing.fake_model")
 
 from harness_core.testing.fake_model import (
@@ -37,7 +39,6 @@ from harness_core.testing.fake_model import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-NPM_BIN = ROOT / "tools" / "npm" / "node_modules" / ".bin"
 
 TOOLS = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
 OPENAI_TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]

@@ -16,6 +16,7 @@ from harness_acp.conformance import port_in_use
 from harness_acp.registry import CLINE_LOCAL_ENDPOINTS
 from harness_hookspecs import HarnessError, MessageDelta, ToolCompleted, ToolStarted
 
+from harness_core.testing.clis import NPM_BIN
 from harness_core.testing.fake_model import (
     ErrorReply,
     FakeModelServer,
@@ -26,7 +27,6 @@ from harness_core.testing.fake_model import (
 )
 from harness_core.testing.processes import alive, wait_gone
 
-NPM_BIN = Path(__file__).resolve().parents[3] / "tools" / "npm" / "node_modules" / ".bin"
 #: Cline's lmstudio provider always dials http://localhost:1234/v1 (its ACP mode ignores
 #: base_url), so its fake server must listen on exactly this port.
 CLINE_PORT = 1234

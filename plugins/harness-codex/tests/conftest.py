@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from harness_hookspecs import Credential, hookimpl
 
-ROOT = Path(__file__).resolve().parents[3]
-NPM_BIN = ROOT / "tools" / "npm" / "node_modules" / ".bin"
+from harness_core.testing.clis import NPM_BIN
+
 SECRET = "sk-test-secret-5678"
 
 

@@ -5,33 +5,18 @@ Needs ``harness-core[testing]`` (imported lazily, only when the conformance kit 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
-from harness_hookspecs import HarnessError
 from harness_hookspecs.specs.conformance import ConformanceProfile
 
 SLOW = "Take your time with the slow task"
 
 
 def find_binary(name: str) -> str:
-    """The pinned CLI in the project's ``tools/npm`` when present, else ``PATH``."""
-    try:
-        import harness_core
+    from harness_core.testing.clis import find_cli
 
-        candidate = (
-            Path(harness_core.__file__).resolve().parents[1] / "tools/npm/node_modules/.bin" / name
-        )
-        if candidate.exists():
-            return str(candidate)
-    except ImportError:
-        pass
-    found = shutil.which(name)
-    if found is None:
-        raise HarnessError("provider-unavailable", f"{name} is not installed")
-    return found
+    return find_cli(name)
 
 
 @contextmanager
