@@ -465,20 +465,7 @@ class Controller:
             config=request.config,
             call=lambda context: self.hook.harness_open_session(request=request, context=context),
         )
-        stamp = now()
-        self.ledger.create_session(
-            SessionRecord(
-                ref=live.ref,
-                status="open",
-                created_at=stamp,
-                updated_at=stamp,
-                workspace=request.workspace,
-                model=request.model,
-                posture=request.posture,
-                agent=request.agent,
-                user=request.user,
-            )
-        )
+        self._create_record(live.ref, request)
         self._emit(
             live,
             None,
@@ -547,22 +534,28 @@ class Controller:
             expect=ref,
         )
         if record is None:
-            stamp = now()
-            self.ledger.create_session(
-                SessionRecord(
-                    ref=ref,
-                    created_at=stamp,
-                    updated_at=stamp,
-                    workspace=request.workspace,
-                    model=request.model,
-                    posture=request.posture,
-                    agent=request.agent,
-                    user=request.user,
-                )
-            )
+            self._create_record(ref, request)
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
         self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
         return live.ref
+
+    def _create_record(
+        self, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
+    ) -> None:
+        stamp = now()
+        self.ledger.create_session(
+            SessionRecord(
+                ref=ref,
+                status="open",
+                created_at=stamp,
+                updated_at=stamp,
+                workspace=request.workspace,
+                model=request.model,
+                posture=request.posture,
+                agent=request.agent,
+                user=request.user,
+            )
+        )
 
     async def _attach(
         self,
