@@ -65,7 +65,7 @@ def _command(
 
 
 def build_parser() -> ArgumentParser:
-    from . import info, reading, run
+    from . import conformance_cmd, info, reading, run
 
     parser = _Parser(
         prog="harness",
@@ -159,7 +159,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument("-o", "--output", help="write to this file (default: stdout)")
 
     p = _command(
-        sub, "conformance", "run the conformance kit against a harness", info.cmd_conformance
+        sub,
+        "conformance",
+        "run the conformance kit against a harness",
+        conformance_cmd.cmd_conformance,
     )
     p.add_argument("name")
     p.add_argument("--workspace", help="workspace directory (default: a temporary one)")

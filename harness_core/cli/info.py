@@ -1,5 +1,5 @@
 """What is installed: ``plugins``, ``list``, ``describe``, ``--version``; and the tool commands
-(``conformance``, ``new``, ``fake-model``) that live in their own modules."""
+(``new``, ``fake-model``) that live in their own modules."""
 
 from __future__ import annotations
 
@@ -120,14 +120,6 @@ def cmd_describe(args: argparse.Namespace) -> int:
     ]
     Out().table(["FIELD", "VALUE"], rows)
     return EXIT_OK
-
-
-def cmd_conformance(args: argparse.Namespace) -> int:
-    from ..conformance import cli_main
-    from ..plugins import get_plugins
-
-    check_harness(get_plugins(), args.name)
-    return int(cli_main(args))
 
 
 def cmd_new(args: argparse.Namespace) -> int:

@@ -25,13 +25,24 @@ sys.exit(1)
 """
 
 
+def run_args(workspace, command):
+    return [
+        "run",
+        "stdio-jsonl",
+        "hi",
+        "--workspace",
+        str(workspace),
+        "--config",
+        f"command={command}",
+    ]
+
+
 def test_the_stderr_tail_is_kept_beside_the_failure(cli_env, tmp_path):
     program = tmp_path / "fails.py"
     program.write_text(PROGRAM)
     command = json.dumps([sys.executable, str(program)])
     run = subprocess.run(
-        [*harness_cmd(), "run", "stdio-jsonl", "hi", "--workspace", str(tmp_path)]
-        + ["--config", f"command={command}", "--json"],
+        [*harness_cmd(), *run_args(tmp_path, command), "--json"],
         capture_output=True,
         text=True,
         env=cli_env,
@@ -63,8 +74,7 @@ def test_the_stderr_tail_is_kept_beside_the_failure(cli_env, tmp_path):
     assert SECRET_SHAPE not in shown and "\x1b" not in shown and "\x07" not in shown
     # The readable view shows the diagnostic lines before the failure line.
     readable = subprocess.run(
-        [*harness_cmd(), "run", "stdio-jsonl", "hi", "--workspace", str(tmp_path)]
-        + ["--config", f"command={command}"],
+        [*harness_cmd(), *run_args(tmp_path, command)],
         capture_output=True,
         text=True,
         env=cli_env,
