@@ -200,8 +200,10 @@ def test_bad_input_is_one_line_with_its_reason_and_exit_code(
     assert lines[0].startswith("harness: error: " + reason.replace("{tmp}", str(tmp_dir))), lines
     assert out.returncode == code, out.stderr
     assert out.stdout == ""
-    # A refused command leaves no ledger and no state behind in the folder it ran in.
+    # A refused command leaves no ledger and no state behind in the folder it ran in, and
+    # records no session in the configured ledger.
     assert list(cwd.iterdir()) == []
+    assert run(["sessions", "--json"], env, cwd).stdout == ""
 
 
 def test_refusals_record_nothing_in_an_existing_session(cli_env, tmp_path):
