@@ -51,17 +51,18 @@ def exit_code_for(reason: str) -> int:
 
 
 def unwrap(error: BaseException) -> BaseException:
-    """The ``HarnessError`` inside (nested) exception groups, else ``error`` itself.
+    """The ``HarnessError`` inside (nested) exception groups, else their only leaf, else ``error``.
 
     anyio task groups wrap whatever their body raised; the user must see the reason, not
-    ``ExceptionGroup``.
+    ``ExceptionGroup`` (and a closed stdout pipe must stay a quiet ``BrokenPipeError``).
     """
-    if isinstance(error, BaseExceptionGroup):
-        for inner in error.exceptions:
-            found = unwrap(inner)
-            if isinstance(found, HarnessError | KeyboardInterrupt):
-                return found
-    return error
+    if not isinstance(error, BaseExceptionGroup):
+        return error
+    leaves = [unwrap(inner) for inner in error.exceptions]
+    for leaf in leaves:
+        if isinstance(leaf, HarnessError | KeyboardInterrupt):
+            return leaf
+    return leaves[0] if len(leaves) == 1 else error
 
 
 def error_line(error: HarnessError) -> str:
