@@ -80,8 +80,17 @@ class Out:
             from rich.table import Table
 
             table = Table(box=None, header_style="bold", pad_edge=False)
-            for header in headers:
-                table.add_column(header, justify="right" if header in right else "left")
+            # Never cut ids and numbers on a narrow terminal: only the last column gives way.
+            for index, header in enumerate(headers):
+                last = index == len(headers) - 1
+                width = max([len(header), *(len(row[index]) for row in rows)])
+                table.add_column(
+                    header,
+                    justify="right" if header in right else "left",
+                    no_wrap=True,
+                    min_width=None if last else width,
+                    overflow="ellipsis",
+                )
             for row in rows:
                 table.add_row(*row)
             self._console.print(table)

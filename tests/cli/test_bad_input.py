@@ -130,6 +130,17 @@ CASES = [
         "invalid-request: stdio-jsonl needs a command (config or env)",
         USAGE,
     ),
+    (
+        ["run", "echo", "hi", "--model", ""],
+        "invalid-request: model must be 1-256 characters",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--agent", ""],
+        "invalid-request: agent must be 1-128 characters",
+        USAGE,
+    ),
+    (["run", "echo", "--prompt-file", "-"], "invalid-request: the prompt is empty", USAGE),
     (["run"], "invalid-request: the following arguments are required: name", USAGE),
     (["run", "echo", "hi", "--bogus"], "invalid-request: unrecognized arguments: --bogus", USAGE),
     # the other commands
