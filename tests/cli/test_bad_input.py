@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harness_cmd
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_run import harness
 
 USAGE, UNAVAILABLE, LEDGER = 2, 69, 74
 
@@ -185,15 +185,7 @@ def tmp_dir(tmp_path: Path) -> Path:
 
 
 def run(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*harness_cmd(), *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
+    return harness(env, *argv, cwd=cwd)
 
 
 @pytest.mark.parametrize(("argv", "reason", "code"), CASES, ids=[" ".join(c[0]) for c in CASES])

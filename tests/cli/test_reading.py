@@ -4,14 +4,13 @@ convention of every ``--json``, and that reading never creates a file."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harness_cmd
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_run import harness
 
 PROGRAM = """
 import json, sys
@@ -19,18 +18,6 @@ turn = json.loads(sys.stdin.readline())
 print(json.dumps({"type": "usage", "input_tokens": 100, "output_tokens": 10, "cost_usd": 0.5}))
 print(json.dumps({"type": "turn.completed", "text": "the answer is " + turn["prompt"][::-1]}))
 """
-
-
-def harness(env, *args, cwd=None):
-    return subprocess.run(
-        [*harness_cmd(), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        timeout=60,
-    )
 
 
 @pytest.fixture

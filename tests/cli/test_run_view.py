@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harness_cmd
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_run import harness
 
 # A stdio-jsonl program: streams an answer with a tool call and usage; "env" reports what
 # the session was given (credential present or not, where it runs).
@@ -48,19 +47,6 @@ def env(cli_env, tmp_path):
         "HARNESS_JSONL_COMMAND": json.dumps([sys.executable, str(program)]),
         "HARNESS_WORKSPACES": str(tmp_path / "workspaces"),
     }
-
-
-def harness(env, *args, stdin=None, cwd=None):
-    return subprocess.run(
-        [*harness_cmd(), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        input=stdin,
-        cwd=cwd,
-        timeout=60,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-    )
 
 
 def test_readable_view_streams_the_answer_once_with_compact_lines(env, tmp_path):
