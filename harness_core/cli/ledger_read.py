@@ -125,6 +125,50 @@ class ReadOnlySqlite:
         )
         return {row[0] for row in rows}
 
+    def summaries(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """What :func:`~harness_core.cli.reading.summarize` computes, in four queries (no event
+        is decoded in Python): turns, last prompt, last event time, per-turn-last usage summed."""
+        result = {
+            sid: {
+                "turns": 0,
+                "usage": {"input_tokens": None, "output_tokens": None, "cost_usd": None},
+                "last_prompt": "",
+                "last_event_at": "",
+            }
+            for sid in session_ids
+        }
+        if not session_ids:
+            return result
+        ids = ", ".join("?" for _ in session_ids)
+        args = tuple(session_ids)
+        for sid, turns, _, prompt in self._rows(
+            # With one max() in the query, SQLite takes the bare column from the max row.
+            "SELECT session_id, count(*), MAX(sequence), json_extract(payload, '$.prompt') "
+            f"FROM events WHERE type = 'turn.started' AND session_id IN ({ids}) "
+            "GROUP BY session_id",
+            args,
+        ):
+            result[sid]["turns"] = turns
+            result[sid]["last_prompt"] = prompt or ""
+        for sid, stamp in self._rows(
+            "SELECT e.session_id, e.timestamp FROM events e JOIN (SELECT session_id, "
+            f"MAX(sequence) AS seq FROM events WHERE session_id IN ({ids}) GROUP BY session_id) "
+            "m ON e.session_id = m.session_id AND e.sequence = m.seq",
+            args,
+        ):
+            result[sid]["last_event_at"] = stamp
+        for sid, tin, tout, cost in self._rows(
+            "SELECT e.session_id, SUM(json_extract(e.payload, '$.usage.input_tokens')), "
+            "SUM(json_extract(e.payload, '$.usage.output_tokens')), "
+            "SUM(json_extract(e.payload, '$.usage.cost_usd')) FROM events e JOIN ("
+            "SELECT session_id, MAX(sequence) AS seq FROM events WHERE type = 'usage' AND "
+            f"turn_id IS NOT NULL AND session_id IN ({ids}) GROUP BY session_id, turn_id) u "
+            "ON e.session_id = u.session_id AND e.sequence = u.seq GROUP BY e.session_id",
+            args,
+        ):
+            result[sid]["usage"] = {"input_tokens": tin, "output_tokens": tout, "cost_usd": cost}
+        return result
+
     def flush(self) -> None:
         return None
 

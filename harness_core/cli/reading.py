@@ -112,8 +112,14 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                 records = [r for r in records if _matches(store, r.session_id, needle)]
         limit = args.limit or DEFAULT_LIMIT
         more = len(records) > limit
-        for record in records[:limit]:
-            rows.append({**record_to_dict(record), **summarize(store, record.session_id)})
+        shown = records[:limit]
+        fast = getattr(store, "summaries", None)  # the SQLite reader answers in SQL
+        summaries = (
+            fast([r.session_id for r in shown])
+            if fast is not None
+            else {r.session_id: summarize(store, r.session_id) for r in shown}
+        )
+        rows = [{**record_to_dict(r), **summaries[r.session_id]} for r in shown]
     if args.json:
         print_json_lines(rows)
         return EXIT_OK

@@ -120,3 +120,19 @@ def test_reading_an_existing_ledger_leaves_it_as_it_was(ledger, tmp_path):
     harness(env, "export", ids["paid"])
     assert sorted(p.name for p in tmp_path.iterdir()) == files
     assert ledger_file.read_bytes() == before
+
+
+def test_the_sql_summaries_equal_the_generic_ones(ledger, tmp_path):
+    """The SQLite reader's four-query summaries are what reading every event gives."""
+    from harness_core.cli.ledger_read import ReadOnlySqlite
+    from harness_core.cli.reading import summarize
+
+    store = ReadOnlySqlite.open(str(tmp_path / "cli-ledger.sqlite"))
+    try:
+        ids = [r.session_id for r in store.list_sessions()]
+        assert len(ids) == 3
+        fast = store.summaries(ids)
+        assert fast == {sid: summarize(store, sid) for sid in ids}
+        assert any(s["usage"]["cost_usd"] == 1.0 and s["turns"] == 2 for s in fast.values())
+    finally:
+        store.close()
