@@ -5,6 +5,7 @@ Importing this package starts nothing and imports no runtime: only pluggy, attrs
 
 from __future__ import annotations
 
+from .diagnostics import stderr_diagnostics
 from .errors import MESSAGES, REASONS, HarnessError, Reason
 from .events import (
     ADAPTER_TYPES,
@@ -123,4 +124,5 @@ __all__ = [
     "hookimpl",
     "hookspec",
     "make_payload",
+    "stderr_diagnostics",
 ]

@@ -54,7 +54,8 @@ class ProcessHandle(Protocol):
         """SIGTERM the whole process group, SIGKILL it after ``grace`` seconds."""
 
     def stderr_tail(self) -> bytes:
-        """The last few KiB of stderr, for adapter-side classification only (never an event)."""
+        """The last few KiB of stderr: for adapter-side classification, and shown to the user
+        only through :func:`~harness_hookspecs.stderr_diagnostics` (never raw in an event)."""
         ...
 
 

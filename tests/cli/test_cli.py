@@ -23,7 +23,10 @@ def harness(env, *args, timeout=60):
 def test_plugins_lists_echo(cli_env):
     out = harness(cli_env, "plugins")
     assert out.returncode == 0
-    assert "echo (harness-echo" in out.stdout and "harness:echo" in out.stdout
+    header, *rows = out.stdout.splitlines()
+    assert header.split() == ["PLUGIN", "DISTRIBUTION", "PROVIDES"]
+    (echo,) = [row for row in rows if row.split()[0] == "echo"]
+    assert "harness-echo" in echo and "harness:echo" in echo
 
 
 def test_describe_json(cli_env):
@@ -52,7 +55,8 @@ def test_run_then_events_read_back_from_sqlite_after_exit(cli_env, tmp_path):
     assert second[0]["type"] == "session.resumed"
     assert second[0]["sequence"] == stored[-1]["sequence"] + 1
 
-    sessions = json.loads(harness(cli_env, "sessions", "--json").stdout)
+    listed = harness(cli_env, "sessions", "--json").stdout.splitlines()
+    sessions = [json.loads(line) for line in listed]
     assert session_id in [s["ref"]["session_id"] for s in sessions]
 
     bundle_path = tmp_path / "bundle.json"

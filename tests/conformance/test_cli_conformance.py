@@ -48,7 +48,9 @@ def test_echo_json():
 def test_unknown_harness_is_a_usage_error():
     out = harness("no-such-harness")
     assert out.returncode == 2
-    assert out.stderr.startswith("harness: error: unknown harness 'no-such-harness'")
+    assert out.stderr.startswith(
+        "harness: error: invalid-request: unknown harness 'no-such-harness'"
+    )
     assert "Traceback" not in out.stderr
 
 

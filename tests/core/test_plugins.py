@@ -78,6 +78,15 @@ def site(tmp_path: Path) -> Path:
     return root
 
 
+def _plugins_json(stdout: str) -> dict[str, list[dict[str, object]]]:
+    """``harness plugins --json`` is JSON Lines: one object per plugin, broken ones flagged."""
+    rows = [json.loads(line) for line in stdout.splitlines()]
+    return {
+        "plugins": [r for r in rows if not r["broken"]],
+        "broken": [r for r in rows if r["broken"]],
+    }
+
+
 def run_cli(site: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     env = {**env, "PYTHONPATH": str(site)}
     return subprocess.run(
@@ -88,7 +97,7 @@ def run_cli(site: Path, env: dict[str, str], *args: str) -> subprocess.Completed
 def test_installed_entry_points_load_and_broken_ones_are_reported(site, cli_env):
     out = run_cli(site, cli_env, "plugins", "--json")
     assert out.returncode == 0, out.stderr
-    data = json.loads(out.stdout)
+    data = _plugins_json(out.stdout)
     names = {p["name"]: p for p in data["plugins"]}
     assert names["greeter"]["harnesses"] == ["greeter"]
     assert names["greeter"]["distribution"] == "harness-greeter"
@@ -110,11 +119,11 @@ def test_bare_async_function_entry_point_runs(site, cli_env, tmp_path):
 
 def test_harness_core_plugins_limits_loading(site, cli_env):
     env = {**cli_env, "HARNESS_CORE_PLUGINS": "greeter"}
-    data = json.loads(run_cli(site, env, "plugins", "--json").stdout)
+    data = _plugins_json(run_cli(site, env, "plugins", "--json").stdout)
     assert [p["name"] for p in data["plugins"]] == ["greeter"]
     assert data["broken"] == []
     env = {**cli_env, "HARNESS_CORE_PLUGINS": ""}
-    data = json.loads(run_cli(site, env, "plugins", "--json").stdout)
+    data = _plugins_json(run_cli(site, env, "plugins", "--json").stdout)
     assert data == {"plugins": [], "broken": []}
 
 

@@ -163,9 +163,9 @@ def test_the_generated_code_is_lint_clean(generated):
 def test_the_installed_plugin_is_listed(generated):
     result = run([*harness_cmd(), "plugins", "--json"], env=generated.env)
     assert result.returncode == 0, result.stderr
-    listing = json.loads(result.stdout)
-    assert not [b for b in listing["broken"] if b["name"] == generated.dist]
-    (info,) = [p for p in listing["plugins"] if p["name"] == generated.dist]
+    listing = [json.loads(line) for line in result.stdout.splitlines()]  # JSON Lines
+    assert not [b for b in listing if b["broken"] and b["name"] == generated.dist]
+    (info,) = [p for p in listing if p["name"] == generated.dist]
     assert info["distribution"] == generated.dist and info["version"] == "0.1.0"
     registry = {
         "harness": "harnesses",
@@ -176,7 +176,7 @@ def test_the_installed_plugin_is_listed(generated):
     assert info[registry] == [generated.name]
     # The test venv itself is untouched: without the --target directory it is not there.
     plain = run([*harness_cmd(), "plugins", "--json"], env={**generated.env, "PYTHONPATH": ""})
-    assert generated.dist not in {p["name"] for p in json.loads(plain.stdout)["plugins"]}
+    assert generated.dist not in {json.loads(line)["name"] for line in plain.stdout.splitlines()}
 
 
 def test_the_generated_test_suite_passes_unedited(generated):

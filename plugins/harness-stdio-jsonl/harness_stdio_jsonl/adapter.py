@@ -24,6 +24,7 @@ from harness_hookspecs import (
     TurnFailed,
     assert_supported,
     make_payload,
+    stderr_diagnostics,
 )
 
 PROTOCOL = 1
@@ -188,6 +189,9 @@ class StdioJsonlAdapter:
             if payload.TYPE in ("turn.completed", "turn.failed", "turn.cancelled"):
                 return
         code = await process.wait()
+        # The program's last stderr lines go beside the failure (status events), never in it.
+        for diagnostic in stderr_diagnostics(process.stderr_tail()):
+            yield diagnostic
         yield TurnFailed(
             reason="provider-failed",
             hint="the program exited without ending the turn"

@@ -1,0 +1,227 @@
+"""The ``harness`` command line.
+
+Imports stay lazy so ``harness --help`` and ``harness list`` start fast. Bad input prints one line
+on stderr (``harness: error: <reason>: <message> (<hint>)``) and exits with the code documented
+in :mod:`harness_core.cli.errors`; nothing recorded is lost. Every ``--json`` prints JSON Lines
+(see :mod:`harness_core.cli.output`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from argparse import ArgumentParser, ArgumentTypeError, Namespace
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, CliError, internal, report, unwrap
+from .view import format_event
+
+__all__ = ["build_parser", "format_event", "main"]
+
+
+class _Parser(ArgumentParser):
+    """argparse, but a usage error is the same one line as every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        hint = f"{message}; see {self.prog} --help"
+        raise CliError("invalid-request", hint)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ArgumentTypeError("must be a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def _count(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ArgumentTypeError("must be a whole number") from None
+        if value < minimum:
+            raise ArgumentTypeError(f"must be at least {minimum}")
+        return value
+
+    parse.__name__ = "count"
+    return parse
+
+
+def _command(
+    sub: Any, name: str, help: str, func: Callable[[Namespace], int], json_help: str | None = None
+) -> ArgumentParser:
+    parser: ArgumentParser = sub.add_parser(name, help=help, description=help)
+    parser.set_defaults(func=func)
+    parser.add_argument(
+        "--json", action="store_true", help=json_help or "print JSON Lines (one object per line)"
+    )
+    return parser
+
+
+def build_parser() -> ArgumentParser:
+    from . import conformance_cmd, info, reading, run
+
+    parser = _Parser(
+        prog="harness",
+        description="Drive coding-agent harnesses through one Session -> Turns control plane.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    ledger_help = "ledger URL (default: $HARNESS_LEDGER or sqlite:.harness/ledger.sqlite)"
+
+    _command(
+        sub, "plugins", "list installed plugins, what each registers, broken ones", info.cmd_plugins
+    )
+    _command(sub, "list", "list harness names", info.cmd_list)
+    p = _command(sub, "describe", "describe a harness", info.cmd_describe)
+    p.add_argument("name")
+
+    p = _command(
+        sub,
+        "run",
+        "run one turn (opening or resuming a session): the answer as it streams",
+        run.cmd_run,
+        "print every event as JSON Lines",
+    )
+    p.add_argument("name", help="harness name")
+    p.add_argument(
+        "prompt", nargs="?", help="the prompt; - (or piped stdin without PROMPT) reads stdin"
+    )
+    p.add_argument("--prompt-file", metavar="FILE", help="read the prompt from FILE (- = stdin)")
+    p.add_argument("--session", help="resume this session id instead of opening a new one")
+    p.add_argument("--workspace", help="workspace directory (default: current directory)")
+    p.add_argument("--ledger", help=ledger_help)
+    p.add_argument("--model")
+    p.add_argument("--posture", choices=("strict", "auto", "dangerous"), help="default: auto")
+    p.add_argument("--sandbox", metavar="PROVIDER", help="sandbox provider (see harness plugins)")
+    p.add_argument(
+        "--scope",
+        default="run",
+        choices=("run", "agent", "agent-user"),
+        help="workspace scope: a fresh one per run, or durable per agent / agent+user",
+    )
+    p.add_argument("--network", default="open", choices=("none", "mcp-only", "allowlist", "open"))
+    p.add_argument(
+        "--allow", action="append", default=[], metavar="HOST:PORT", help="allowlist entry"
+    )
+    p.add_argument(
+        "--sandbox-config", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
+    )
+    p.add_argument("--agent", help="who the session runs for (agent-level credential grants)")
+    p.add_argument("--user", help="the user the agent works for (agent-user workspaces)")
+    p.add_argument("--timeout", type=_positive_seconds, help="turn deadline in seconds")
+    p.add_argument("--max-events", type=_count(1), help="event-count limit for the turn")
+    p.add_argument("--close", action="store_true", help="close the session after the turn")
+    p.add_argument("--events", action="store_true", help="one line per event instead")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="harness configuration (VALUE parsed as JSON when it is JSON); repeatable",
+    )
+
+    p = _command(sub, "close", "close a session (after harness run without --close)", run.cmd_close)
+    p.add_argument("session")
+    p.add_argument("--ledger", help=ledger_help)
+    p = _command(
+        sub, "cancel", "cancel the turn a harness run is running in a session", run.cmd_cancel
+    )
+    p.add_argument("session")
+
+    p = _command(sub, "sessions", "list sessions with turns, tokens and cost", reading.cmd_sessions)
+    p.add_argument("--ledger", help=ledger_help)
+    p.add_argument("--limit", type=_count(1), help=f"newest N (default {reading.DEFAULT_LIMIT})")
+    p.add_argument("--harness", help="only sessions of this harness")
+    p.add_argument("--status", choices=("open", "closed"))
+    p.add_argument("--since", help="created since: 30m, 2h, 7d, 1w or an ISO date/time")
+    p.add_argument("-q", "--query", metavar="TEXT", help="search prompts and answers")
+    p = _command(sub, "events", "print a session's events from the ledger", reading.cmd_events)
+    p.add_argument("session")
+    p.add_argument("--ledger", help=ledger_help)
+    p.add_argument("--after", type=_count(0), default=0, help="only events with sequence > N")
+    p.add_argument("--limit", type=_count(1))
+    p = _command(
+        sub,
+        "export",
+        "export a session as a portable JSON bundle",
+        reading.cmd_export,
+        "the bundle on one line (and a JSON confirmation with -o)",
+    )
+    p.add_argument("session")
+    p.add_argument("--ledger", help=ledger_help)
+    p.add_argument("-o", "--output", help="write to this file (default: stdout)")
+
+    p = _command(
+        sub,
+        "conformance",
+        "run the conformance kit against a harness",
+        conformance_cmd.cmd_conformance,
+    )
+    p.add_argument("name")
+    p.add_argument("--workspace", help="workspace directory (default: a temporary one)")
+    p.add_argument(
+        "--timeout", type=_positive_seconds, default=60.0, help="per-turn deadline in seconds"
+    )
+    p = sub.add_parser("new", help="scaffold a new plugin from the cookiecutter template")
+    p.set_defaults(func=info.cmd_new)
+    p.add_argument("--kind", choices=("harness", "harness-cli", "sandbox", "credentials"))
+    p.add_argument("--name")
+    p.add_argument("--description")
+    p.add_argument("--author")
+    p.add_argument("--output-dir", default=".")
+    p.add_argument("--no-input", action="store_true")
+    p = sub.add_parser("fake-model", help="run the scripted fake model server (offline tests)")
+    p.set_defaults(func=info.cmd_fake_model)
+    p.add_argument("rest", nargs="...", help="e.g. serve --port 8080 --script FILE")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from harness_hookspecs import HarnessError
+
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.version:
+            from .info import version_text
+
+            print(version_text())
+            return EXIT_OK
+        if not getattr(args, "func", None):
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        return int(args.func(args))
+    except BaseException as raised:
+        error = unwrap(raised)
+        if isinstance(error, HarnessError):
+            return report(error)
+        if isinstance(error, KeyboardInterrupt):
+            return EXIT_CANCELLED
+        if isinstance(error, BrokenPipeError):
+            _quiet_stdout()
+            return EXIT_OK
+        if isinstance(error, SystemExit):  # --help and the like
+            return int(error.code or 0) if isinstance(error.code, int | None) else EXIT_USAGE
+        if os.environ.get("HARNESS_DEBUG"):
+            raise
+        return internal(error)
+
+
+def _quiet_stdout() -> None:
+    # A closed pipe (harness sessions | head): don't let the interpreter's final flush complain.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""What is installed: ``plugins``, ``list``, ``describe``, ``--version``; and the tool commands
+(``new``, ``fake-model``) that live in their own modules."""
+
+from __future__ import annotations
+
+import argparse
+from importlib import metadata
+from typing import Any
+
+from .errors import EXIT_OK
+from .output import Out, print_json, print_json_lines
+from .prompt import check_harness
+
+#: The core's distribution name, newest first (it was renamed ``harnessplane``).
+_DISTRIBUTIONS = ("harnessplane", "harness-core")
+
+
+def version_text() -> str:
+    for name in _DISTRIBUTIONS:
+        try:
+            return f"harness {metadata.version(name)} ({name})"
+        except metadata.PackageNotFoundError:
+            continue
+    return "harness (version unknown: not installed as a distribution)"
+
+
+def _plugin_rows() -> list[dict[str, Any]]:
+    from ..plugins import get_plugins
+
+    plugins = get_plugins()
+    rows: list[dict[str, Any]] = [
+        {
+            "name": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "harnesses": info.harnesses,
+            "sandbox_providers": info.sandbox_providers,
+            "credential_resolvers": info.credential_resolvers,
+            "ledger_schemes": info.ledger_schemes,
+            "hooks": info.hooks,
+            "broken": False,
+            "error": None,
+        }
+        for name, info in sorted(plugins.info.items())
+        if name != "harness_core.defaults"
+    ]
+    empty: dict[str, Any] = {
+        "distribution": None,
+        "version": None,
+        "harnesses": [],
+        "sandbox_providers": [],
+        "credential_resolvers": [],
+        "ledger_schemes": [],
+        "hooks": [],
+    }
+    rows += [{"name": b.name, **empty, "broken": True, "error": b.error} for b in plugins.broken]
+    return rows
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    rows = _plugin_rows()
+    if args.json:
+        print_json_lines(rows)
+        return EXIT_OK
+    if not rows:
+        print("no plugins installed")
+        return EXIT_OK
+    table = []
+    for row in rows:
+        if row["broken"]:
+            table.append([row["name"], "-", "BROKEN: " + row["error"]])
+            continue
+        provides = []
+        for key, label in (
+            ("harnesses", "harness"),
+            ("sandbox_providers", "sandbox"),
+            ("credential_resolvers", "credentials"),
+            ("ledger_schemes", "ledger"),
+        ):
+            provides += [f"{label}:{name}" for name in row[key]]
+        provides += [f"hook:{h}" for h in row["hooks"] if not h.startswith("register_")]
+        version = f" {row['version']}" if row["version"] else ""
+        dist = f"{row['distribution']}{version}" if row["distribution"] else "-"
+        table.append([row["name"], dist, ", ".join(provides) or "-"])
+    Out().table(["PLUGIN", "DISTRIBUTION", "PROVIDES"], table)
+    return EXIT_OK
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from ..plugins import get_plugins
+
+    names = get_plugins().harness_names()
+    if args.json:
+        print_json_lines({"name": name} for name in names)
+    else:
+        for name in names:
+            print(name)
+    return EXIT_OK
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from ..plugins import get_plugins
+    from ..serialize import descriptor_to_dict
+
+    plugins = get_plugins()
+    check_harness(plugins, args.name)
+    descriptor = plugins.pm.hook.harness_describe(harness=args.name)
+    if args.json:
+        print_json(descriptor_to_dict(descriptor))
+        return EXIT_OK
+    rows = [
+        ["provider", descriptor.provider],
+        ["name", descriptor.display_name or "-"],
+        ["version", descriptor.version or "-"],
+        ["vendor", descriptor.vendor or "-"],
+        ["targets", ", ".join(sorted(descriptor.targets))],
+        ["features", ", ".join(sorted(descriptor.features)) or "-"],
+        ["protocol", str(descriptor.protocol_version)],
+        *[[key, str(value)] for key, value in sorted(descriptor.details.items())],
+    ]
+    Out().table(["FIELD", "VALUE"], rows)
+    return EXIT_OK
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from ..scaffold import cli_main
+
+    return int(cli_main(args))
+
+
+def cmd_fake_model(args: argparse.Namespace) -> int:
+    from ..testing.fake_model import main as fake_main
+
+    return int(fake_main(args.rest) or 0)

@@ -1,0 +1,225 @@
+"""The read-only commands over the ledger: ``sessions``, ``events``, ``export``.
+
+None of them creates a file: they open the ledger with :func:`open_for_reading`, and a missing
+ledger reads as empty (``sessions``) or as ``session-not-found`` (``events``, ``export``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from harness_hookspecs import HarnessError
+
+from .errors import EXIT_OK, CliError
+from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading
+from .output import Out, print_json, print_json_lines
+from .view import clip, cost_text, format_event
+
+DEFAULT_LIMIT = 50
+_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+@contextmanager
+def _reading(url: str | None) -> Iterator[Any | None]:
+    store = open_for_reading(url)
+    try:
+        yield store
+    finally:
+        if store is not None:
+            store.close()
+
+
+def parse_since(text: str, now: datetime | None = None) -> str:
+    """``30m``/``2h``/``7d``/``1w`` ago, or an ISO date/time; the ledger's timestamp format."""
+    now = now or datetime.now(UTC)
+    match = _RELATIVE.match(text.strip())
+    if match:
+        moment = now - timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
+    else:
+        try:
+            moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise CliError(
+                "invalid-request", "--since needs a duration (30m, 2h, 7d) or an ISO date"
+            ) from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def summarize(store: Any, session_id: str) -> dict[str, Any]:
+    """Turns, usage totals (each turn's last usage report, summed), last prompt, last activity."""
+    turns = 0
+    per_turn: dict[str, Any] = {}
+    last_prompt = ""
+    last_at = ""
+    for event in store.events(session_id):
+        last_at = event.timestamp
+        if event.type == "turn.started":
+            turns += 1
+            last_prompt = event.payload.prompt
+        elif event.type == "usage" and event.turn_id is not None:
+            per_turn[event.turn_id] = event.payload.usage
+    totals: dict[str, Any] = {}
+    for name in ("input_tokens", "output_tokens", "cost_usd"):
+        values = [getattr(u, name) for u in per_turn.values() if getattr(u, name) is not None]
+        totals[name] = sum(values) if values else None
+    return {"turns": turns, "usage": totals, "last_prompt": last_prompt, "last_event_at": last_at}
+
+
+def _matches(store: Any, session_id: str, needle: str) -> bool:
+    for event in store.events(session_id):
+        if event.type in SEARCHED_TYPES:
+            text = getattr(event.payload, "prompt", None) or getattr(event.payload, "text", "")
+            if needle in (text or "").lower():
+                return True
+    return False
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    from ..serialize import record_to_dict
+
+    since = parse_since(args.since) if args.since else None
+    rows: list[dict[str, Any]] = []
+    more = False
+    with _reading(args.ledger) as store:
+        if store is None:
+            if not args.json:
+                print(f"no ledger at {ledger_url(args.ledger)} (no sessions yet)", file=sys.stderr)
+            return EXIT_OK
+        records = [
+            r
+            for r in store.list_sessions()
+            if (args.harness is None or r.ref.provider == args.harness)
+            and (args.status is None or r.status == args.status)
+            and (since is None or r.created_at >= since)
+        ]
+        if args.query:
+            needle = args.query.lower()
+            search = getattr(store, "search", None)
+            if search is not None:
+                found = search(args.query)
+                records = [r for r in records if r.session_id in found]
+            else:
+                records = [r for r in records if _matches(store, r.session_id, needle)]
+        limit = args.limit or DEFAULT_LIMIT
+        more = len(records) > limit
+        shown = records[:limit]
+        fast = getattr(store, "summaries", None)  # the SQLite reader answers in SQL
+        summaries = (
+            fast([r.session_id for r in shown])
+            if fast is not None
+            else {r.session_id: summarize(store, r.session_id) for r in shown}
+        )
+        rows = [{**record_to_dict(r), **summaries[r.session_id]} for r in shown]
+    if args.json:
+        print_json_lines(rows)
+        return EXIT_OK
+    _sessions_table(rows)
+    if more:
+        print(f"(showing the newest {len(rows)}; --limit N shows more)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _sessions_table(rows: list[dict[str, Any]]) -> None:
+    out = Out()
+    if not rows:
+        print("no sessions match", file=sys.stderr)
+        return
+    table = []
+    for row in rows:
+        usage = row["usage"]
+        tokens = (
+            "-"
+            if usage["input_tokens"] is None and usage["output_tokens"] is None
+            else f"{usage['input_tokens'] or 0:,}/{usage['output_tokens'] or 0:,}"
+        )
+        table.append(
+            [
+                row["ref"]["session_id"],
+                row["ref"]["provider"],
+                row["status"],
+                str(row["turns"]),
+                tokens,
+                cost_text(usage["cost_usd"]),
+                row["created_at"][:19].replace("T", " "),
+                clip(row["last_prompt"], 40),
+            ]
+        )
+    headers = [
+        "SESSION",
+        "HARNESS",
+        "STATUS",
+        "TURNS",
+        "TOKENS IN/OUT",
+        "COST",
+        "CREATED",
+        "PROMPT",
+    ]
+    out.table(headers, table, right=("TURNS", "TOKENS IN/OUT", "COST"))
+    totals = _totals(rows)
+    print(totals, file=sys.stderr)
+
+
+def _totals(rows: list[dict[str, Any]]) -> str:
+    turns = sum(r["turns"] for r in rows)
+    usages = [r["usage"] for r in rows]
+    known = [u for u in usages if u["input_tokens"] is not None or u["output_tokens"] is not None]
+    tokens = (
+        f"{sum(u['input_tokens'] or 0 for u in known):,} in / "
+        f"{sum(u['output_tokens'] or 0 for u in known):,} out tokens"
+        if known
+        else "tokens unknown"
+    )
+    costs = [u["cost_usd"] for u in usages if u["cost_usd"] is not None]
+    cost = cost_text(sum(costs)) if costs else "cost unknown"
+    plural = "s" if len(rows) != 1 else ""
+    return f"{len(rows)} session{plural}, {turns} turns, {tokens}, {cost}"
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from ..serialize import event_to_dict
+
+    with _reading(args.ledger) as store:
+        if store is None or store.get_session(args.session) is None:
+            raise HarnessError("session-not-found")
+        events = store.events(args.session, after=args.after, limit=args.limit)
+    if args.json:
+        print_json_lines(event_to_dict(event) for event in events)
+        return EXIT_OK
+    for event in events:
+        sys.stdout.write(format_event(event) + "\n")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from ..export import export_session
+
+    with _reading(args.ledger) as store:
+        if store is None:
+            raise HarnessError("session-not-found")
+        bundle = export_session(store, args.session)
+    # --json keeps the one-object-per-line convention; without it the bundle is indented.
+    text = json.dumps(bundle, ensure_ascii=False, indent=None if args.json else 2) + "\n"
+    if args.output and args.output != "-":
+        try:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError:
+            raise CliError("invalid-request", "the output file cannot be written") from None
+        count = len(bundle.get("events", []))
+        if args.json:
+            print_json({"path": args.output, "events": count})
+        else:
+            print(f"wrote {args.output} ({count} events)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

@@ -1,0 +1,259 @@
+"""``harness run``, ``harness cancel`` and ``harness close``."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
+from .output import Out, print_json
+from .prompt import check_names, check_workspace, parse_pairs, read_prompt, sandbox_spec
+from .view import RunView, format_event
+
+if TYPE_CHECKING:
+    from harness_hookspecs import Event
+
+
+def active_file(state_root: Path, session_id: str) -> Path:
+    """Where a running ``harness run`` leaves its pid for ``harness cancel``/``close``."""
+    return state_root / "active" / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
+
+
+def _active_pid(state_root: Path, session_id: str) -> tuple[int, str] | None:
+    try:
+        info = json.loads(active_file(state_root, session_id).read_text())
+        pid = int(info["pid"])
+        os.kill(pid, 0)
+    except (FileNotFoundError, ProcessLookupError, ValueError, KeyError, TypeError):
+        return None
+    except PermissionError:  # alive, owned by someone else
+        pass
+    return pid, str(info.get("turn_id", "?"))
+
+
+class _Printer:
+    """Chooses the view: JSON Lines (``--json``), one line per event (``--events``), readable."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.mode = "json" if args.json else ("events" if args.events else "readable")
+        self.view = RunView(Out(sys.stdout), Out(sys.stderr))
+
+    def session(self, event: Event) -> None:
+        if self.mode == "json":
+            self.event(event)
+        elif self.mode == "events":
+            sys.stderr.write(f"session {event.session_id}\n")
+            sys.stderr.flush()
+            self.event(event)
+        else:
+            self.view.session(event)
+
+    def event(self, event: Event) -> None:
+        if self.mode == "json":
+            from ..serialize import event_to_dict
+
+            print_json(event_to_dict(event))
+        elif self.mode == "events":
+            sys.stdout.write(format_event(event) + "\n")
+            sys.stdout.flush()
+        else:
+            self.view.show(event)
+
+    def summary(self, result: Any, seconds: float) -> None:
+        if self.mode == "readable":
+            self.view.summary(result.status, result.usage, seconds)
+
+
+def known_session(args: argparse.Namespace, *, harness: str | None = None) -> Any:
+    """The session's ledger record, checked before a controller opens (and so creates) the
+    ledger: missing, another harness's, closed, or busy in another ``harness run``."""
+    from harness_hookspecs import HarnessError
+
+    from ..controller import default_state_root
+    from .ledger_read import open_for_reading
+
+    store = open_for_reading(args.ledger)
+    try:
+        record = store.get_session(args.session) if store is not None else None
+    finally:
+        if store is not None:
+            store.close()
+    if record is None:
+        raise HarnessError("session-not-found")
+    if harness is not None and record.ref.provider != harness:
+        raise CliError("invalid-request", f"the session belongs to harness {record.ref.provider!r}")
+    if _active_pid(default_state_root(), args.session) is not None:
+        raise HarnessError(
+            "turn-active", f"a harness run is running a turn in it (harness cancel {args.session})"
+        )
+    return record
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+    from harness_hookspecs import HarnessError
+
+    from ..controller import Controller
+    from ..plugins import get_plugins
+
+    prompt = read_prompt(args)
+    plugins = get_plugins()
+    check_names(args, plugins)
+    if args.session and known_session(args, harness=args.name).status == "closed":
+        raise HarnessError("session-closed")
+    config = parse_pairs(args.config, "--config")
+    spec = sandbox_spec(args)
+    workspace = check_workspace(args.workspace) if args.workspace or not args.session else None
+    printer = _Printer(args)
+
+    async def main() -> int:
+        async with (
+            Controller(
+                plugins=plugins,
+                ledger=args.ledger,
+                turn_timeout=args.timeout,
+                max_events_per_turn=args.max_events,
+            ) as controller,
+            anyio.create_task_group() as tg,
+        ):
+            running: dict[str, Any] = {}
+            signalled = anyio.Event()
+            # Installed before the session opens, so an early Ctrl-C still becomes a cancel.
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+
+                async def watch() -> None:
+                    async for _ in signals:
+                        signalled.set()
+                        if "turn" in running:
+                            await controller.cancel_turn(running["ref"], running["turn"].turn_id)
+
+                tg.start_soon(watch)
+                try:
+                    ref = await _open(controller, args, workspace, config, spec)
+                    running["ref"] = ref
+                    result = await _run_turn(
+                        controller, ref, prompt, args, running, signalled, printer
+                    )
+                finally:
+                    tg.cancel_scope.cancel()
+        if result.status == "completed":
+            return EXIT_OK
+        return EXIT_CANCELLED if result.status == "cancelled" else EXIT_TURN_FAILED
+
+    code: int = anyio.run(main)
+    return code
+
+
+async def _open(
+    controller: Any,
+    args: argparse.Namespace,
+    workspace: str | None,
+    config: dict[str, Any],
+    spec: Any,
+) -> Any:
+    if not args.session:
+        return await controller.open_session(
+            harness=args.name,
+            config=config,
+            workspace=workspace,
+            model=args.model,
+            posture=args.posture or "auto",
+            sandbox=spec,
+            agent=args.agent,
+            user=args.user,
+        )
+    extra: dict[str, Any] = {"config": config, "sandbox": spec}
+    if workspace:
+        extra["workspace"] = workspace
+    for key in ("model", "agent", "user"):
+        if getattr(args, key) is not None:
+            extra[key] = getattr(args, key)
+    if args.posture is not None:
+        extra["posture"] = args.posture
+    return await controller.resume_session(args.session, **extra)
+
+
+async def _run_turn(
+    controller: Any,
+    ref: Any,
+    prompt: str,
+    args: argparse.Namespace,
+    running: dict[str, Any],
+    signalled: Any,
+    printer: _Printer,
+) -> Any:
+    controller.ledger.flush()
+    last = controller.ledger.last_sequence(ref.session_id)
+    for event in controller.events(ref.session_id, after=last - 1):
+        printer.session(event)  # session.opened / session.resumed: the id comes first
+    active = active_file(controller.state_root, ref.session_id)
+    started = time.monotonic()
+    async with controller.turn(ref, prompt) as turn:
+        running["turn"] = turn
+        if signalled.is_set():
+            await controller.cancel_turn(ref, turn.turn_id)
+        active.parent.mkdir(parents=True, exist_ok=True)
+        active.write_text(json.dumps({"pid": os.getpid(), "turn_id": turn.turn_id}))
+        try:
+            async for event in turn:
+                if event.type != "turn.started" or printer.mode != "readable":
+                    printer.event(event)
+        finally:
+            active.unlink(missing_ok=True)
+            running.pop("turn", None)
+    result = turn.result()
+    seconds = time.monotonic() - started
+    if args.close:
+        await controller.close_session(ref)
+        for event in controller.events(ref.session_id, after=turn.events[-1].sequence):
+            printer.event(event)
+    printer.summary(result, seconds)
+    return result
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from ..controller import default_state_root
+
+    found = _active_pid(default_state_root(), args.session)
+    if found is None:
+        raise CliError("turn-not-found", "no harness run is running a turn in that session")
+    pid, turn_id = found
+    try:
+        os.kill(pid, signal.SIGINT)
+    except ProcessLookupError:
+        raise CliError("turn-not-found", "the turn ended before it could be cancelled") from None
+    if args.json:
+        print_json({"session_id": args.session, "turn_id": turn_id, "cancel": "requested"})
+    else:
+        print(f"cancel requested for turn {turn_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_close(args: argparse.Namespace) -> int:
+    """Close a session left open by ``harness run``: resume it, then close it (idempotent)."""
+    import anyio
+
+    from ..controller import Controller
+
+    async def close() -> None:
+        async with Controller(ledger=args.ledger) as controller:
+            await controller.resume_session(args.session)
+            await controller.close_session(args.session)
+
+    if known_session(args).status == "closed":
+        outcome = "was already closed"
+    else:
+        anyio.run(close)
+        outcome = "closed"
+    if args.json:
+        print_json({"session_id": args.session, "status": "closed", "outcome": outcome})
+    else:
+        print(f"session {args.session} {outcome}")
+    return EXIT_OK
