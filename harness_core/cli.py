@@ -159,7 +159,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
     from .serialize import descriptor_to_dict
 
     plugins = get_plugins()
-    descriptor = plugins.pm.hook.harness_describe(harness=args.name)
+    descriptor = plugins.describe(args.name)
     data = descriptor_to_dict(descriptor)
     if args.json:
         _print_json(data)

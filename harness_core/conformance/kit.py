@@ -20,10 +20,11 @@ from harness_hookspecs import LedgerStore
 from harness_hookspecs.specs.conformance import ConformanceProfile
 
 from ..controller import Controller
-from ..plugins import Plugins, as_adapter, plugins_from
+from ..plugin_manager import Plugins, plugins_from
+from ..registry import as_adapter
 from .check import Evidence
 from .checks import ALL
-from .probe import PROBE_NAME, RESOLVER_NAME, Probe
+from .probe import PROBE_NAME, Probe
 from .processes import kill_leftovers
 from .report import CheckResult, ConformanceReport
 from .run import Run
@@ -90,7 +91,7 @@ async def arun_conformance(
     try:
         async with stack:
             if profile is None:
-                answer = plugins.pm.hook.conformance_profile(harness=name)
+                answer = plugins.hook.conformance_profile(harness=name)
                 if answer is None and name in plugins.harnesses:
                     answer = getattr(plugins.harnesses[name], "conformance_profile", None)
                     answer = answer() if callable(answer) else answer
@@ -127,9 +128,7 @@ async def arun_conformance(
             else:
                 os.environ[key] = old
         if registered:
-            plugins.pm.unregister(name=PROBE_NAME)
-            plugins.info.pop(PROBE_NAME, None)
-            plugins.credential_resolvers.pop(RESOLVER_NAME, None)
+            plugins.unregister(PROBE_NAME)  # with it, its canary credential resolver
         kill_leftovers(probe.processes)
         shutil.rmtree(root, ignore_errors=True)
     return ConformanceReport(

@@ -32,7 +32,7 @@ from harness_hookspecs.specs.conformance import ConformanceProfile
 
 from ..controller import Controller
 from ..ledger import open_ledger, path_of
-from ..plugins import Plugins
+from ..plugin_manager import Plugins
 from ..serialize import descriptor_to_dict, event_to_dict
 from .probe import CANARY_CREDENTIAL_VAR, Probe
 from .rules import clip
