@@ -20,7 +20,7 @@ from harness_hookspecs import (
     LedgerStore,
     SandboxProvider,
 )
-from harness_hookspecs._bounds import is_name
+from harness_hookspecs.bounds import is_name
 
 from .function_harness import ADAPTER_ATTRIBUTE, FunctionHarness
 

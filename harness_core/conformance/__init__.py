@@ -26,7 +26,7 @@ Use ``harness conformance NAME [--json]`` on the command line, or the pytest plu
 
 from __future__ import annotations
 
-from harness_hookspecs.specs.conformance import ConformanceProfile
+from harness_hookspecs import ConformanceProfile
 
 from .checks import ALL as _ALL
 from .kit import CANARY_ENV_VAR, arun_conformance, cli_main, run_conformance

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from harness_hookspecs import LedgerStore
-from harness_hookspecs.specs.conformance import ConformanceProfile
+from harness_hookspecs import ConformanceProfile, LedgerStore
 
 from ..controller import Controller
 from ..plugin_manager import Plugins, plugins_from

@@ -10,7 +10,7 @@ from typing import Any
 
 import attrs
 from harness_hookspecs import PAYLOAD_TYPES, Usage
-from harness_hookspecs._bounds import MAX_SAFE_INTEGER
+from harness_hookspecs.bounds import MAX_SAFE_INTEGER
 
 from ..serialize import converter, payload_to_dict
 

@@ -21,14 +21,14 @@ from harness_hookspecs import (
     FEATURES,
     PROTOCOL_VERSION,
     TERMINAL_TYPES,
+    ConformanceProfile,
     Event,
     HarnessDescriptor,
     HarnessError,
     LedgerStore,
     SessionRef,
 )
-from harness_hookspecs._bounds import is_name
-from harness_hookspecs.specs.conformance import ConformanceProfile
+from harness_hookspecs.bounds import is_name
 
 from ..controller import Controller
 from ..ledger import open_ledger, path_of

@@ -14,7 +14,7 @@ from typing import Any, Literal, get_args
 import attrs
 from attrs import field, frozen
 
-from . import _bounds
+from . import bounds as _bounds
 from .errors import HarnessError
 
 PROTOCOL_VERSION = 1
@@ -304,3 +304,41 @@ class SessionRecord:
     @property
     def session_id(self) -> str:
         return self.ref.session_id
+
+
+def _mapping_copy(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value or {})
+
+
+@frozen
+class ConformanceProfile:
+    """How the conformance kit should drive one harness (the ``conformance_profile`` hook's answer).
+
+    - ``prompt``: an ordinary prompt whose turn ends ``turn.completed`` (used for every ordinary
+      turn: two in one session, one more after resume);
+    - ``slow_prompt``: a prompt whose turn keeps running (for seconds) so the kit can cancel it
+      while the adapter is busy; ``None`` makes the kit hold an ordinary turn open itself after
+      the adapter's first event and cancel it there;
+    - ``model``, ``config``: passed in the open/resume request;
+    - ``env``: set in the host environment for the duration of the run (a fake server's base
+      URL, a CLI's config directory...) and restored afterwards;
+    - ``target``: the target the kit opens sessions on;
+    - ``turn_timeout``: the per-turn deadline (``None``: the kit's ``timeout`` argument);
+    - ``cancel_after``: seconds the kit waits, once the adapter is running the slow turn,
+      before it cancels.
+    """
+
+    prompt: str = field(
+        default="Reply with the single word: ok",
+        validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True),
+    )
+    slow_prompt: str | None = field(
+        default=None,
+        validator=_bounds.optional_bounded(1, _bounds.TEXT_MAX, multiline=True),
+    )
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    config: Mapping[str, Any] = field(converter=_mapping_copy, factory=dict)
+    env: Mapping[str, str] = field(converter=_mapping_copy, factory=dict)
+    target: str = field(default="local", validator=attrs.validators.in_(TARGETS))
+    turn_timeout: float | None = None
+    cancel_after: float = 0.2

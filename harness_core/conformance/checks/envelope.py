@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness_hookspecs import PROTOCOL_VERSION
-from harness_hookspecs._bounds import SESSION_ID_MAX, TURN_ID_MAX, has_control
+from harness_hookspecs.bounds import SESSION_ID_MAX, TURN_ID_MAX, has_control
 
 from ..check import Evidence, Outcome, check, verdict
 from ..rules import SESSION_TYPES, timestamp_ok
