@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -13,8 +12,7 @@ import pytest
 from harness_core import HarnessError, Plugins, harness, hookimpl, plugins_from
 from harness_core.plugin_manager import CORE_PLUGIN_NAME
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harness_cmd
+from ..helpers import harness_cmd
 
 
 def make_dist(root: Path, name: str, module_source: str, entry_points: dict[str, str]) -> None:
