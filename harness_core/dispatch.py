@@ -55,26 +55,26 @@ class DispatchHooks:
     def harness_resume_session(
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> Awaitable[SessionRef]:
-        adapter = self.registries.adapter(request.session.provider)
+        adapter = self.registries.adapter(request.session.harness)
         return adapter.resume_session(request, context)
 
     @hookimpl(trylast=True)
     def harness_run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        return self.registries.adapter(request.session.provider).run_turn(request, context)
+        return self.registries.adapter(request.session.harness).run_turn(request, context)
 
     @hookimpl(trylast=True)
     def harness_cancel_turn(
         self, request: CancelTurnRequest, context: SessionContext
     ) -> Awaitable[None]:
-        return self.registries.adapter(request.session.provider).cancel_turn(request, context)
+        return self.registries.adapter(request.session.harness).cancel_turn(request, context)
 
     @hookimpl(trylast=True)
     def harness_close_session(
         self, request: CloseSessionRequest, context: SessionContext
     ) -> Awaitable[None]:
-        return self.registries.adapter(request.session.provider).close_session(request, context)
+        return self.registries.adapter(request.session.harness).close_session(request, context)
 
     @hookimpl(trylast=True)
     def sandbox_provision(self, request: SandboxRequest) -> Awaitable[SandboxHandle]:

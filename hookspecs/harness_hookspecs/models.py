@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, overload
 
 import attrs
 from attrs import field, frozen
@@ -93,6 +93,11 @@ class HarnessDescriptor:
     details: Mapping[str, str] = field(converter=_frozen_mapping, factory=dict)
     protocol_version: int = PROTOCOL_VERSION
 
+    @property
+    def harness(self) -> str:
+        """The harness's registered name (the ``provider`` field, read by its meaning)."""
+        return self.provider
+
     @targets.validator
     def _targets_not_empty(self, attribute: attrs.Attribute[Any], value: frozenset[str]) -> None:
         if not value:
@@ -114,13 +119,44 @@ def assert_supported(
         )
 
 
-@frozen
+@frozen(init=False)
 class SessionRef:
-    """The complete reference to a session; ``session_id`` is opaque and preserved verbatim."""
+    """The complete reference to a session; ``session_id`` is opaque and preserved verbatim.
+
+    ``provider`` is the harness's registered name; read it as :attr:`harness` and construct with
+    ``harness=`` in new code (``provider`` stays accepted, and is the serialised key until the
+    next protocol version: see docs/architecture.md, "Names").
+    """
 
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_one_of(TARGETS))
     session_id: str = field(validator=_bounds.bounded(1, _bounds.SESSION_ID_MAX))
+
+    @overload
+    def __init__(self, provider: str, target: str, session_id: str) -> None: ...
+
+    @overload
+    def __init__(self, *, harness: str, target: str, session_id: str) -> None: ...
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        target: str | None = None,
+        session_id: str | None = None,
+        *,
+        harness: str | None = None,
+    ) -> None:
+        name = harness if provider is None else provider
+        if name is None or (provider is not None and harness is not None):
+            raise TypeError("SessionRef needs exactly one of harness= and provider=")
+        if target is None or session_id is None:
+            raise TypeError("SessionRef needs target and session_id")
+        self.__attrs_init__(name, target, session_id)
+
+    @property
+    def harness(self) -> str:
+        """The name of the harness the session belongs to."""
+        return self.provider
 
 
 def _workspace_for_local(instance: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:

@@ -47,3 +47,23 @@ def test_every_hookspec_module_loads_into_a_plugin_manager():
         pm.add_hookspecs(module)
     names = {name for name in dir(pm.hook) if not name.startswith("_")}
     assert {"register_harnesses", "harness_run_turn", "conformance_profile", "on_event"} <= names
+
+
+def test_session_ref_says_harness_and_still_accepts_provider():
+    from harness_hookspecs import HarnessDescriptor, SessionRef
+
+    new = SessionRef(harness="echo", target="local", session_id="s-1")
+    old = SessionRef(provider="echo", target="local", session_id="s-1")
+    assert new == old == SessionRef("echo", "local", "s-1")
+    assert new.harness == new.provider == "echo"
+    # The serialised form is unchanged in protocol version 1.
+    assert attrs.asdict(new) == {"provider": "echo", "target": "local", "session_id": "s-1"}
+    assert attrs.evolve(new, session_id="s-2").harness == "echo"
+    with pytest.raises(TypeError):
+        SessionRef(harness="echo", provider="echo", target="local", session_id="s-1")  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        SessionRef(target="local", session_id="s-1")  # type: ignore[call-overload]
+    with pytest.raises(ValueError):
+        SessionRef(harness="Not A Name", target="local", session_id="s-1")
+    descriptor = HarnessDescriptor(provider="echo", targets=["local"])
+    assert descriptor.harness == "echo"

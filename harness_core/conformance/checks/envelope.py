@@ -13,7 +13,7 @@ from ..rules import SESSION_TYPES, timestamp_ok
 def envelope(evidence: Evidence) -> Outcome:
     run = evidence.run
     problems = []
-    provider = run.descriptor.provider if run.descriptor else run.name
+    harness = run.descriptor.harness if run.descriptor else run.name
     for session_id, session_events in evidence.probe.events.items():
         ids: set[str] = set()
         for e in session_events:
@@ -30,8 +30,8 @@ def envelope(evidence: Evidence) -> Outcome:
                 problems.append(f"{where}: sequence is not a positive integer")
             if e.session_id != session_id or not 1 <= len(e.session_id) <= SESSION_ID_MAX:
                 problems.append(f"{where}: session_id is wrong")
-            if e.harness != provider:
-                problems.append(f"{where}: harness {e.harness!r} is not {provider!r}")
+            if e.harness != harness:
+                problems.append(f"{where}: harness {e.harness!r} is not {harness!r}")
             if not timestamp_ok(e.timestamp):
                 problems.append(f"{where}: timestamp {e.timestamp!r} is not ISO 8601 with a zone")
             if e.type in SESSION_TYPES:
