@@ -1,4 +1,4 @@
-"""turns-completed: open -> turn -> completed, every ordinary turn ends turn.completed."""
+"""turns-completed: open -> turn -> completed: every ordinary turn ends turn.completed."""
 
 from __future__ import annotations
 
