@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 
     from .controller import Controller
     from .function_harness import FunctionSession, Message, Result, harness
-    from .plugins import Plugins, get_plugins, plugins_from
+    from .plugin_manager import Plugins, get_plugins, plugins_from
     from .turn import Turn, TurnResult
 
 _WHERE = {
@@ -27,9 +27,9 @@ _WHERE = {
     "Message": "harness_core.function_harness",
     "Result": "harness_core.function_harness",
     "harness": "harness_core.function_harness",
-    "Plugins": "harness_core.plugins",
-    "get_plugins": "harness_core.plugins",
-    "plugins_from": "harness_core.plugins",
+    "Plugins": "harness_core.plugin_manager",
+    "get_plugins": "harness_core.plugin_manager",
+    "plugins_from": "harness_core.plugin_manager",
 }
 
 __all__ = [

@@ -56,7 +56,7 @@ from harness_hookspecs.protocols import LedgerStore
 
 from .context import RuntimeSessionContext, state_dir_for
 from .ledger import flush_async, open_ledger
-from .plugins import Plugins, get_plugins
+from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor
 from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
 
@@ -123,7 +123,7 @@ class Controller:
 
     @property
     def hook(self) -> Any:
-        return self.plugins.pm.hook
+        return self.plugins.hook
 
     # -- lifetime ---------------------------------------------------------------------------
 

@@ -155,7 +155,7 @@ def conformance_tests(harness: Any, **kwargs: Any) -> Any:
     def test_harness_conformance(check: str) -> None:
         if "report" not in cache:
             from harness_core.conformance import run_conformance
-            from harness_core.plugins import as_adapter
+            from harness_core.registry import as_adapter
 
             target = harness
             if callable(target) and not isinstance(target, str) and as_adapter(target) is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 from attrs import define, frozen
@@ -20,6 +20,7 @@ from harness_hookspecs import (
     Event,
     HarnessDescriptor,
     HarnessError,
+    LedgerStore,
     MessageCompleted,
     MessageDelta,
     Payload,
@@ -36,10 +37,16 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 from .context import RuntimeSessionContext
 from .ledger import flush_async
 
-if TYPE_CHECKING:
-    from .controller import Controller
-
 CLEANUP_GRACE = 0.25
+
+
+class TurnOwner(Protocol):
+    """What a :class:`Turn` needs from the controller that started it (a protocol, so this
+    module does not import the controller that imports it)."""
+
+    ledger: LedgerStore
+
+    def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event: ...
 
 
 def as_error(error: BaseException) -> HarnessError:
@@ -85,7 +92,7 @@ class Turn:
 
     def __init__(
         self,
-        controller: Controller,
+        controller: TurnOwner,
         live: LiveSession,
         turn_id: str,
         iterator: AsyncIterator[Payload],

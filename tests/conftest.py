@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+# Re-exported for tests written before tests/ became a package (import them from tests.helpers).
+from tests.helpers import ROOT, harness_cmd
+
+__all__ = ["ROOT", "harness_cmd"]
 
 
 @pytest.fixture
@@ -40,8 +42,3 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env["HARNESS_STATE_DIR"] = str(tmp_path / "cli-state")
     env.pop("HARNESS_CORE_PLUGINS", None)
     return env
-
-
-def harness_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("harness")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness_core.cli"]

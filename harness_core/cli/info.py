@@ -7,6 +7,7 @@ import argparse
 from importlib import metadata
 from typing import Any
 
+from ..plugin_manager import CORE_PLUGIN_NAME
 from .errors import EXIT_OK
 from .output import Out, print_json, print_json_lines
 from .prompt import check_harness
@@ -42,7 +43,7 @@ def _plugin_rows() -> list[dict[str, Any]]:
             "error": None,
         }
         for name, info in sorted(plugins.info.items())
-        if name != "harness_core.defaults"
+        if name != CORE_PLUGIN_NAME
     ]
     empty: dict[str, Any] = {
         "distribution": None,
@@ -104,7 +105,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
     plugins = get_plugins()
     check_harness(plugins, args.name)
-    descriptor = plugins.pm.hook.harness_describe(harness=args.name)
+    descriptor = plugins.describe(args.name)
     if args.json:
         print_json(descriptor_to_dict(descriptor))
         return EXIT_OK

@@ -1,81 +1,35 @@
-"""Field bounds shared by models and events (seed 000), checked at construction."""
+"""Moved: the field bounds are public as :mod:`harness_hookspecs.bounds` (this name stays)."""
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from .bounds import (
+    MAX_SAFE_INTEGER,
+    PROVIDER_MAX,
+    SESSION_ID_MAX,
+    STATUS_MAX,
+    TEXT_MAX,
+    TURN_ID_MAX,
+    bounded,
+    has_control,
+    is_name,
+    name,
+    non_negative_int,
+    non_negative_number,
+    optional_bounded,
+)
 
-import attrs
-
-# C0 controls, DEL and C1 controls.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# Text that may span lines (assistant text, prompts): tab/newline/CR allowed.
-_CONTROL_EXCEPT_WS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._:-]*$")
-
-MAX_SAFE_INTEGER = 2**53 - 1
-STATUS_MAX = 240
-PROVIDER_MAX = 64
-SESSION_ID_MAX = 1024
-TURN_ID_MAX = 128
-TEXT_MAX = 1_048_576
-
-
-def has_control(value: str, *, allow_whitespace: bool = False) -> bool:
-    pattern = _CONTROL_EXCEPT_WS if allow_whitespace else _CONTROL
-    return pattern.search(value) is not None
-
-
-def bounded(low: int, high: int, *, multiline: bool = False) -> Any:
-    """An attrs validator: a str of length low..high without control characters."""
-
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not isinstance(value, str):
-            raise TypeError(f"{attribute.name} must be a string")
-        if not low <= len(value) <= high:
-            raise ValueError(f"{attribute.name} must be {low}-{high} characters")
-        if has_control(value, allow_whitespace=multiline):
-            raise ValueError(f"{attribute.name} must not contain control characters")
-
-    return check
-
-
-def optional_bounded(low: int, high: int, *, multiline: bool = False) -> Any:
-    inner = bounded(low, high, multiline=multiline)
-
-    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if value is not None:
-            inner(instance, attribute, value)
-
-    return check
-
-
-def name(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    """A plugin/harness name: 1-64 chars of lowercase letters, digits and . _ : -."""
-    bounded(1, PROVIDER_MAX)(instance, attribute, value)
-    if not _NAME.match(value):
-        raise ValueError(
-            f"{attribute.name} must be lowercase letters, digits, '.', '_', ':' or '-'"
-        )
-
-
-def is_name(value: object) -> bool:
-    return isinstance(value, str) and 1 <= len(value) <= PROVIDER_MAX and bool(_NAME.match(value))
-
-
-def non_negative_int(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{attribute.name} must be an integer")
-    if not 0 <= value <= MAX_SAFE_INTEGER:
-        raise ValueError(f"{attribute.name} must be a non-negative safe integer")
-
-
-def non_negative_number(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{attribute.name} must be a number")
-    if not 0 <= value < float("inf"):
-        raise ValueError(f"{attribute.name} must be non-negative and finite")
+__all__ = [
+    "MAX_SAFE_INTEGER",
+    "PROVIDER_MAX",
+    "SESSION_ID_MAX",
+    "STATUS_MAX",
+    "TEXT_MAX",
+    "TURN_ID_MAX",
+    "bounded",
+    "has_control",
+    "is_name",
+    "name",
+    "non_negative_int",
+    "non_negative_number",
+    "optional_bounded",
+]

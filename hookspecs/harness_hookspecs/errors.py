@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from ._bounds import STATUS_MAX, has_control
+from .bounds import STATUS_MAX, has_control
 
 Reason = Literal[
     "unsupported-target",

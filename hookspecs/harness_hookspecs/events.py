@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 from attrs import field, frozen
 
-from . import _bounds
+from . import bounds as _bounds
 from .errors import MESSAGES, REASONS
 from .models import PROTOCOL_VERSION, TARGETS, Usage
 

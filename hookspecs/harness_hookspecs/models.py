@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, overload
 
 import attrs
 from attrs import field, frozen
 
-from . import _bounds
+from . import bounds as _bounds
 from .errors import HarnessError
 
 PROTOCOL_VERSION = 1
@@ -93,6 +93,11 @@ class HarnessDescriptor:
     details: Mapping[str, str] = field(converter=_frozen_mapping, factory=dict)
     protocol_version: int = PROTOCOL_VERSION
 
+    @property
+    def harness(self) -> str:
+        """The harness's registered name (the ``provider`` field, read by its meaning)."""
+        return self.provider
+
     @targets.validator
     def _targets_not_empty(self, attribute: attrs.Attribute[Any], value: frozenset[str]) -> None:
         if not value:
@@ -114,13 +119,44 @@ def assert_supported(
         )
 
 
-@frozen
+@frozen(init=False)
 class SessionRef:
-    """The complete reference to a session; ``session_id`` is opaque and preserved verbatim."""
+    """The complete reference to a session; ``session_id`` is opaque and preserved verbatim.
+
+    ``provider`` is the harness's registered name; read it as :attr:`harness` and construct with
+    ``harness=`` in new code (``provider`` stays accepted, and is the serialised key until the
+    next protocol version: see docs/architecture.md, "Names").
+    """
 
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_one_of(TARGETS))
     session_id: str = field(validator=_bounds.bounded(1, _bounds.SESSION_ID_MAX))
+
+    @overload
+    def __init__(self, provider: str, target: str, session_id: str) -> None: ...
+
+    @overload
+    def __init__(self, *, harness: str, target: str, session_id: str) -> None: ...
+
+    def __init__(
+        self,
+        provider: str | None = None,
+        target: str | None = None,
+        session_id: str | None = None,
+        *,
+        harness: str | None = None,
+    ) -> None:
+        name = harness if provider is None else provider
+        if name is None or (provider is not None and harness is not None):
+            raise TypeError("SessionRef needs exactly one of harness= and provider=")
+        if target is None or session_id is None:
+            raise TypeError("SessionRef needs target and session_id")
+        self.__attrs_init__(name, target, session_id)
+
+    @property
+    def harness(self) -> str:
+        """The name of the harness the session belongs to."""
+        return self.provider
 
 
 def _workspace_for_local(instance: Any, attribute: attrs.Attribute[Any], value: str | None) -> None:
@@ -304,3 +340,41 @@ class SessionRecord:
     @property
     def session_id(self) -> str:
         return self.ref.session_id
+
+
+def _mapping_copy(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value or {})
+
+
+@frozen
+class ConformanceProfile:
+    """How the conformance kit should drive one harness (the ``conformance_profile`` hook's answer).
+
+    - ``prompt``: an ordinary prompt whose turn ends ``turn.completed`` (used for every ordinary
+      turn: two in one session, one more after resume);
+    - ``slow_prompt``: a prompt whose turn keeps running (for seconds) so the kit can cancel it
+      while the adapter is busy; ``None`` makes the kit hold an ordinary turn open itself after
+      the adapter's first event and cancel it there;
+    - ``model``, ``config``: passed in the open/resume request;
+    - ``env``: set in the host environment for the duration of the run (a fake server's base
+      URL, a CLI's config directory...) and restored afterwards;
+    - ``target``: the target the kit opens sessions on;
+    - ``turn_timeout``: the per-turn deadline (``None``: the kit's ``timeout`` argument);
+    - ``cancel_after``: seconds the kit waits, once the adapter is running the slow turn,
+      before it cancels.
+    """
+
+    prompt: str = field(
+        default="Reply with the single word: ok",
+        validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True),
+    )
+    slow_prompt: str | None = field(
+        default=None,
+        validator=_bounds.optional_bounded(1, _bounds.TEXT_MAX, multiline=True),
+    )
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    config: Mapping[str, Any] = field(converter=_mapping_copy, factory=dict)
+    env: Mapping[str, str] = field(converter=_mapping_copy, factory=dict)
+    target: str = field(default="local", validator=attrs.validators.in_(TARGETS))
+    turn_timeout: float | None = None
+    cancel_after: float = 0.2

@@ -5,8 +5,6 @@ operations, stream failures, event bounds and raw-field exclusion - then the con
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -19,13 +17,11 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.events import make_payload
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from acceptance_fakes import SLOW, FakeAdapter
-
 from harness_core import Controller, plugins_from
 from harness_core.conformance import run_conformance
 from harness_core.testing.processes import alive
+
+from .acceptance_fakes import SLOW, FakeAdapter
 
 TERMINALS = {"turn.completed", "turn.failed", "turn.cancelled"}
 

@@ -3,16 +3,11 @@ runtime stamps, a broken control plane / ledger store) per check, failing exactl
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from acceptance_fakes import BROKEN, SLOW, FakeAdapter, broken_kwargs
-
 from harness_core.conformance import CHECK_NAMES, run_conformance
+
+from .acceptance_fakes import BROKEN, SLOW, FakeAdapter, broken_kwargs
 
 
 def test_every_check_has_a_broken_fixture():

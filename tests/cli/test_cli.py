@@ -6,12 +6,9 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harness_cmd
+from ..helpers import harness_cmd
 
 
 def harness(env, *args, timeout=60):

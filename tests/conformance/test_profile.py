@@ -94,4 +94,4 @@ def test_the_plugins_object_is_left_as_it_was(workspace):
     before = (dict(plugins.credential_resolvers), set(plugins.info))
     run_conformance("profiled", plugins=plugins, workspace=workspace)
     assert (dict(plugins.credential_resolvers), set(plugins.info)) == before
-    assert plugins.pm.get_plugin("harness_core.conformance") is None
+    assert not plugins.is_registered("harness_core.conformance")

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from harness_core import Plugins, harness, hookimpl, plugins_from
+from harness_core import HarnessError, Plugins, harness, hookimpl, plugins_from
+from harness_core.plugin_manager import CORE_PLUGIN_NAME
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import harness_cmd
+from ..helpers import harness_cmd
 
 
 def make_dist(root: Path, name: str, module_source: str, entry_points: dict[str, str]) -> None:
@@ -174,3 +173,92 @@ def test_non_plugin_object_is_reported():
     plugins = Plugins(load_entry_points=False)
     assert not plugins.register(object(), name="junk")
     assert plugins.broken[0].error == "not a plugin: no hook implementations"
+
+
+class _Provides:
+    """A plugin registering one of each kind (the sandbox provider and resolver are stand-ins
+    that satisfy the protocols; nothing here calls them)."""
+
+    name = "kit"
+
+    async def provision(self, request):
+        raise AssertionError("not called")
+
+    async def finalize(self, handle, outcome):
+        raise AssertionError("not called")
+
+    async def resolve(self, request):
+        return []
+
+    @hookimpl
+    def register_harnesses(self, register):
+        @harness("provided")
+        async def provided(message, session):
+            return "ok"
+
+        register(provided)
+
+    @hookimpl
+    def register_sandbox_providers(self, register):
+        register(self)
+
+    @hookimpl
+    def register_credential_resolvers(self, register):
+        register(self)
+
+    @hookimpl
+    def register_ledger_stores(self, register):
+        from harness_core.ledger.memory import MemoryStore
+
+        register("kitmem", lambda url: MemoryStore())
+
+
+def test_registries_say_who_registered_what_and_are_read_only():
+    plugins = Plugins(load_entry_points=False)
+    assert plugins.register(_Provides(), name="provides"), plugins.broken
+    info = plugins.info["provides"]
+    assert (info.harnesses, info.sandbox_providers, info.credential_resolvers) == (
+        ["provided"],
+        ["kit"],
+        ["kit"],
+    )
+    assert info.ledger_schemes == ["kitmem"]
+    assert plugins.harnesses.owner("provided") == "provides"
+    assert plugins.adapter("provided").describe().provider == "provided"
+    with pytest.raises(TypeError):
+        plugins.harnesses["other"] = plugins.adapter("provided")  # type: ignore[index]
+    with pytest.raises(TypeError):
+        plugins.info["other"] = info  # type: ignore[index]
+
+
+def test_unregister_takes_back_everything_the_plugin_registered():
+    plugins = Plugins(load_entry_points=False)
+    assert plugins.register(_Provides(), name="provides")
+    assert plugins.unregister("provides")
+    assert not plugins.is_registered("provides")
+    assert "provides" not in plugins.info
+    assert not plugins.harnesses and not plugins.sandbox_providers
+    assert not plugins.credential_resolvers and not plugins.ledger_schemes
+    with pytest.raises(HarnessError) as caught:
+        plugins.adapter("provided")
+    assert caught.value.reason == "invalid-request"
+    # Unknown names and the runtime's own dispatch hooks are refused, not removed.
+    assert not plugins.unregister("provides")
+    assert not plugins.unregister(CORE_PLUGIN_NAME)
+    assert plugins.is_registered(CORE_PLUGIN_NAME)
+    # The same names can be registered again.
+    assert plugins.register(_Provides(), name="provides")
+    assert plugins.harness_names() == ["provided"]
+
+
+def test_a_failed_registration_keeps_nothing_of_the_plugin():
+    class HalfBad(_Provides):
+        @hookimpl
+        def register_credential_resolvers(self, register):
+            register(object())
+
+    plugins = Plugins(load_entry_points=False)
+    assert not plugins.register(HalfBad(), name="half")
+    assert plugins.broken[-1].error == "registration failed: ValueError: not a credential resolver"
+    assert not plugins.harnesses and not plugins.sandbox_providers
+    assert "half" not in plugins.info and not plugins.is_registered("half")

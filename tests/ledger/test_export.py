@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,11 @@ from harness_hookspecs.events import (
     TurnStarted,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ledger_samples import make_event, make_record
-
 from harness_core.export import EXPORT_FORMAT, EXPORT_VERSION, export_session
 from harness_core.ledger import open_ledger
 from harness_core.serialize import event_to_dict, record_to_dict
+
+from .ledger_samples import make_event, make_record
 
 
 @pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])

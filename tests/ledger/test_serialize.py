@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness_hookspecs import HarnessDescriptor, HarnessError
 from harness_hookspecs.events import MessageDelta, TurnFailed
-from ledger_samples import SAMPLES, make_event, make_record
 
 from harness_core import serialize
+
+from .ledger_samples import SAMPLES, make_event, make_record
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=lambda p: p.TYPE)

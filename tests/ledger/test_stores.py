@@ -15,9 +15,6 @@ import attrs
 import pytest
 from harness_hookspecs import HarnessError, LedgerStore
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ledger_samples import SAMPLES, make_event, make_record
-
 from harness_core.ledger import (
     BUILTIN_SCHEMES,
     DEFAULT_LEDGER_URL,
@@ -27,6 +24,9 @@ from harness_core.ledger import (
     path_of,
 )
 from harness_core.ledger.sqlite import SCHEMA_VERSION, SqliteStore
+
+from ..helpers import ROOT
+from .ledger_samples import SAMPLES, make_event, make_record
 
 KINDS = ["memory", "jsonl", "sqlite"]
 DURABLE = ["jsonl", "sqlite"]
@@ -131,8 +131,7 @@ def test_append_after_close_is_refused(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from harness_core.ledger import open_ledger
-sys.path.insert(0, {helpers!r})
-from ledger_samples import SAMPLES, make_event, make_record
+from tests.ledger.ledger_samples import SAMPLES, make_event, make_record
 store = open_ledger({url!r})
 store.create_session(make_record())
 for i, payload in enumerate(SAMPLES * 50, start=1):
@@ -145,15 +144,14 @@ for i, payload in enumerate(SAMPLES * 50, start=1):
 @pytest.mark.parametrize("finish", ["store.close()", "store.flush(); import os; os._exit(0)"])
 def test_restart_reads_everything_back(kind: str, finish: str, tmp_path: Path) -> None:
     url = url_for(kind, tmp_path)
-    helpers = str(Path(__file__).resolve().parent)
-    code = WRITER.format(helpers=helpers, url=url, finish=finish)
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    code = WRITER.format(url=url, finish=finish)
+    # Run from the checkout: ``python -c`` imports the tests package from the working directory.
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=ROOT)
     reader = textwrap.dedent(
         f"""
         import sys
         from harness_core.ledger import open_ledger
-        sys.path.insert(0, {helpers!r})
-        from ledger_samples import SAMPLES, make_event, make_record
+        from tests.ledger.ledger_samples import SAMPLES, make_event, make_record
         store = open_ledger({url!r})
         expected = [make_event(i, p) for i, p in enumerate(SAMPLES * 50, start=1)]
         assert store.events("sess-1") == expected
@@ -165,7 +163,12 @@ def test_restart_reads_everything_back(kind: str, finish: str, tmp_path: Path) -
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", reader], check=True, timeout=120, capture_output=True, text=True
+        [sys.executable, "-c", reader],
+        check=True,
+        timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     assert done.stdout.strip() == "ok"
 

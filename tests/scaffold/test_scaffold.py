@@ -21,14 +21,9 @@ import pytest
 from harness_core import scaffold
 from harness_core.cli import main as harness_main
 
+from ..helpers import ROOT, harness_cmd
+
 pytest.importorskip("cookiecutter")
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def harness_cmd() -> list[str]:
-    exe = Path(sys.executable).with_name("harness")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "harness_core.cli"]
 
 
 KINDS = ("harness", "harness-cli", "sandbox", "credentials")

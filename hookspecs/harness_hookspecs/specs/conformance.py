@@ -1,5 +1,8 @@
 """Conformance hooks: what the conformance kit needs to drive a harness offline.
 
+:class:`ConformanceProfile` lives with the other models (:mod:`harness_hookspecs.models`, and
+``from harness_hookspecs import ConformanceProfile``); it stays importable from here.
+
 A plugin for a real CLI answers :func:`conformance_profile` for its harness so that
 ``harness conformance NAME`` (and the pytest plugin) can run it deterministically and offline:
 configuration pointing the CLI at a fake model server, a prompt whose turn completes, and a
@@ -8,54 +11,12 @@ configuration pointing the CLI at a fake model server, a prompt whose turn compl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import Any
 
-import attrs
-from attrs import field, frozen
-
-from .. import _bounds
 from ..markers import hookspec
-from ..models import TARGETS
+from ..models import ConformanceProfile
 
-
-def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return dict(value or {})
-
-
-@frozen
-class ConformanceProfile:
-    """How the conformance kit should drive one harness.
-
-    - ``prompt``: an ordinary prompt whose turn ends ``turn.completed`` (used for every ordinary
-      turn: two in one session, one more after resume);
-    - ``slow_prompt``: a prompt whose turn keeps running (for seconds) so the kit can cancel it
-      while the adapter is busy; ``None`` makes the kit hold an ordinary turn open itself after
-      the adapter's first event and cancel it there;
-    - ``model``, ``config``: passed in the open/resume request;
-    - ``env``: set in the host environment for the duration of the run (a fake server's base
-      URL, a CLI's config directory...) and restored afterwards;
-    - ``target``: the target the kit opens sessions on;
-    - ``turn_timeout``: the per-turn deadline (``None``: the kit's ``timeout`` argument);
-    - ``cancel_after``: seconds the kit waits, once the adapter is running the slow turn,
-      before it cancels.
-    """
-
-    prompt: str = field(
-        default="Reply with the single word: ok",
-        validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True),
-    )
-    slow_prompt: str | None = field(
-        default=None,
-        validator=_bounds.optional_bounded(1, _bounds.TEXT_MAX, multiline=True),
-    )
-    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
-    config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
-    env: Mapping[str, str] = field(converter=_frozen_mapping, factory=dict)
-    target: str = field(default="local", validator=attrs.validators.in_(TARGETS))
-    turn_timeout: float | None = None
-    cancel_after: float = 0.2
+__all__ = ["ConformanceProfile", "conformance_profile"]
 
 
 @hookspec(firstresult=True)
