@@ -22,7 +22,6 @@ version-1 ledger (the envelope as one JSON ``body``) is migrated in place on ope
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import sqlite3
@@ -33,8 +32,8 @@ from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ..serialize import _PAYLOAD_JSON, dumps_record, loads_record, payload_from_dict
-from ._base import SequenceGuard
+from ..serialize import _PAYLOAD_JSON, dumps_record, loads_record
+from ._base import SequenceGuard, event_from_row
 
 SCHEMA_VERSION = 2
 #: Session records written through this store kept for get_session (most recent first out).
@@ -123,25 +122,6 @@ def _connect(path: str) -> sqlite3.Connection:
     return connection
 
 
-def _event_of(row: tuple[Any, ...]) -> Event:
-    try:
-        payload = json.loads(row[9])
-    except (TypeError, ValueError):
-        raise HarnessError("ledger-failed", "a stored event is not JSON") from None
-    return Event(
-        session_id=row[0],
-        sequence=row[1],
-        event_id=row[2],
-        turn_id=row[3],
-        type=row[4],
-        timestamp=row[5],
-        harness=row[6],
-        parent_event_id=row[7],
-        protocol_version=row[8],
-        payload=payload_from_dict(row[4], payload),
-    )
-
-
 class SqliteStore:
     """The SQLite ledger at ``path`` (created with its directory when missing)."""
 
@@ -170,7 +150,7 @@ class SqliteStore:
         self._read_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._failure: str | None = None
-        self._guard = SequenceGuard(self._stored_last)
+        self._guard = SequenceGuard(self._stored_last, self._stored_event)
         self._append_lock = threading.Lock()
         self._created: set[str] = set()
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
@@ -225,13 +205,18 @@ class SqliteStore:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return int(row[0] or 0)
 
+    def _stored_event(self, session_id: str, sequence: int) -> Event | None:
+        found = self.events(session_id, after=sequence - 1, limit=1)  # flushes first
+        return found[0] if found and found[0].sequence == sequence else None
+
     def append(self, events: Sequence[Event]) -> None:
         """Check the sequence and enqueue; the writer thread serializes and commits."""
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
-            self._guard.check(events)
-            self._queue.put(events)
+            events = self._guard.check(events)
+            if events:
+                self._queue.put(events)
 
     def create_session(self, record: SessionRecord) -> None:
         # A duplicate is refused here, without waiting for the writer: ids this store created
@@ -457,7 +442,7 @@ class SqliteStore:
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         """Events with ``sequence > after`` in order, at most ``limit`` of them."""
         rows = self._read(_SELECT_EVENTS, (session_id, after, -1 if limit is None else limit))
-        return [_event_of(row) for row in rows]
+        return [event_from_row(row) for row in rows]
 
     def last_sequence(self, session_id: str) -> int:
         known = self._guard.last(session_id)
