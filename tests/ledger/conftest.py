@@ -1,0 +1,20 @@
+"""The ``store`` fixture: one fresh store of every kind (memory, JSONL, SQLite, PostgreSQL)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from harness_hookspecs import LedgerStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ledger_samples import KINDS, open_store, url_for
+
+
+@pytest.fixture(params=KINDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
+    opened = open_store(url_for(request.param, tmp_path, request))
+    yield opened
+    opened.close()
