@@ -69,16 +69,22 @@ class SequenceGuard:
     An exact replay (an event equal to the one stored at its sequence: a retried write) is
     accepted and dropped, so appending the same events twice records them once; a different
     event at a used sequence is refused, and so is a gap.
+
+    ``refresh(session_id)`` (a store other processes write too): the committed last sequence,
+    after committing this store's own queue; asked before refusing, since another writer may
+    have moved the session on.
     """
 
     def __init__(
         self,
         last_stored: Callable[[str], int],
         stored_event: Callable[[str, int], Event | None],
+        refresh: Callable[[str], int] | None = None,
     ) -> None:
         self._last: dict[str, int] = {}
         self._last_stored = last_stored
         self._stored_event = stored_event
+        self._refresh = refresh
 
     def check(self, events: Sequence[Event]) -> Sequence[Event]:
         """The events to store: ``events`` less exact replays; raises on a conflict or a gap."""
@@ -89,7 +95,7 @@ class SequenceGuard:
             previous = last.get(sid)
             if previous is None:
                 previous = self._last_stored(sid)
-            if event.sequence != previous + 1:
+            if event.sequence != previous + 1 and not self._moved_on(event):
                 self._refuse(event, previous)
                 return ()
             last[sid] = event.sequence
@@ -103,13 +109,21 @@ class SequenceGuard:
                 previous = last.get(sid)
                 if previous is None:
                     previous = self._last_stored(sid)
-            if event.sequence != previous + 1:
+            if event.sequence != previous + 1 and not (sid not in staged and self._moved_on(event)):
                 self._refuse(event, previous)
                 continue  # an exact replay: already stored
             staged[sid] = event.sequence
             fresh.append(event)
         last.update(staged)
         return fresh
+
+    def _moved_on(self, event: Event) -> bool:
+        """Whether ``event`` continues the session as another writer left it."""
+        if self._refresh is None:
+            return False
+        last = self._refresh(event.session_id)
+        self._last[event.session_id] = last
+        return event.sequence == last + 1
 
     def _refuse(self, event: Event, previous: int) -> None:
         """Raise unless ``event`` is an exact replay of what is stored at its sequence."""

@@ -41,7 +41,10 @@ class JsonlStore:
         self._closed = False
         self._offset = 0  # bytes of events.jsonl taken in (complete lines only)
         self._load()
-        self._guard = SequenceGuard(lambda sid: len(self._events.get(sid, ())), lambda sid, seq: nth_event(self._events, sid, seq))
+        self._guard = SequenceGuard(
+            lambda sid: len(self._events.get(sid, ())),
+            lambda sid, seq: nth_event(self._events, sid, seq),
+        )
 
     def _load(self) -> None:
         for record in _lines(self._sessions_path, loads_record):

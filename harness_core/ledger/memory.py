@@ -18,7 +18,10 @@ class MemoryStore:
         self._sessions: dict[str, SessionRecord] = {}
         self._events: dict[str, list[Event]] = {}
         self._lock = threading.Lock()
-        self._guard = SequenceGuard(lambda sid: len(self._events.get(sid, ())), lambda sid, seq: nth_event(self._events, sid, seq))
+        self._guard = SequenceGuard(
+            lambda sid: len(self._events.get(sid, ())),
+            lambda sid, seq: nth_event(self._events, sid, seq),
+        )
 
     def create_session(self, record: SessionRecord) -> None:
         with self._lock:

@@ -150,7 +150,7 @@ class SqliteStore:
         self._read_lock = threading.Lock()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._failure: str | None = None
-        self._guard = SequenceGuard(self._stored_last, self._stored_event)
+        self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._append_lock = threading.Lock()
         self._created: set[str] = set()
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
@@ -204,6 +204,10 @@ class SqliteStore:
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return int(row[0] or 0)
+
+    def _refreshed_last(self, session_id: str) -> int:
+        self.flush()
+        return self._stored_last(session_id)
 
     def _stored_event(self, session_id: str, sequence: int) -> Event | None:
         found = self.events(session_id, after=sequence - 1, limit=1)  # flushes first

@@ -53,7 +53,9 @@ def follow(
     if isinstance(store, TailingStore):
         return store.tail(session_id, after=after)
     return poll_tail(
-        lambda last: store.events(session_id, after=last, limit=PAGE), after=after, interval=interval
+        lambda last: store.events(session_id, after=last, limit=PAGE),
+        after=after,
+        interval=interval,
     )
 
 

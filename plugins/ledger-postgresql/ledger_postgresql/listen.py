@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import psycopg
-from harness_core.ledger.tail import PAGE
 from harness_hookspecs import Event
+
+from harness_core.ledger.tail import PAGE
 
 from .schema import CHANNEL
 

@@ -26,6 +26,8 @@ from typing import Any
 
 import psycopg
 import psycopg_pool
+from harness_hookspecs import Event, HarnessError, SessionRecord
+
 from harness_core.ledger._base import (
     CONFLICT,
     EVENT_COLUMNS,
@@ -35,7 +37,6 @@ from harness_core.ledger._base import (
     event_row,
 )
 from harness_core.serialize import dumps_record, loads_record
-from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from .listen import Listener, tail
 from .schema import CHANNEL, migrate
@@ -96,7 +97,7 @@ class PostgresStore:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._failure: str | None = None
         self._append_lock = threading.Lock()
-        self._guard = SequenceGuard(self._stored_last, self._stored_event)
+        self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._closed = False
@@ -120,6 +121,10 @@ class PostgresStore:
             "SELECT last_sequence FROM ledger_sessions WHERE session_id = %s", (session_id,)
         )
         return int(rows[0][0]) if rows else 0
+
+    def _refreshed_last(self, session_id: str) -> int:
+        self.flush()
+        return self._stored_last(session_id)
 
     def _stored_event(self, session_id: str, sequence: int) -> Event | None:
         found = self.events(session_id, after=sequence - 1, limit=1)
@@ -338,8 +343,9 @@ class PostgresStore:
                 break
         for session_id, reason in refused.items():
             self._fail(reason)
-            with self._append_lock:  # what this store believed stored was not
-                self._guard.reset(session_id, self._stored_last(session_id))
+            # What this store believed stored was not. No _append_lock here: an append holding
+            # it may be waiting for this thread (a flush); the database stays the authority.
+            self._guard.reset(session_id, self._stored_last(session_id))
 
     def _write_one_by_one(
         self, by_session: dict[str, list[Event]], records: list[SessionRecord]
