@@ -91,25 +91,30 @@ def test_replay_from_another_store_is_a_no_op_and_a_different_payload_is_refused
     assert second.last_sequence("s1") == 6
 
 
+def _race(
+    index: int, store: PostgresStore, sequence: int, barrier: threading.Barrier, outcomes: list[str]
+) -> None:
+    store.last_sequence("s1")  # learn the real last sequence
+    barrier.wait()
+    try:
+        store.append([event(sequence, f"writer {index}", writer=f"w{index}")])
+        store.flush()
+        outcomes.append("won")
+    except HarnessError as error:
+        assert error.reason == "ledger-failed"
+        outcomes.append("lost")
+
+
 def test_same_sequence_race_has_one_winner(url: str, stores: list[PostgresStore]) -> None:
     writers = [PostgresStore(url) for _ in range(6)]
     stores += writers
-    for round_number in range(1, 21):
+    for sequence in range(1, 21):
         barrier = threading.Barrier(len(writers))
         outcomes: list[str] = []
-
-        def race(index: int, store: PostgresStore, sequence: int = round_number) -> None:
-            store.last_sequence("s1")  # learn the real last sequence
-            barrier.wait()
-            try:
-                store.append([event(sequence, f"writer {index}", writer=f"w{index}")])
-                store.flush()
-                outcomes.append("won")
-            except HarnessError as error:
-                assert error.reason == "ledger-failed"
-                outcomes.append("lost")
-
-        threads = [threading.Thread(target=race, args=(i, s)) for i, s in enumerate(writers)]
+        threads = [
+            threading.Thread(target=_race, args=(i, store, sequence, barrier, outcomes))
+            for i, store in enumerate(writers)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:
