@@ -319,6 +319,8 @@ def cmd_events(args: argparse.Namespace) -> int:
     try:
         if store.get_session(args.session) is None:
             raise HarnessError("session-not-found")
+        if args.follow:
+            return _follow_events(store, args)
         events = store.events(args.session, after=args.after, limit=args.limit)
     finally:
         store.close()
@@ -327,6 +329,27 @@ def cmd_events(args: argparse.Namespace) -> int:
             _print_json(_event_json(event))
         else:
             print(format_event(event))
+    return EXIT_OK
+
+
+def _follow_events(store: Any, args: argparse.Namespace) -> int:
+    """``events --follow``: print the recorded events, then each new one, until interrupted."""
+    import anyio
+
+    from .ledger.tail import follow
+
+    async def tail() -> None:
+        async for event in follow(store, args.session, after=args.after):
+            if args.json:
+                _print_json(_event_json(event))
+            else:
+                print(format_event(event))
+            sys.stdout.flush()
+
+    try:
+        anyio.run(tail)
+    except KeyboardInterrupt:
+        pass  # the way a follow ends
     return EXIT_OK
 
 
@@ -431,6 +454,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--after", type=int, default=0, help="only events with sequence > N")
     p.add_argument("--limit", type=int)
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--follow", action="store_true", help="keep printing new events as they are recorded"
+    )
     p = add("export", cmd_export, "export a session as a portable JSON bundle")
     p.add_argument("session")
     p.add_argument("--ledger", help=ledger_help)
