@@ -58,7 +58,17 @@ _UPSERT_RECORD = (
     "provider = excluded.provider, status = excluded.status, created_at = excluded.created_at, "
     "updated_at = excluded.updated_at, record = excluded.record"
 )
+_CREATE_RECORD = _UPSERT_RECORD + " WHERE ledger_sessions.record IS NULL RETURNING 1"
 _STOP = object()
+
+
+class _Create:
+    """A new session's record, written by the writer thread (refused if one exists by then)."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: SessionRecord) -> None:
+        self.record = record
 
 
 class _Waiter:
@@ -98,6 +108,7 @@ class PostgresStore:
         self._failure: str | None = None
         self._append_lock = threading.Lock()
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
+        self._creating: set[str] = set()  # records queued, not yet committed
         self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._closed = False
@@ -185,12 +196,27 @@ class PostgresStore:
             raise HarnessError("ledger-failed", "the ledger is closed")
 
     def create_session(self, record: SessionRecord) -> None:
-        """Store the session record now; refused when the session already has one."""
+        """Refuse a session that has a record; else queue the record for the next commit.
+
+        One read here (no commit: that is the writer's, batched with the events); a second
+        process creating the same id in the same instant is refused at its next flush.
+        """
         self._open()
-        sql = _UPSERT_RECORD + " WHERE ledger_sessions.record IS NULL RETURNING 1"
-        if not self._query(sql, _record_row(record)):
-            raise HarnessError("ledger-failed", "the session already exists")
-        self._remember(record)
+        session_id = record.session_id
+        with self._append_lock:
+            if session_id in self._creating:
+                raise HarnessError("ledger-failed", "the session already exists")
+            rows = self._query(
+                "SELECT record IS NOT NULL, last_sequence FROM ledger_sessions "
+                "WHERE session_id = %s",
+                (session_id,),
+            )
+            if rows and rows[0][0]:
+                raise HarnessError("ledger-failed", "the session already exists")
+            self._guard.seed(session_id, int(rows[0][1]) if rows else 0)
+            self._creating.add(session_id)
+            self._remember(record)
+            self._queue.put(_Create(record))
 
     def update_session(self, record: SessionRecord) -> None:
         self._open()
@@ -283,12 +309,15 @@ class PostgresStore:
             except queue.Empty:
                 pass
             events: list[Event] = []
+            creates: list[SessionRecord] = []
             records: list[SessionRecord] = []
             waiters: list[_Waiter] = []
             stop = False
             for item in items:
                 if isinstance(item, _Waiter):
                     waiters.append(item)
+                elif isinstance(item, _Create):
+                    creates.append(item.record)
                 elif isinstance(item, SessionRecord):
                     records.append(item)
                 elif item is _STOP:
@@ -296,11 +325,12 @@ class PostgresStore:
                 else:
                     events.extend(item)
             try:
-                if events or records:
-                    self._commit(events, records)
+                if events or records or creates:
+                    self._commit(creates, events, records)
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the PostgreSQL ledger could not be written")
             finally:
+                self._creating.difference_update(record.session_id for record in creates)
                 for waiter in waiters:
                     try:
                         waiter.callback()
@@ -318,7 +348,9 @@ class PostgresStore:
             self._writer_connection = connection
         return connection
 
-    def _commit(self, events: list[Event], records: list[SessionRecord]) -> None:
+    def _commit(
+        self, creates: list[SessionRecord], events: list[Event], records: list[SessionRecord]
+    ) -> None:
         by_session: dict[str, list[Event]] = {}
         for event in events:
             by_session.setdefault(event.session_id, []).append(event)
@@ -327,7 +359,8 @@ class PostgresStore:
             try:
                 connection = self._connection()
                 with connection.transaction():
-                    refused = self._write(connection, by_session, records)
+                    refused = self._create(connection, creates)
+                    refused.update(self._write(connection, by_session, records))
                 break
             except (psycopg.OperationalError, psycopg.errors.DeadlockDetected):
                 # Connection lost (or a deadlock the server broke): retry; a commit that did
@@ -339,7 +372,7 @@ class PostgresStore:
                     raise
             except psycopg.IntegrityError:
                 # An event id used by another session: commit session by session instead.
-                refused = self._write_one_by_one(by_session, records)
+                refused = self._write_one_by_one(creates, by_session, records)
                 break
         for session_id, reason in refused.items():
             self._fail(reason)
@@ -348,11 +381,14 @@ class PostgresStore:
             self._guard.reset(session_id, self._stored_last(session_id))
 
     def _write_one_by_one(
-        self, by_session: dict[str, list[Event]], records: list[SessionRecord]
+        self,
+        creates: list[SessionRecord],
+        by_session: dict[str, list[Event]],
+        records: list[SessionRecord],
     ) -> dict[str, str]:
-        refused: dict[str, str] = {}
         connection = self._connection()
         with connection.transaction():
+            refused = self._create(connection, creates)
             for record in records:
                 connection.execute(_UPSERT_RECORD, _record_row(record))
         for session_id, session_events in by_session.items():
@@ -361,6 +397,17 @@ class PostgresStore:
                     refused.update(self._write(connection, {session_id: session_events}, []))
             except psycopg.IntegrityError:
                 refused[session_id] = "an event id is already recorded in another session"
+        return refused
+
+    def _create(
+        self, connection: psycopg.Connection[Any], creates: list[SessionRecord]
+    ) -> dict[str, str]:
+        """Insert new sessions' records; the ids that already had one are refused."""
+        refused: dict[str, str] = {}
+        for record in creates:
+            if connection.execute(_CREATE_RECORD, _record_row(record)).fetchone() is None:
+                refused[record.session_id] = "the session already exists"
+                self._records.pop(record.session_id, None)  # another writer's record stands
         return refused
 
     def _write(

@@ -203,9 +203,24 @@ def test_sessions_and_events_before_the_record(url: str, stores: list[PostgresSt
     assert store.list_sessions() == []
     store.create_session(record("early"))
     with pytest.raises(HarnessError):
-        other.create_session(record("early"))
+        store.create_session(record("early"))  # this store's own pending record
+    store.flush()
+    with pytest.raises(HarnessError):
+        other.create_session(record("early"))  # committed: refused at once
     assert other.get_session("early") == record("early")
     assert [r.session_id for r in other.list_sessions()] == ["early"]
+    store.create_session(record("race"))  # two stores in the same instant: one is refused
+    other.create_session(record("race"))
+    outcomes = []
+    for creator in (store, other):
+        try:
+            creator.flush()
+            outcomes.append("created")
+        except HarnessError as error:
+            assert "already exists" in str(error)
+            outcomes.append("refused")
+    assert sorted(outcomes) == ["created", "refused"]
+    assert store.get_session("race") == other.get_session("race") == record("race")
 
 
 def test_writer_reconnects_after_its_connection_is_killed(
