@@ -1,14 +1,18 @@
-"""What every store shares: the gap-free sequence check done at append time."""
+"""What the stores share: the gap-free sequence check done at append time, event rows, and the
+queue a writer thread commits from (SQLite, PostgreSQL)."""
 
 from __future__ import annotations
 
 import json
+import queue
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness_hookspecs import Event, HarnessError
+from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ..serialize import payload_from_dict, payload_json
+from ..serialize import dumps_record, payload_from_dict, payload_json
 
 #: The envelope columns of one event row, in the order :func:`event_row` gives them.
 EVENT_COLUMNS = (
@@ -37,6 +41,18 @@ def event_row(e: Event) -> tuple[Any, ...]:
     )
 
 
+def record_row(record: SessionRecord) -> tuple[Any, ...]:
+    """A session record as (session_id, provider, status, created_at, updated_at, JSON)."""
+    return (
+        record.session_id,
+        record.ref.provider,
+        record.status,
+        record.created_at,
+        record.updated_at,
+        dumps_record(record),
+    )
+
+
 def event_from_row(row: Sequence[Any]) -> Event:
     """The event stored as a row of :data:`EVENT_COLUMNS`."""
     try:
@@ -55,6 +71,112 @@ def event_from_row(row: Sequence[Any]) -> Event:
         protocol_version=row[8],
         payload=payload_from_dict(row[4], payload),
     )
+
+
+class RecentRecords(OrderedDict[str, SessionRecord]):
+    """The session records a store wrote last (records are immutable: what it wrote is what
+    its writer commits), so ``get_session`` needs no read for them; the oldest drop out."""
+
+    def __init__(self, size: int = 4096) -> None:
+        super().__init__()
+        self.size = size
+
+    def remember(self, record: SessionRecord) -> None:
+        self[record.session_id] = record
+        self.move_to_end(record.session_id)
+        if len(self) > self.size:
+            self.popitem(last=False)
+
+
+class Waiter:
+    """A flush waiter on the writer queue: ``set()`` runs once what came before is committed."""
+
+    __slots__ = ("set",)
+
+    def __init__(self, callback: Callable[[], object]) -> None:
+        self.set = callback
+
+
+#: Queued by ``close``: the writer thread commits what came before and stops.
+STOP = object()
+
+
+class QueuedWrites:
+    """Appends queued for a writer thread that commits them in batches; flush waits for it.
+
+    The writer reports a failure with :meth:`_fail`; the next ``flush`` (or
+    :meth:`raise_failure` after ``flush_notify``) raises it as ``ledger-failed``.
+    """
+
+    _closed: bool
+    _writer: threading.Thread
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._failure: str | None = None
+
+    def flush(self) -> None:
+        """Block until everything appended before now is committed; raise a writer failure."""
+        if not self._closed:
+            done = threading.Event()
+            self._queue.put(Waiter(done.set))
+            done.wait()
+        self.raise_failure()
+
+    def flush_notify(self, callback: Callable[[], object]) -> bool:
+        """Like :meth:`flush` without blocking: ``callback()`` runs on the writer thread once
+        everything appended before now is committed; then call :meth:`raise_failure`.
+
+        Returns ``False`` (and never calls back) when there is nothing to wait for.
+        """
+        if self._closed:
+            return False
+        self._queue.put(Waiter(callback))
+        return True
+
+    def raise_failure(self) -> None:
+        """Raise the writer's first failure since the last flush, if any."""
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise HarnessError("ledger-failed", failure)
+
+    def _fail(self, message: str) -> None:
+        if self._failure is None:  # report the first failure since the last flush
+            self._failure = message
+
+    def close(self) -> None:
+        """Flush, stop the writer thread, close the read side (idempotent)."""
+        if self._closed:
+            return
+        try:
+            self.flush()
+        finally:
+            self._closed = True
+            self._queue.put(STOP)
+            self._writer.join(timeout=30)
+            self._close_readers()
+
+    def _close_readers(self) -> None:
+        """Close what reads use (the writer thread closes its own connection at STOP)."""
+
+    def _next_batch(self, limit: int) -> list[Any]:
+        """Wait for one queued item, then take whatever else is queued (up to ``limit``)."""
+        items = [self._queue.get()]
+        get_nowait = self._queue.get_nowait
+        try:
+            while len(items) < limit:
+                items.append(get_nowait())
+        except queue.Empty:
+            pass
+        return items
+
+    @staticmethod
+    def _release(waiters: list[Waiter]) -> None:
+        for waiter in waiters:
+            try:
+                waiter.set()
+            except Exception:  # a notify callback on a closed loop
+                pass
 
 
 def nth_event(buckets: dict[str, list[Event]], session_id: str, sequence: int) -> Event | None:

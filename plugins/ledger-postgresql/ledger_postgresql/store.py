@@ -18,10 +18,8 @@ server default); ``flush`` returns once everything appended before it is committ
 
 from __future__ import annotations
 
-import queue
 import threading
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import psycopg
@@ -32,11 +30,16 @@ from harness_core.ledger._base import (
     CONFLICT,
     EVENT_COLUMNS,
     GAP,
+    STOP,
+    QueuedWrites,
+    RecentRecords,
     SequenceGuard,
+    Waiter,
     event_from_row,
     event_row,
+    record_row,
 )
-from harness_core.serialize import dumps_record, loads_record
+from harness_core.serialize import loads_record
 
 from .listen import Listener, tail
 from .schema import CHANNEL, migrate
@@ -59,7 +62,6 @@ _UPSERT_RECORD = (
     "updated_at = excluded.updated_at, record = excluded.record"
 )
 _CREATE_RECORD = _UPSERT_RECORD + " WHERE ledger_sessions.record IS NULL RETURNING 1"
-_STOP = object()
 
 
 class _Create:
@@ -71,25 +73,7 @@ class _Create:
         self.record = record
 
 
-class _Waiter:
-    __slots__ = ("callback",)
-
-    def __init__(self, callback: Callable[[], object]) -> None:
-        self.callback = callback
-
-
-def _record_row(record: SessionRecord) -> tuple[Any, ...]:
-    return (
-        record.session_id,
-        record.ref.provider,
-        record.status,
-        record.created_at,
-        record.updated_at,
-        dumps_record(record),
-    )
-
-
-class PostgresStore:
+class PostgresStore(QueuedWrites):
     """The ledger in the PostgreSQL database at ``url`` (``postgresql://user@host:port/db``)."""
 
     def __init__(self, url: str, *, pool_size: int = 4) -> None:
@@ -104,13 +88,12 @@ class PostgresStore:
         except (psycopg.Error, psycopg_pool.PoolTimeout):
             raise HarnessError("ledger-failed", UNREACHABLE) from None
         self._writer_connection: psycopg.Connection[Any] | None = None
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._failure: str | None = None
+        QueuedWrites.__init__(self)
         self._append_lock = threading.Lock()
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._creating: set[str] = set()  # records queued, not yet committed
         self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
-        self._records: OrderedDict[str, SessionRecord] = OrderedDict()
+        self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
         self.listeners: list[Listener] = []  # the live tails' connections (tests kill them)
         self._writer = threading.Thread(
@@ -215,21 +198,14 @@ class PostgresStore:
                 raise HarnessError("ledger-failed", "the session already exists")
             self._guard.seed(session_id, int(rows[0][1]) if rows else 0)
             self._creating.add(session_id)
-            self._remember(record)
+            self._records.remember(record)
             self._queue.put(_Create(record))
 
     def update_session(self, record: SessionRecord) -> None:
         self._open()
         with self._append_lock:
-            self._remember(record)
+            self._records.remember(record)
             self._queue.put(record)
-
-    def _remember(self, record: SessionRecord) -> None:
-        records = self._records
-        records[record.session_id] = record
-        records.move_to_end(record.session_id)
-        if len(records) > RECORD_CACHE:
-            records.popitem(last=False)
 
     def append(self, events: Sequence[Event]) -> None:
         """Check the sequence and enqueue; the writer thread commits (see the module doc)."""
@@ -259,68 +235,27 @@ class PostgresStore:
             self._guard.reset(session_id, last)
         return epoch
 
-    def flush(self) -> None:
-        """Block until everything appended before now is committed; raise a writer failure."""
-        if not self._closed:
-            done = threading.Event()
-            self._queue.put(_Waiter(done.set))
-            done.wait()
-        self.raise_failure()
-
-    def flush_notify(self, callback: Callable[[], object]) -> bool:
-        """``callback()`` runs on the writer thread once everything appended before is
-        committed (then call :meth:`raise_failure`); ``False`` when closed (no call back)."""
-        if self._closed:
-            return False
-        self._queue.put(_Waiter(callback))
-        return True
-
-    def raise_failure(self) -> None:
-        """Raise the writer's first failure since the last flush, if any."""
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise HarnessError("ledger-failed", failure)
-
-    def _fail(self, message: str) -> None:
-        if self._failure is None:
-            self._failure = message
-
-    def close(self) -> None:
-        """Flush, stop the writer thread and close every connection (idempotent)."""
-        if self._closed:
-            return
-        try:
-            self.flush()
-        finally:
-            self._closed = True
-            self._queue.put(_STOP)
-            self._writer.join(timeout=30)
-            self._pool.close()
+    def _close_readers(self) -> None:
+        self._pool.close()
 
     # -- the writer thread ------------------------------------------------------------------
 
     def _write_loop(self) -> None:
-        get, get_nowait = self._queue.get, self._queue.get_nowait
         while True:
-            items = [get()]
-            try:
-                while len(items) < BATCH_ITEMS:
-                    items.append(get_nowait())
-            except queue.Empty:
-                pass
+            items = self._next_batch(BATCH_ITEMS)
             events: list[Event] = []
             creates: list[SessionRecord] = []
             records: list[SessionRecord] = []
-            waiters: list[_Waiter] = []
+            waiters: list[Waiter] = []
             stop = False
             for item in items:
-                if isinstance(item, _Waiter):
+                if isinstance(item, Waiter):
                     waiters.append(item)
                 elif isinstance(item, _Create):
                     creates.append(item.record)
                 elif isinstance(item, SessionRecord):
                     records.append(item)
-                elif item is _STOP:
+                elif item is STOP:
                     stop = True
                 else:
                     events.extend(item)
@@ -331,11 +266,7 @@ class PostgresStore:
                 self._fail("the PostgreSQL ledger could not be written")
             finally:
                 self._creating.difference_update(record.session_id for record in creates)
-                for waiter in waiters:
-                    try:
-                        waiter.callback()
-                    except Exception:  # a notify callback on a closed loop
-                        pass
+                self._release(waiters)
             if stop:
                 if self._writer_connection is not None:
                     self._writer_connection.close()
@@ -390,7 +321,7 @@ class PostgresStore:
         with connection.transaction():
             refused = self._create(connection, creates)
             for record in records:
-                connection.execute(_UPSERT_RECORD, _record_row(record))
+                connection.execute(_UPSERT_RECORD, record_row(record))
         for session_id, session_events in by_session.items():
             try:
                 with connection.transaction():
@@ -405,7 +336,7 @@ class PostgresStore:
         """Insert new sessions' records; the ids that already had one are refused."""
         refused: dict[str, str] = {}
         for record in creates:
-            if connection.execute(_CREATE_RECORD, _record_row(record)).fetchone() is None:
+            if connection.execute(_CREATE_RECORD, record_row(record)).fetchone() is None:
                 refused[record.session_id] = "the session already exists"
                 self._records.pop(record.session_id, None)  # another writer's record stands
         return refused
@@ -462,7 +393,7 @@ class PostgresStore:
             )
         if records:
             connection.cursor().executemany(
-                _UPSERT_RECORD, [_record_row(record) for record in records]
+                _UPSERT_RECORD, [record_row(record) for record in records]
             )
         return refused
 

@@ -209,8 +209,10 @@ def test_sessions_and_events_before_the_record(url: str, stores: list[PostgresSt
         other.create_session(record("early"))  # committed: refused at once
     assert other.get_session("early") == record("early")
     assert [r.session_id for r in other.list_sessions()] == ["early"]
-    store.create_session(record("race"))  # two stores in the same instant: one is refused
-    other.create_session(record("race"))
+    with psycopg.connect(url) as admin:  # hold the writers until both creates are queued
+        admin.execute("LOCK TABLE ledger_sessions IN EXCLUSIVE MODE")  # reads still pass
+        store.create_session(record("race"))  # two stores in the same instant: one is refused
+        other.create_session(record("race"))
     outcomes = []
     for creator in (store, other):
         try:
