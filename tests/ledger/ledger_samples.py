@@ -30,6 +30,7 @@ from harness_hookspecs.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnRestarted,
     TurnStarted,
     UsageReported,
 )
@@ -42,6 +43,7 @@ SAMPLES: list[Any] = [
     SessionResumed(provider="echo", target="cloud"),
     SessionClosed(),
     TurnStarted(prompt="hi\nthere"),
+    TurnRestarted(attempt=2),
     MessageDelta(text='x "quoted" \\ é 😀 \t\n'),
     MessageCompleted(text="", role="user"),
     ToolStarted(call_id="c1", name="bash", summary="runs ls"),
