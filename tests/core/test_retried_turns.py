@@ -25,6 +25,7 @@ from ledger_samples import open_store, url_for
 
 from harness_core import Controller, harness, plugins_from
 from harness_core.export import export_session
+from harness_core.ledger import ClaimingStore
 
 TURN_ID = "turn_caller_chosen_42"
 
@@ -93,9 +94,9 @@ def test_retry_after_the_writer_died_restarts_the_turn_once(
     try:
         abandoned = turn_events(store, session_id)
         assert [e.type for e in abandoned] == ["turn.started"] + ["message.delta"] * 5
-        claim = getattr(store, "claim", None)
-        if claim is not None:
-            assert claim(session_id) >= 1  # fence whatever wrote before
+        if isinstance(store, ClaimingStore):
+            assert store.claim(session_id) >= 1  # fence whatever wrote before
+            assert store.writer_epoch(session_id) >= 1
 
         async def retry() -> Any:
             async with Controller(
