@@ -263,5 +263,9 @@ class SequenceGuard:
         """Take ``last`` as the session's last sequence (another writer may have appended)."""
         self._last[session_id] = last
 
+    def forget(self, session_id: str) -> None:
+        """Drop what is known of the session: its next append re-reads the stored last."""
+        self._last.pop(session_id, None)
+
     def last(self, session_id: str) -> int | None:
         return self._last.get(session_id)

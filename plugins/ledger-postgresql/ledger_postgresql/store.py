@@ -264,6 +264,8 @@ class PostgresStore(QueuedWrites):
                     self._commit(creates, events, records)
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the PostgreSQL ledger could not be written")
+                for event in events:  # not stored: the next append re-reads the real last
+                    self._guard.forget(event.session_id)
             finally:
                 self._creating.difference_update(record.session_id for record in creates)
                 self._release(waiters)
