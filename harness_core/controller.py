@@ -441,13 +441,14 @@ class Controller:
         live = self._live_session(session)
         if live.active is not None:
             raise HarnessError("turn-active")
-        opening: Payload | None = None if turn_id else TurnStarted(prompt=prompt)
-        turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
+        retried = turn_id is not None
+        turn_id = "turn_" + uuid.uuid4().hex[:24] if turn_id is None else turn_id
         try:
             request = RunTurnRequest(session=live.ref, turn_id=turn_id, prompt=prompt)
         except (TypeError, ValueError) as error:
             raise HarnessError("invalid-request", _safe_hint(error)) from None
-        if opening is None:
+        opening: Payload = TurnStarted(prompt=prompt)
+        if retried:
             opening = await anyio.to_thread.run_sync(
                 opening_event, self.ledger, live.ref.session_id, turn_id, attempt, prompt
             )
