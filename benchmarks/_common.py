@@ -37,6 +37,36 @@ def median_of(runs: int, measure: Callable[[], float]) -> float:
     return statistics.median(measure() for _ in range(runs))
 
 
+#: A PostgreSQL server's URL (``postgresql.py`` starts one and sets it): the ``postgresql`` kind.
+ENV_POSTGRESQL = "HARNESS_BENCH_POSTGRESQL_URL"
+
+
+def open_store(kind: str, directory: str) -> Any:
+    """A fresh ledger of ``kind`` in ``directory``: memory, jsonl, sqlite, or postgresql /
+    postgresql-relaxed (a new schema on the server at ``$HARNESS_BENCH_POSTGRESQL_URL``)."""
+    from harness_core.ledger import open_ledger
+
+    if kind.startswith("postgresql"):
+        import uuid
+
+        import psycopg
+        from ledger_postgresql.store import PostgresStore
+        from ledger_postgresql.testing import schema_url
+
+        server, schema = os.environ[ENV_POSTGRESQL], f"bench_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(server, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {schema}")
+        url = schema_url(server, schema)
+        if kind == "postgresql-relaxed":  # commits return before the WAL flush (SQLite NORMAL-like)
+            url += "%20-csynchronous_commit%3Doff"
+        return PostgresStore(url)
+    if kind == "memory":
+        return open_ledger("memory:")
+    if kind == "jsonl":
+        return open_ledger(f"jsonl://{os.path.join(directory, 'jsonl')}")
+    return open_ledger(f"sqlite://{os.path.join(directory, 'ledger.sqlite')}")
+
+
 def tempdir(prefix: str) -> str:
     return tempfile.mkdtemp(prefix=f"harness-bench-{prefix}-")
 

@@ -25,19 +25,12 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import figure, rmtree, run_async, tempdir
+from _common import figure, open_store, rmtree, run_async, tempdir
 
 TARGETS = {"memory": ">= 200k", "sqlite": ">= 100k"}
 
 
-def make_store(kind: str, directory: str) -> Any:
-    from harness_core.ledger import open_ledger
-
-    if kind == "memory":
-        return open_ledger("memory:")
-    if kind == "jsonl":
-        return open_ledger(f"jsonl://{os.path.join(directory, 'jsonl')}")
-    return open_ledger(f"sqlite://{os.path.join(directory, 'ledger.sqlite')}")
+make_store = open_store
 
 
 def streamer(n: int) -> Any:

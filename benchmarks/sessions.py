@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _common import figure, rmtree, run_async, tempdir
+from _common import figure, open_store, rmtree, run_async, tempdir
 
 
 def replier() -> Any:
@@ -41,11 +41,9 @@ async def _run(kind: str, sessions: int, concurrent: bool) -> float:
     import anyio
 
     from harness_core import Controller, plugins_from
-    from harness_core.ledger import open_ledger
 
     directory = tempdir("sessions")
-    url = "memory:" if kind == "memory" else f"sqlite://{os.path.join(directory, 'l.sqlite')}"
-    store = open_ledger(url)
+    store = open_store(kind, directory)
     try:
         async with Controller(
             plugins=plugins_from([replier()]), ledger=store, state_dir=directory

@@ -58,6 +58,7 @@ from .context import RuntimeSessionContext, state_dir_for
 from .ledger import flush_async, open_ledger
 from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor
+from .retry import opening_event
 from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
 
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
@@ -428,19 +429,29 @@ class Controller:
         *,
         timeout: float | None = None,
         max_events: int | None = None,
+        turn_id: str | None = None,
+        attempt: int = 1,
     ) -> AsyncIterator[Turn]:
         """Start a turn; iterate the yielded :class:`Turn` for its events.
 
         Leaving the block before the terminal event cancels the turn (recorded as cancelled).
+        ``turn_id`` + ``attempt``: the caller's id for a turn it may retry (see
+        :mod:`harness_core.retry`); by default a new id.
         """
         live = self._live_session(session)
         if live.active is not None:
             raise HarnessError("turn-active")
-        turn_id = "turn_" + uuid.uuid4().hex[:24]
+        retried = turn_id is not None
+        turn_id = "turn_" + uuid.uuid4().hex[:24] if turn_id is None else turn_id
         try:
             request = RunTurnRequest(session=live.ref, turn_id=turn_id, prompt=prompt)
         except (TypeError, ValueError) as error:
             raise HarnessError("invalid-request", _safe_hint(error)) from None
+        opening: Payload = TurnStarted(prompt=prompt)
+        if retried:
+            opening = await anyio.to_thread.run_sync(
+                opening_event, self.ledger, live.ref.session_id, turn_id, attempt, prompt
+            )
         timeout = timeout if timeout is not None else self.turn_timeout
         deadline = anyio.current_time() + timeout if timeout is not None else None
         live.context.deadline = deadline
@@ -453,7 +464,7 @@ class Controller:
             max_events if max_events is not None else self.max_events_per_turn,
         )
         live.active = turn
-        turn._record(TurnStarted(prompt=prompt))
+        turn._record(opening)
         try:
             iterator = self.hook.harness_run_turn(request=request, context=live.context)
             if iterator is None or not hasattr(iterator, "__anext__"):
@@ -478,9 +489,18 @@ class Controller:
         on_event: Callable[[Event], Any] | None = None,
         timeout: float | None = None,
         max_events: int | None = None,
+        turn_id: str | None = None,
+        attempt: int = 1,
     ) -> TurnResult:
         """Run a turn to its terminal event and return the result (events included)."""
-        async with self.turn(session, prompt, timeout=timeout, max_events=max_events) as turn:
+        async with self.turn(
+            session,
+            prompt,
+            timeout=timeout,
+            max_events=max_events,
+            turn_id=turn_id,
+            attempt=attempt,
+        ) as turn:
             async for event in turn:
                 if on_event is not None:
                     on_event(event)

@@ -2,8 +2,9 @@
 
 ``{"format": "harness-core.export", "version": 1, "exported_at", "session": record, "turns":
 [{turn_id, status (completed/failed/cancelled/incomplete), started_sequence, terminal_sequence,
-text[, reason]}], "events": [event_to_dict...]}``. A turn's ``text`` is the terminal's text when
-it has one, else its streamed deltas, else its completed assistant messages.
+text[, reason][, attempt]}], "events": [event_to_dict...]}``. A turn's ``text`` is the terminal's
+text when it has one, else its streamed deltas, else its completed assistant messages; a retried
+turn (``turn.restarted``) keeps only its last attempt's output and says which attempt that was.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from harness_hookspecs import HarnessError, LedgerStore, MessageDelta, TurnCompleted
-from harness_hookspecs.events import MessageCompleted, TurnFailed
+from harness_hookspecs.events import MessageCompleted, TurnFailed, TurnRestarted
 
 from .serialize import event_to_dict, record_to_dict
 
@@ -41,7 +42,10 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
                 "terminal_sequence": None,
                 "text": "",
             }
-        if isinstance(event.payload, MessageDelta):
+        if isinstance(event.payload, TurnRestarted):  # the abandoned attempt's output is void
+            turn["text"], turn["attempt"] = "", event.payload.attempt
+            messages.pop(event.turn_id, None)
+        elif isinstance(event.payload, MessageDelta):
             turn["text"] += event.payload.text
         elif isinstance(event.payload, MessageCompleted) and event.payload.role == "assistant":
             messages.setdefault(event.turn_id, []).append(event.payload.text)

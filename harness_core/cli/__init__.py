@@ -147,6 +147,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("--after", type=_count(0), default=0, help="only events with sequence > N")
     p.add_argument("--limit", type=_count(1))
+    p.add_argument(
+        "--follow", action="store_true", help="keep printing new events as they are recorded"
+    )
     p = _command(
         sub,
         "export",

@@ -191,12 +191,36 @@ def cmd_events(args: argparse.Namespace) -> int:
     with _reading(args.ledger) as store:
         if store is None or store.get_session(args.session) is None:
             raise HarnessError("session-not-found")
+        if args.follow:
+            return _follow_events(store, args)
         events = store.events(args.session, after=args.after, limit=args.limit)
     if args.json:
         print_json_lines(event_to_dict(event) for event in events)
         return EXIT_OK
     for event in events:
         sys.stdout.write(format_event(event) + "\n")
+    return EXIT_OK
+
+
+def _follow_events(store: Any, args: argparse.Namespace) -> int:
+    """``events --follow``: print the recorded events, then each new one, until interrupted."""
+    import anyio
+
+    from ..ledger.tail import follow
+    from ..serialize import event_to_dict
+
+    async def tail() -> None:
+        async for event in follow(store, args.session, after=args.after):
+            if args.json:
+                print_json_lines([event_to_dict(event)])
+            else:
+                sys.stdout.write(format_event(event) + "\n")
+            sys.stdout.flush()
+
+    try:
+        anyio.run(tail)
+    except KeyboardInterrupt:
+        pass  # the way a follow ends
     return EXIT_OK
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping
+from typing import Protocol, runtime_checkable
 
 import anyio.to_thread
 from harness_hookspecs import HarnessError, LedgerStore
@@ -37,6 +38,19 @@ BUILTIN_SCHEMES: dict[str, Callable[[str], LedgerStore]] = {
     "jsonl": _jsonl,
     "sqlite": _sqlite,
 }
+
+
+@runtime_checkable
+class ClaimingStore(Protocol):
+    """A store with per-session writer epochs (PostgreSQL): the building block for ownership.
+
+    ``claim`` bumps the session's epoch and makes this store its writer; appends of any store
+    that claimed it before are then refused (fenced). ``writer_epoch`` reads the current one.
+    """
+
+    def claim(self, session_id: str) -> int: ...
+
+    def writer_epoch(self, session_id: str) -> int: ...
 
 
 def path_of(url: str, scheme: str) -> str:
@@ -99,6 +113,7 @@ __all__ = [
     "BUILTIN_SCHEMES",
     "DEFAULT_LEDGER_URL",
     "ENV_LEDGER",
+    "ClaimingStore",
     "MemoryStore",
     "flush_async",
     "open_ledger",

@@ -5,20 +5,22 @@ checked (gap or duplicate sequence -> ``ledger-failed``), kept in memory and buf
 writes the buffer with one ``write`` and fsyncs it (the controller flushes at every terminal
 event and at close). Session records are written and fsynced at once. Opening the directory
 again (another process) reads everything back; a torn last line (a crash in the middle of a
-write, so never flushed) is ignored. One process writes a directory at a time.
+write, so never flushed) is ignored. One process writes a directory at a time; others may
+read it, and ``tail`` takes in what the writer appended since (by file offset).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import dumps_event, dumps_record, loads_event, loads_record
-from ._base import SequenceGuard
+from ._base import SequenceGuard, nth_event
+from .tail import PAGE, poll_tail
 
 T = TypeVar("T")
 
@@ -37,17 +39,47 @@ class JsonlStore:
         self._sessions: dict[str, SessionRecord] = {}
         self._events: dict[str, list[Event]] = {}
         self._closed = False
+        self._offset = 0  # bytes of events.jsonl taken in (complete lines only)
         self._load()
-        self._guard = SequenceGuard(lambda sid: len(self._events.get(sid, ())))
+        self._guard = SequenceGuard(
+            lambda sid: len(self._events.get(sid, ())),
+            lambda sid, seq: nth_event(self._events, sid, seq),
+        )
 
     def _load(self) -> None:
         for record in _lines(self._sessions_path, loads_record):
             self._sessions[record.session_id] = record
-        for event in _lines(self._events_path, loads_event):
+        self._take_in(strict=True)
+
+    def _take_in(self, *, strict: bool) -> None:
+        """Read events.jsonl past ``_offset``; a torn last line stays for the next read.
+
+        ``strict`` (opening): every line must continue its session. Later (``tail``), lines
+        this store already holds (its own writes) are skipped.
+        """
+        try:
+            with open(self._events_path, "rb") as handle:
+                handle.seek(self._offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        except OSError:
+            raise HarnessError("ledger-failed", "the JSONL ledger could not be read") from None
+        end = data.rfind(b"\n") + 1
+        try:
+            lines = data[:end].decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            raise HarnessError("ledger-failed", "the JSONL ledger could not be read") from None
+        for line in lines:
+            if not line.strip():
+                continue
+            event = loads_event(line)
             bucket = self._events.setdefault(event.session_id, [])
-            if event.sequence != len(bucket) + 1:
+            if event.sequence == len(bucket) + 1:
+                bucket.append(event)
+            elif strict or event.sequence > len(bucket):
                 raise HarnessError("ledger-failed", "the JSONL ledger has a sequence gap")
-            bucket.append(event)
+        self._offset += end
 
     def _write(self, path: str, lines: list[str]) -> None:
         try:
@@ -81,7 +113,7 @@ class JsonlStore:
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._lock:
-            self._guard.check(events)
+            events = self._guard.check(events)
             self._buffer.extend(events)
             for event in events:
                 self._events.setdefault(event.session_id, []).append(event)
@@ -102,6 +134,16 @@ class JsonlStore:
 
     def last_sequence(self, session_id: str) -> int:
         return len(self._events.get(session_id, ()))
+
+    def tail(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event]:
+        """New events of ``session_id``, including what another process appends to the file."""
+
+        def read(last: int) -> list[Event]:
+            with self._lock:
+                self._take_in(strict=False)
+            return self.events(session_id, after=last, limit=PAGE)
+
+        return poll_tail(read, after=after)
 
     def close(self) -> None:
         if not self._closed:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ._base import SequenceGuard
+from ._base import SequenceGuard, nth_event
 
 
 class MemoryStore:
@@ -18,7 +18,10 @@ class MemoryStore:
         self._sessions: dict[str, SessionRecord] = {}
         self._events: dict[str, list[Event]] = {}
         self._lock = threading.Lock()
-        self._guard = SequenceGuard(lambda sid: len(self._events.get(sid, ())))
+        self._guard = SequenceGuard(
+            lambda sid: len(self._events.get(sid, ())),
+            lambda sid, seq: nth_event(self._events, sid, seq),
+        )
 
     def create_session(self, record: SessionRecord) -> None:
         with self._lock:
@@ -39,8 +42,7 @@ class MemoryStore:
 
     def append(self, events: Sequence[Event]) -> None:
         with self._lock:
-            self._guard.check(events)
-            for event in events:
+            for event in self._guard.check(events):
                 bucket = self._events.get(event.session_id)
                 if bucket is None:
                     bucket = self._events[event.session_id] = []

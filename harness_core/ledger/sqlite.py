@@ -22,19 +22,25 @@ version-1 ledger (the envelope as one JSON ``body``) is migrated in place on ope
 
 from __future__ import annotations
 
-import json
 import os
-import queue
 import sqlite3
 import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ..serialize import _PAYLOAD_JSON, dumps_record, loads_record, payload_from_dict
-from ._base import SequenceGuard
+from ..serialize import loads_record
+from ._base import (
+    STOP,
+    QueuedWrites,
+    RecentRecords,
+    SequenceGuard,
+    Waiter,
+    event_from_row,
+    event_row,
+    record_row,
+)
 
 SCHEMA_VERSION = 2
 #: Session records written through this store kept for get_session (most recent first out).
@@ -95,24 +101,12 @@ _SELECT_EVENTS = (
 )
 
 
-class _Notify:
-    """A flush waiter that calls back (on the writer thread) instead of waking a thread."""
-
-    __slots__ = ("set",)
-
-    def __init__(self, callback: Callable[[], object]) -> None:
-        self.set = callback
-
-
 class _Session:
     __slots__ = ("record", "upsert")
 
     def __init__(self, record: SessionRecord, upsert: bool) -> None:
         self.record = record
         self.upsert = upsert
-
-
-_STOP = object()
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -123,26 +117,7 @@ def _connect(path: str) -> sqlite3.Connection:
     return connection
 
 
-def _event_of(row: tuple[Any, ...]) -> Event:
-    try:
-        payload = json.loads(row[9])
-    except (TypeError, ValueError):
-        raise HarnessError("ledger-failed", "a stored event is not JSON") from None
-    return Event(
-        session_id=row[0],
-        sequence=row[1],
-        event_id=row[2],
-        turn_id=row[3],
-        type=row[4],
-        timestamp=row[5],
-        harness=row[6],
-        parent_event_id=row[7],
-        protocol_version=row[8],
-        payload=payload_from_dict(row[4], payload),
-    )
-
-
-class SqliteStore:
+class SqliteStore(QueuedWrites):
     """The SQLite ledger at ``path`` (created with its directory when missing)."""
 
     def __init__(self, path: str) -> None:
@@ -168,12 +143,11 @@ class SqliteStore:
         self._reader = reader
         self._writer_connection = writer
         self._read_lock = threading.Lock()
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._failure: str | None = None
-        self._guard = SequenceGuard(self._stored_last)
+        QueuedWrites.__init__(self)
+        self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._append_lock = threading.Lock()
         self._created: set[str] = set()
-        self._records: OrderedDict[str, SessionRecord] = OrderedDict()
+        self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
         self._writer.start()
@@ -225,13 +199,22 @@ class SqliteStore:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return int(row[0] or 0)
 
+    def _refreshed_last(self, session_id: str) -> int:
+        self.flush()
+        return self._stored_last(session_id)
+
+    def _stored_event(self, session_id: str, sequence: int) -> Event | None:
+        found = self.events(session_id, after=sequence - 1, limit=1)  # flushes first
+        return found[0] if found and found[0].sequence == sequence else None
+
     def append(self, events: Sequence[Event]) -> None:
         """Check the sequence and enqueue; the writer thread serializes and commits."""
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
-            self._guard.check(events)
-            self._queue.put(events)
+            events = self._guard.check(events)
+            if events:
+                self._queue.put(events)
 
     def create_session(self, record: SessionRecord) -> None:
         # A duplicate is refused here, without waiting for the writer: ids this store created
@@ -244,22 +227,15 @@ class SqliteStore:
                 raise HarnessError("ledger-failed", "the session already exists")
             self._created.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
-            self._remember(record)
+            self._records.remember(record)
             self._queue.put(_Session(record, False))
 
     def update_session(self, record: SessionRecord) -> None:
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
-            self._remember(record)
+            self._records.remember(record)
             self._queue.put(_Session(record, True))
-
-    def _remember(self, record: SessionRecord) -> None:
-        records = self._records
-        records[record.session_id] = record
-        records.move_to_end(record.session_id)
-        if len(records) > RECORD_CACHE:
-            records.popitem(last=False)
 
     def _stored_session(self, session_id: str) -> bool:
         try:
@@ -271,95 +247,25 @@ class SqliteStore:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return row is not None
 
-    def flush(self) -> None:
-        """Block until everything appended before now is committed; raise a writer failure."""
-        if not self._closed:
-            done = threading.Event()
-            self._queue.put(done)
-            done.wait()
-        self._raise_failure()
-
-    def flush_notify(self, callback: Callable[[], object]) -> bool:
-        """Like :meth:`flush` without blocking: ``callback()`` runs on the writer thread once
-        everything appended before now is committed; then call :meth:`raise_failure`.
-
-        Returns ``False`` (and never calls back) when there is nothing to wait for.
-        """
-        if self._closed:
-            return False
-        self._queue.put(_Notify(callback))
-        return True
-
-    def raise_failure(self) -> None:
-        """Raise the writer's first failure since the last flush, if any."""
-        self._raise_failure()
-
-    def _raise_failure(self) -> None:
-        if self._failure is not None:
-            failure, self._failure = self._failure, None
-            raise HarnessError("ledger-failed", failure)
-
-    def _fail(self, message: str) -> None:
-        if self._failure is None:  # report the first failure since the last flush
-            self._failure = message
-
     def _write_loop(self) -> None:
         connection = self._writer_connection
-        get = self._queue.get
-        get_nowait = self._queue.get_nowait
-        payload_json = _PAYLOAD_JSON
         while True:
-            items = [get()]
-            try:
-                while len(items) < BATCH_ITEMS:
-                    items.append(get_nowait())
-            except queue.Empty:
-                pass
+            items = self._next_batch(BATCH_ITEMS)
             rows: list[tuple[Any, ...]] = []
             sessions: list[_Session] = []
-            waiters: list[threading.Event | _Notify] = []
+            waiters: list[Waiter] = []
             stop = False
             try:
                 for item in items:
                     kind = type(item)
-                    if kind is tuple or kind is list:
-                        rows += [
-                            (
-                                e.session_id,
-                                e.sequence,
-                                e.event_id,
-                                e.turn_id,
-                                e.type,
-                                e.timestamp,
-                                e.harness,
-                                e.parent_event_id,
-                                e.protocol_version,
-                                payload_json[type(e.payload)](e.payload),
-                            )
-                            for e in item
-                        ]
-                    elif kind is threading.Event or kind is _Notify:
+                    if kind is Waiter:
                         waiters.append(item)
                     elif kind is _Session:
                         sessions.append(item)
-                    elif item is _STOP:
+                    elif item is STOP:
                         stop = True
-                    else:  # any other sequence of events
-                        rows += [
-                            (
-                                e.session_id,
-                                e.sequence,
-                                e.event_id,
-                                e.turn_id,
-                                e.type,
-                                e.timestamp,
-                                e.harness,
-                                e.parent_event_id,
-                                e.protocol_version,
-                                payload_json[type(e.payload)](e.payload),
-                            )
-                            for e in item
-                        ]
+                    else:  # a sequence of events
+                        rows += [event_row(e) for e in item]
                 if rows or sessions:
                     self._commit(connection, rows, sessions)
             except BaseException:  # never die with waiters blocked: report at the next flush
@@ -368,11 +274,7 @@ class SqliteStore:
                 for session in sessions:
                     if not session.upsert:  # committed (or refused): the table now answers
                         self._created.discard(session.record.session_id)
-                for waiter in waiters:
-                    try:
-                        waiter.set()
-                    except Exception:  # a notify callback on a closed loop
-                        pass
+                self._release(waiters)
             if stop:
                 connection.close()
                 return
@@ -410,15 +312,7 @@ class SqliteStore:
 
     @staticmethod
     def _write_session(connection: sqlite3.Connection, session: _Session) -> None:
-        record = session.record
-        values = (
-            record.session_id,
-            record.ref.provider,
-            record.status,
-            record.created_at,
-            record.updated_at,
-            dumps_record(record),
-        )
+        values = record_row(session.record)
         if session.upsert:
             connection.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO "
@@ -457,24 +351,15 @@ class SqliteStore:
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         """Events with ``sequence > after`` in order, at most ``limit`` of them."""
         rows = self._read(_SELECT_EVENTS, (session_id, after, -1 if limit is None else limit))
-        return [_event_of(row) for row in rows]
+        return [event_from_row(row) for row in rows]
 
     def last_sequence(self, session_id: str) -> int:
         known = self._guard.last(session_id)
         return known if known is not None else self._stored_last(session_id)
 
-    def close(self) -> None:
-        """Flush, stop the writer thread and close both connections (idempotent)."""
-        if self._closed:
-            return
-        try:
-            self.flush()
-        finally:
-            self._closed = True
-            self._queue.put(_STOP)
-            self._writer.join(timeout=30)
-            with self._read_lock:
-                self._reader.close()
+    def _close_readers(self) -> None:
+        with self._read_lock:
+            self._reader.close()
 
 
 def _rollback(connection: sqlite3.Connection) -> None:

@@ -61,6 +61,18 @@ class TurnStarted:
 
 
 @frozen
+class TurnRestarted:
+    """Runtime-authored: the turn is retried under its id (attempt 2, 3, ...) after an earlier
+    attempt was abandoned without a terminal (its writer died or was fenced). What the earlier
+    attempts streamed is superseded: readers keep only the last attempt's output."""
+
+    TYPE: ClassVar[str] = "turn.restarted"
+    attempt: int = field(
+        validator=[attrs.validators.instance_of(int), attrs.validators.in_(range(2, 1_000_000))]
+    )
+
+
+@frozen
 class MessageDelta:
     """A piece of streamed assistant text."""
 
@@ -169,6 +181,7 @@ Payload = (
     | SessionResumed
     | SessionClosed
     | TurnStarted
+    | TurnRestarted
     | MessageDelta
     | MessageCompleted
     | ToolStarted
@@ -191,6 +204,7 @@ PAYLOAD_TYPES: Mapping[str, type[Any]] = {
         SessionResumed,
         SessionClosed,
         TurnStarted,
+        TurnRestarted,
         MessageDelta,
         MessageCompleted,
         ToolStarted,
@@ -215,6 +229,7 @@ ADAPTER_TYPES: frozenset[str] = EVENT_TYPES - {
     SessionResumed.TYPE,
     SessionClosed.TYPE,
     TurnStarted.TYPE,
+    TurnRestarted.TYPE,
 }
 
 EventType = Literal[
@@ -222,6 +237,7 @@ EventType = Literal[
     "session.resumed",
     "session.closed",
     "turn.started",
+    "turn.restarted",
     "message.delta",
     "message.completed",
     "tool.started",

@@ -1,12 +1,16 @@
-"""Shared helpers for the ledger tests: one sample of every payload type, event builders."""
+"""Shared helpers for the ledger tests: one sample of every payload type, event builders, the
+store kinds and their URLs."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import pytest
 from harness_hookspecs import (
     PAYLOAD_TYPES,
     Event,
+    LedgerStore,
     SessionRecord,
     SessionRef,
     Usage,
@@ -26,15 +30,20 @@ from harness_hookspecs.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnRestarted,
     TurnStarted,
     UsageReported,
 )
+
+from harness_core.ledger import open_ledger
+from harness_core.plugins import get_plugins
 
 SAMPLES: list[Any] = [
     SessionOpened(provider="echo", target="local", model="m-1", sandbox="local"),
     SessionResumed(provider="echo", target="cloud"),
     SessionClosed(),
     TurnStarted(prompt="hi\nthere"),
+    TurnRestarted(attempt=2),
     MessageDelta(text='x "quoted" \\ é 😀 \t\n'),
     MessageCompleted(text="", role="user"),
     ToolStarted(call_id="c1", name="bash", summary="runs ls"),
@@ -79,3 +88,25 @@ def make_record(session_id: str = "sess-1", created_at: str = "2025-01-01T00:00:
         workspace="/tmp/ws",
         model="m-1",
     )
+
+
+KINDS = ["memory", "jsonl", "sqlite", "postgresql"]
+DURABLE = ["jsonl", "sqlite", "postgresql"]
+
+
+def url_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if kind == "postgresql":
+        try:
+            return str(request.getfixturevalue("postgresql_ledger_url"))
+        except pytest.FixtureLookupError:
+            pytest.skip("harnessplane-ledger-postgresql is not installed")
+    return {
+        "memory": "memory:",
+        "jsonl": f"jsonl://{tmp_path}/jsonl-ledger",
+        "sqlite": f"sqlite://{tmp_path}/ledger.sqlite",
+    }[kind]
+
+
+def open_store(url: str) -> LedgerStore:
+    """A store for ``url`` with the schemes the installed plugins register."""
+    return open_ledger(url, schemes=get_plugins().ledger_schemes)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from harness_hookspecs import HarnessError
+from harness_hookspecs import HarnessError, LedgerStore
 from harness_hookspecs.events import (
     MessageCompleted,
     MessageDelta,
@@ -14,6 +13,7 @@ from harness_hookspecs.events import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnRestarted,
     TurnStarted,
 )
 
@@ -24,10 +24,8 @@ from harness_core.serialize import event_to_dict, record_to_dict
 from .ledger_samples import make_event, make_record
 
 
-@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
-def test_export_bundle(kind: str, tmp_path: Path) -> None:
-    url = {"memory": "memory:", "jsonl": f"jsonl:{tmp_path}/j", "sqlite": f"sqlite:{tmp_path}/l"}
-    store = open_ledger(url[kind])
+def test_export_bundle(store: LedgerStore) -> None:
+    """On every store kind (the ``store`` fixture: memory, JSONL, SQLite, PostgreSQL)."""
     store.create_session(make_record())
     plan = [
         (None, SessionOpened(provider="echo", target="local")),
@@ -42,6 +40,12 @@ def test_export_bundle(kind: str, tmp_path: Path) -> None:
         ("t5", TurnStarted(prompt="e")),
         ("t5", MessageCompleted(text="whole")),
         ("t5", TurnCompleted()),
+        ("t6", TurnStarted(prompt="f")),
+        ("t6", MessageDelta(text="abandoned")),
+        ("t6", MessageCompleted(text="old")),
+        ("t6", TurnRestarted(attempt=2)),
+        ("t6", MessageDelta(text="fresh")),
+        ("t6", TurnCompleted()),
         ("t4", TurnStarted(prompt="d")),
         ("t4", MessageDelta(text="partial")),
     ]
@@ -57,7 +61,12 @@ def test_export_bundle(kind: str, tmp_path: Path) -> None:
     assert bundle["session"] == record_to_dict(make_record())
     assert bundle["events"] == [event_to_dict(e) for e in events]
     turns = {t["turn_id"]: t for t in bundle["turns"]}
-    assert list(turns) == ["t1", "t2", "t3", "t5", "t4"]
+    assert list(turns) == ["t1", "t2", "t3", "t5", "t6", "t4"]
+    assert (turns["t6"]["status"], turns["t6"]["text"], turns["t6"]["attempt"]) == (
+        "completed",
+        "fresh",
+        2,
+    )
     assert (turns["t5"]["status"], turns["t5"]["text"]) == ("completed", "whole")
     assert turns["t1"] | {} == {
         "turn_id": "t1",
@@ -71,7 +80,6 @@ def test_export_bundle(kind: str, tmp_path: Path) -> None:
     assert turns["t4"]["status"] == "incomplete"
     assert turns["t4"]["terminal_sequence"] is None
     assert turns["t4"]["text"] == "partial"
-    store.close()
 
 
 def test_export_unknown_session() -> None:

@@ -1,4 +1,8 @@
-"""Every store (memory, JSONL, SQLite) behind the same LedgerStore contract."""
+"""Every store (memory, JSONL, SQLite, PostgreSQL) behind the same LedgerStore contract.
+
+PostgreSQL runs on a real throwaway server (the ``postgresql_ledger_url`` fixture of
+``harnessplane-ledger-postgresql``); without one, its cases skip with the reason.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,13 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 from harness_hookspecs import HarnessError, LedgerStore
+from harness_hookspecs.events import MessageDelta
 
 from harness_core.ledger import (
     BUILTIN_SCHEMES,
@@ -24,27 +28,10 @@ from harness_core.ledger import (
     path_of,
 )
 from harness_core.ledger.sqlite import SCHEMA_VERSION, SqliteStore
+from harness_core.plugins import get_plugins
 
 from ..helpers import ROOT
-from .ledger_samples import SAMPLES, make_event, make_record
-
-KINDS = ["memory", "jsonl", "sqlite"]
-DURABLE = ["jsonl", "sqlite"]
-
-
-def url_for(kind: str, tmp_path: Path) -> str:
-    return {
-        "memory": "memory:",
-        "jsonl": f"jsonl://{tmp_path}/jsonl-ledger",
-        "sqlite": f"sqlite://{tmp_path}/ledger.sqlite",
-    }[kind]
-
-
-@pytest.fixture(params=KINDS)
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[LedgerStore]:
-    opened = open_ledger(url_for(request.param, tmp_path))
-    yield opened
-    opened.close()
+from .ledger_samples import DURABLE, KINDS, SAMPLES, make_event, make_record, open_store, url_for
 
 
 def test_round_trip_of_every_payload_type(store: LedgerStore) -> None:
@@ -67,16 +54,37 @@ def test_paging_with_after_and_limit(store: LedgerStore) -> None:
     assert store.last_sequence("unknown") == 0
 
 
-def test_duplicate_or_gap_refused_and_earlier_rows_intact(store: LedgerStore) -> None:
+def test_conflict_or_gap_refused_and_earlier_rows_intact(store: LedgerStore) -> None:
     store.append([make_event(1), make_event(2)])
-    for bad in ([make_event(2)], [make_event(1)], [make_event(4)], [make_event(3), make_event(5)]):
+    other = MessageDelta(text="not what was recorded")
+    for bad, why in (
+        ([make_event(2, other)], "different event"),
+        ([make_event(1, other)], "different event"),
+        ([make_event(4)], "gap"),
+        ([make_event(3), make_event(5)], "gap"),
+        ([make_event(2), make_event(3, other), make_event(3)], "different event"),
+    ):
         with pytest.raises(HarnessError) as caught:
             store.append(bad)
         assert caught.value.reason == "ledger-failed"
+        assert why in str(caught.value)
     store.flush()
     assert [e.sequence for e in store.events("sess-1")] == [1, 2]
     store.append([make_event(3)])  # the session goes on after a refusal
     assert [e.sequence for e in store.events("sess-1")] == [1, 2, 3]
+
+
+def test_exact_replay_is_a_no_op(store: LedgerStore) -> None:
+    """A retried write (the same events again) records nothing twice and is not refused."""
+    first = [make_event(i, payload) for i, payload in enumerate(SAMPLES[:5], start=1)]
+    store.append(first)
+    store.append(first[2:3])
+    store.flush()
+    store.append(first)  # after the commit too
+    store.append([*first[3:], make_event(6)])  # a replayed prefix, then new events
+    store.flush()
+    assert store.events("sess-1") == [*first, make_event(6)]
+    assert store.last_sequence("sess-1") == 6
 
 
 def test_sessions_create_update_list(store: LedgerStore) -> None:
@@ -118,21 +126,24 @@ def test_many_threads_append_to_different_sessions(store: LedgerStore) -> None:
     assert len(store.list_sessions()) == threads
 
 
-def test_append_after_close_is_refused(tmp_path: Path) -> None:
-    for kind in KINDS:
-        store = open_ledger(url_for(kind, tmp_path))
-        store.close()
-        store.close()  # idempotent
-        if kind != "memory":
-            with pytest.raises(HarnessError):
-                store.append([make_event(1)])
+@pytest.mark.parametrize("kind", KINDS)
+def test_append_after_close_is_refused(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    store = open_store(url_for(kind, tmp_path, request))
+    store.close()
+    store.close()  # idempotent
+    if kind != "memory":
+        with pytest.raises(HarnessError):
+            store.append([make_event(1)])
 
 
 WRITER = """
 import sys
 from harness_core.ledger import open_ledger
-from tests.ledger.ledger_samples import SAMPLES, make_event, make_record
-store = open_ledger({url!r})
+from harness_core.plugins import get_plugins
+from tests.ledger.ledger_samples import DURABLE, KINDS, SAMPLES, make_event, make_record, open_store, url_for
+store = open_ledger({url!r}, schemes=get_plugins().ledger_schemes)
 store.create_session(make_record())
 for i, payload in enumerate(SAMPLES * 50, start=1):
     store.append((make_event(i, payload),))
@@ -142,8 +153,10 @@ for i, payload in enumerate(SAMPLES * 50, start=1):
 
 @pytest.mark.parametrize("kind", DURABLE)
 @pytest.mark.parametrize("finish", ["store.close()", "store.flush(); import os; os._exit(0)"])
-def test_restart_reads_everything_back(kind: str, finish: str, tmp_path: Path) -> None:
-    url = url_for(kind, tmp_path)
+def test_restart_reads_everything_back(
+    kind: str, finish: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    url = url_for(kind, tmp_path, request)
     code = WRITER.format(url=url, finish=finish)
     # Run from the checkout: ``python -c`` imports the tests package from the working directory.
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120, cwd=ROOT)
@@ -151,8 +164,9 @@ def test_restart_reads_everything_back(kind: str, finish: str, tmp_path: Path) -
         f"""
         import sys
         from harness_core.ledger import open_ledger
-        from tests.ledger.ledger_samples import SAMPLES, make_event, make_record
-        store = open_ledger({url!r})
+        from harness_core.plugins import get_plugins
+        from tests.ledger.ledger_samples import DURABLE, KINDS, SAMPLES, make_event, make_record, open_store, url_for
+        store = open_ledger({url!r}, schemes=get_plugins().ledger_schemes)
         expected = [make_event(i, p) for i, p in enumerate(SAMPLES * 50, start=1)]
         assert store.events("sess-1") == expected
         assert store.get_session("sess-1") == make_record()
@@ -174,7 +188,7 @@ def test_restart_reads_everything_back(kind: str, finish: str, tmp_path: Path) -
 
 
 def test_jsonl_ignores_a_torn_last_line(tmp_path: Path) -> None:
-    url = url_for("jsonl", tmp_path)
+    url = f"jsonl://{tmp_path}/jsonl-ledger"
     store = open_ledger(url)
     store.append([make_event(1), make_event(2)])
     store.close()
@@ -266,13 +280,14 @@ def test_sqlite_duplicate_from_another_writer_reported_at_flush(tmp_path: Path) 
     first, second = SqliteStore(path), SqliteStore(path)
     first.append([make_event(1)])
     first.flush()
-    with pytest.raises(HarnessError):  # its guard reads sequence 1 from the table: refused
-        second.append([make_event(1)])
+    second.append([make_event(1)])  # its guard reads sequence 1 from the table: a replay
+    with pytest.raises(HarnessError):  # a different event at sequence 1: refused
+        second.append([make_event(1, MessageDelta(text="another writer's"))])
     assert second.last_sequence("sess-1") == 1
     first.append([make_event(2)])
     first.flush()
-    with pytest.raises(HarnessError):
-        second.append([make_event(2)])  # second's guard is stale: its writer refuses the row
+    with pytest.raises(HarnessError):  # second's guard is stale: its writer refuses the row
+        second.append([make_event(2, MessageDelta(text="another writer's"))])
         second.flush()
     assert [e.sequence for e in second.events("sess-1")] == [1, 2]
     second.append([make_event(3)])
@@ -287,6 +302,7 @@ def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert path_of("sqlite:rel/l.sqlite", "sqlite") == "rel/l.sqlite"
     assert path_of("jsonl:///abs/dir", "jsonl") == "/abs/dir"
     assert set(BUILTIN_SCHEMES) == {"memory", "jsonl", "sqlite"}
+    assert {"postgresql", "postgres"} <= set(get_plugins().ledger_schemes)
     assert DEFAULT_LEDGER_URL.startswith("sqlite:")
     for bad in ("bogus://x", "nocolon", "sqlite:", "sqlite://host/x"):
         with pytest.raises(HarnessError) as caught:

@@ -1,0 +1,35 @@
+"""Retried turns: a caller may run a turn again under its own turn id with a growing attempt.
+
+A retry of a turn whose earlier attempt ended without a terminal (its writer died, or was fenced
+by a newer writer's ``claim``) is recorded as ``turn.restarted(attempt)``, and readers keep only
+the last attempt's output. A retry of a turn that already ended is refused (its result stands),
+and so is an attempt number that does not grow.
+"""
+
+from __future__ import annotations
+
+from harness_hookspecs import (
+    TERMINAL_TYPES,
+    HarnessError,
+    LedgerStore,
+    Payload,
+    TurnRestarted,
+    TurnStarted,
+)
+
+
+def opening_event(
+    ledger: LedgerStore, session_id: str, turn_id: str, attempt: int, prompt: str
+) -> Payload:
+    """The event that opens this attempt of ``turn_id``: ``turn.started`` or ``turn.restarted``."""
+    if type(attempt) is not int or attempt < 1:
+        raise HarnessError("invalid-request", "the attempt is a number from 1")
+    earlier = [event for event in ledger.events(session_id) if event.turn_id == turn_id]
+    if not earlier:
+        return TurnStarted(prompt=prompt)
+    if any(event.type in TERMINAL_TYPES for event in earlier):
+        raise HarnessError("invalid-request", "the turn already ended; its result stands")
+    last = max([1] + [e.payload.attempt for e in earlier if isinstance(e.payload, TurnRestarted)])
+    if attempt <= last:
+        raise HarnessError("invalid-request", f"a retry's attempt must be above {last}")
+    return TurnRestarted(attempt=attempt)

@@ -1,0 +1,19 @@
+"""``harnessplane-ledger-postgresql``: the harness_core ledger on PostgreSQL.
+
+``HARNESS_LEDGER=postgresql://user@host:5432/db`` (or ``--ledger``) makes every worker write one
+shared, durable, append-only ledger. See :mod:`ledger_postgresql.store`.
+"""
+
+from __future__ import annotations
+
+from .schema import CHANNEL, SCHEMA_VERSION
+
+__all__ = ["CHANNEL", "SCHEMA_VERSION", "PostgresStore"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "PostgresStore":
+        from .store import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(name)

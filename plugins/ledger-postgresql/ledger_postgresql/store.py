@@ -1,0 +1,426 @@
+"""The PostgreSQL ledger: one durable, append-only record that many workers share.
+
+Writes never block the event loop: ``append`` checks the sequence against what this store knows
+(a different event at a used sequence, or a gap -> ``ledger-failed``; an exact replay is
+dropped) and enqueues; a writer thread commits whatever has queued up in one transaction per
+batch. In that transaction the sessions' rows are locked (in session-id order, so two writers
+cannot deadlock) and the database decides: the batch's events must continue each session's
+last sequence, a replayed event must equal the stored one, and a session this store has
+``claim``\\ ed must still carry its writer epoch (a writer fenced by a newer claim is refused).
+A refused session's events are reported at the next ``flush`` as ``ledger-failed`` with the
+reason; the other sessions' events are committed. The commit also NOTIFYs each session's id,
+which wakes the live tails (:mod:`.listen`). A lost connection is reopened and the batch retried
+once: appends are idempotent, so a batch whose commit did land is a no-op the second time.
+
+Durability: a commit returns after PostgreSQL has flushed its WAL (``synchronous_commit`` on, the
+server default); ``flush`` returns once everything appended before it is committed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import psycopg
+import psycopg_pool
+from harness_hookspecs import Event, HarnessError, SessionRecord
+
+from harness_core.ledger._base import (
+    CONFLICT,
+    EVENT_COLUMNS,
+    GAP,
+    STOP,
+    QueuedWrites,
+    RecentRecords,
+    SequenceGuard,
+    Waiter,
+    event_from_row,
+    event_row,
+    record_row,
+)
+from harness_core.serialize import loads_record
+
+from .listen import Listener, tail
+from .schema import CHANNEL, migrate
+
+#: Queue items the writer takes into one transaction at most.
+BATCH_ITEMS = 4096
+#: Session records written through this store kept for get_session.
+RECORD_CACHE = 4096
+FENCED = "the session was claimed by another writer (stale writer epoch)"
+UNREACHABLE = "the PostgreSQL ledger could not be reached"
+
+_SELECT_EVENTS = (
+    f"SELECT {EVENT_COLUMNS} FROM ledger_events "
+    "WHERE session_id = %s AND sequence > %s ORDER BY sequence LIMIT %s"
+)
+_UPSERT_RECORD = (
+    "INSERT INTO ledger_sessions (session_id, provider, status, created_at, updated_at, record) "
+    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (session_id) DO UPDATE SET "
+    "provider = excluded.provider, status = excluded.status, created_at = excluded.created_at, "
+    "updated_at = excluded.updated_at, record = excluded.record"
+)
+_CREATE_RECORD = _UPSERT_RECORD + " WHERE ledger_sessions.record IS NULL RETURNING 1"
+
+
+class _Create:
+    """A new session's record, written by the writer thread (refused if one exists by then)."""
+
+    __slots__ = ("record",)
+
+    def __init__(self, record: SessionRecord) -> None:
+        self.record = record
+
+
+class PostgresStore(QueuedWrites):
+    """The ledger in the PostgreSQL database at ``url`` (``postgresql://user@host:port/db``)."""
+
+    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+        self.url = url
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
+                migrate(connection)
+            self._pool = psycopg_pool.ConnectionPool(
+                url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True
+            )
+            self._pool.wait(timeout=30)
+        except (psycopg.Error, psycopg_pool.PoolTimeout):
+            raise HarnessError("ledger-failed", UNREACHABLE) from None
+        self._writer_connection: psycopg.Connection[Any] | None = None
+        QueuedWrites.__init__(self)
+        self._append_lock = threading.Lock()
+        self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
+        self._creating: set[str] = set()  # records queued, not yet committed
+        self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
+        self._records = RecentRecords(RECORD_CACHE)
+        self._closed = False
+        self.listeners: list[Listener] = []  # the live tails' connections (tests kill them)
+        self._writer = threading.Thread(
+            target=self._write_loop, name="harness-ledger-pg", daemon=True
+        )
+        self._writer.start()
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def _query(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        try:
+            with self._pool.connection() as connection:
+                return connection.execute(sql, args).fetchall()
+        except (psycopg.Error, psycopg_pool.PoolTimeout):
+            raise HarnessError("ledger-failed", "the PostgreSQL ledger could not be read") from None
+
+    def _stored_last(self, session_id: str) -> int:
+        rows = self._query(
+            "SELECT last_sequence FROM ledger_sessions WHERE session_id = %s", (session_id,)
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def _refreshed_last(self, session_id: str) -> int:
+        self.flush()
+        return self._stored_last(session_id)
+
+    def _stored_event(self, session_id: str, sequence: int) -> Event | None:
+        found = self.events(session_id, after=sequence - 1, limit=1)
+        return found[0] if found and found[0].sequence == sequence else None
+
+    def read_events(self, session_id: str, after: int, limit: int | None) -> list[Event]:
+        """Committed events after ``after`` without waiting for this store's own queue."""
+        rows = self._query(_SELECT_EVENTS, (session_id, max(0, after), limit))
+        return [event_from_row(row) for row in rows]
+
+    def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        """Events with ``sequence > after`` in order, at most ``limit`` of them."""
+        self.flush()
+        return self.read_events(session_id, after, None if limit is None else max(0, limit))
+
+    def last_sequence(self, session_id: str) -> int:
+        self.flush()
+        last = self._stored_last(session_id)
+        with self._append_lock:
+            self._guard.reset(session_id, last)
+        return last
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        known = self._records.get(session_id)
+        if known is not None:
+            return known
+        self.flush()
+        rows = self._query(
+            "SELECT record FROM ledger_sessions WHERE session_id = %s AND record IS NOT NULL",
+            (session_id,),
+        )
+        return loads_record(rows[0][0]) if rows else None
+
+    def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
+        self.flush()
+        rows = self._query(
+            "SELECT record FROM ledger_sessions WHERE record IS NOT NULL "
+            "ORDER BY created_at DESC, session_id LIMIT %s",
+            (limit,),
+        )
+        return [loads_record(row[0]) for row in rows]
+
+    def writer_epoch(self, session_id: str) -> int:
+        """The session's current writer epoch (0: never claimed)."""
+        rows = self._query(
+            "SELECT writer_epoch FROM ledger_sessions WHERE session_id = %s", (session_id,)
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def tail(self, session_id: str, *, after: int = 0) -> AsyncIterator[Event]:
+        """New events of ``session_id`` from any writer: LISTEN/NOTIFY, polling as backstop."""
+        return tail(self, session_id, after=after)
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def _open(self) -> None:
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+
+    def create_session(self, record: SessionRecord) -> None:
+        """Refuse a session that has a record; else queue the record for the next commit.
+
+        One read here (no commit: that is the writer's, batched with the events); a second
+        process creating the same id in the same instant is refused at its next flush.
+        """
+        self._open()
+        session_id = record.session_id
+        with self._append_lock:
+            if session_id in self._creating:
+                raise HarnessError("ledger-failed", "the session already exists")
+            rows = self._query(
+                "SELECT record IS NOT NULL, last_sequence FROM ledger_sessions "
+                "WHERE session_id = %s",
+                (session_id,),
+            )
+            if rows and rows[0][0]:
+                raise HarnessError("ledger-failed", "the session already exists")
+            self._guard.seed(session_id, int(rows[0][1]) if rows else 0)
+            self._creating.add(session_id)
+            self._records.remember(record)
+            self._queue.put(_Create(record))
+
+    def update_session(self, record: SessionRecord) -> None:
+        self._open()
+        with self._append_lock:
+            self._records.remember(record)
+            self._queue.put(record)
+
+    def append(self, events: Sequence[Event]) -> None:
+        """Check the sequence and enqueue; the writer thread commits (see the module doc)."""
+        self._open()
+        with self._append_lock:
+            events = self._guard.check(events)
+            if events:
+                self._queue.put(events)
+
+    def claim(self, session_id: str) -> int:
+        """Become the session's writer: bump its writer epoch and return it.
+
+        Appends of this store to the session then carry the new epoch; any other store that
+        claimed it before is fenced (its appends are refused). What this store appended before
+        the claim is committed first.
+        """
+        self.flush()
+        rows = self._query(
+            "INSERT INTO ledger_sessions (session_id, writer_epoch) VALUES (%s, 1) "
+            "ON CONFLICT (session_id) DO UPDATE SET writer_epoch = ledger_sessions.writer_epoch + 1 "
+            "RETURNING writer_epoch, last_sequence",
+            (session_id,),
+        )
+        epoch, last = int(rows[0][0]), int(rows[0][1])
+        with self._append_lock:
+            self._epochs[session_id] = epoch
+            self._guard.reset(session_id, last)
+        return epoch
+
+    def _close_readers(self) -> None:
+        self._pool.close()
+
+    # -- the writer thread ------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        while True:
+            items = self._next_batch(BATCH_ITEMS)
+            events: list[Event] = []
+            creates: list[SessionRecord] = []
+            records: list[SessionRecord] = []
+            waiters: list[Waiter] = []
+            stop = False
+            for item in items:
+                if isinstance(item, Waiter):
+                    waiters.append(item)
+                elif isinstance(item, _Create):
+                    creates.append(item.record)
+                elif isinstance(item, SessionRecord):
+                    records.append(item)
+                elif item is STOP:
+                    stop = True
+                else:
+                    events.extend(item)
+            try:
+                if events or records or creates:
+                    self._commit(creates, events, records)
+            except BaseException:  # never die with waiters blocked: report at the next flush
+                self._fail("the PostgreSQL ledger could not be written")
+                for event in events:  # not stored: the next append re-reads the real last
+                    self._guard.forget(event.session_id)
+            finally:
+                self._creating.difference_update(record.session_id for record in creates)
+                self._release(waiters)
+            if stop:
+                if self._writer_connection is not None:
+                    self._writer_connection.close()
+                return
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        connection = self._writer_connection
+        if connection is None or connection.closed or connection.broken:
+            connection = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            self._writer_connection = connection
+        return connection
+
+    def _commit(
+        self, creates: list[SessionRecord], events: list[Event], records: list[SessionRecord]
+    ) -> None:
+        by_session: dict[str, list[Event]] = {}
+        for event in events:
+            by_session.setdefault(event.session_id, []).append(event)
+        refused: dict[str, str] = {}
+        for attempt in range(3):
+            try:
+                connection = self._connection()
+                with connection.transaction():
+                    refused = self._create(connection, creates)
+                    refused.update(self._write(connection, by_session, records))
+                break
+            except (psycopg.OperationalError, psycopg.errors.DeadlockDetected):
+                # Connection lost (or a deadlock the server broke): retry; a commit that did
+                # land makes the retry an exact replay.
+                if self._writer_connection is not None:
+                    self._writer_connection.close()
+                self._writer_connection = None
+                if attempt == 2:
+                    raise
+            except psycopg.IntegrityError:
+                # An event id used by another session: commit session by session instead.
+                refused = self._write_one_by_one(creates, by_session, records)
+                break
+        for session_id, reason in refused.items():
+            self._fail(reason)
+            # What this store believed stored was not. No _append_lock here: an append holding
+            # it may be waiting for this thread (a flush); the database stays the authority.
+            self._guard.reset(session_id, self._stored_last(session_id))
+
+    def _write_one_by_one(
+        self,
+        creates: list[SessionRecord],
+        by_session: dict[str, list[Event]],
+        records: list[SessionRecord],
+    ) -> dict[str, str]:
+        connection = self._connection()
+        with connection.transaction():
+            refused = self._create(connection, creates)
+            for record in records:
+                connection.execute(_UPSERT_RECORD, record_row(record))
+        for session_id, session_events in by_session.items():
+            try:
+                with connection.transaction():
+                    refused.update(self._write(connection, {session_id: session_events}, []))
+            except psycopg.IntegrityError:
+                refused[session_id] = "an event id is already recorded in another session"
+        return refused
+
+    def _create(
+        self, connection: psycopg.Connection[Any], creates: list[SessionRecord]
+    ) -> dict[str, str]:
+        """Insert new sessions' records; the ids that already had one are refused."""
+        refused: dict[str, str] = {}
+        for record in creates:
+            if connection.execute(_CREATE_RECORD, record_row(record)).fetchone() is None:
+                refused[record.session_id] = "the session already exists"
+                self._records.pop(record.session_id, None)  # another writer's record stands
+        return refused
+
+    def _write(
+        self,
+        connection: psycopg.Connection[Any],
+        by_session: dict[str, list[Event]],
+        records: list[SessionRecord],
+    ) -> dict[str, str]:
+        """Check and write one batch inside the caller's transaction; the refused sessions."""
+        refused: dict[str, str] = {}
+        session_ids = sorted(by_session)
+        rows: list[tuple[Any, ...]] = []
+        advanced: dict[str, int] = {}
+        if session_ids:
+            connection.execute(
+                "INSERT INTO ledger_sessions (session_id) "
+                "SELECT s FROM unnest(%s::text[]) s ORDER BY s ON CONFLICT DO NOTHING",
+                (session_ids,),
+            )
+            state = connection.execute(
+                "SELECT session_id, last_sequence, writer_epoch FROM ledger_sessions "
+                "WHERE session_id = ANY(%s) ORDER BY session_id FOR UPDATE",
+                (session_ids,),
+            ).fetchall()
+            for session_id, last, epoch in state:
+                held = self._epochs.get(session_id)
+                if held is not None and held != epoch:
+                    refused[session_id] = FENCED
+                    continue
+                fresh, reason = self._continuation(
+                    connection, session_id, by_session[session_id], last
+                )
+                if reason is not None:
+                    refused[session_id] = reason
+                    continue
+                if fresh:
+                    rows += [(*event_row(e), epoch) for e in fresh]
+                    advanced[session_id] = fresh[-1].sequence
+        if rows:
+            with connection.cursor().copy(
+                f"COPY ledger_events ({EVENT_COLUMNS}, writer_epoch) FROM STDIN"
+            ) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            connection.execute(
+                "UPDATE ledger_sessions s SET last_sequence = v.last "
+                "FROM unnest(%s::text[], %s::bigint[]) AS v(sid, last) WHERE s.session_id = v.sid",
+                (list(advanced), list(advanced.values())),
+            )
+            connection.execute(
+                "SELECT pg_notify(%s, s) FROM unnest(%s::text[]) s", (CHANNEL, list(advanced))
+            )
+        if records:
+            connection.cursor().executemany(
+                _UPSERT_RECORD, [record_row(record) for record in records]
+            )
+        return refused
+
+    @staticmethod
+    def _continuation(
+        connection: psycopg.Connection[Any], session_id: str, events: list[Event], last: int
+    ) -> tuple[list[Event], str | None]:
+        """The events that continue ``last``, less exact replays; or the reason to refuse."""
+        replayed = [e.sequence for e in events if e.sequence <= last]
+        stored: dict[int, Event] = {}
+        if replayed:
+            rows = connection.execute(
+                f"SELECT {EVENT_COLUMNS} FROM ledger_events "
+                "WHERE session_id = %s AND sequence = ANY(%s)",
+                (session_id, replayed),
+            ).fetchall()
+            stored = {row[1]: event_from_row(row) for row in rows}
+        fresh: list[Event] = []
+        for event in events:
+            if event.sequence <= last:
+                if stored.get(event.sequence) != event:
+                    return [], CONFLICT
+            elif event.sequence == last + 1:
+                fresh.append(event)
+                last += 1
+            else:
+                return [], GAP
+        return fresh, None
