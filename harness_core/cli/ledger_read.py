@@ -16,7 +16,8 @@ from typing import Any
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..ledger import DEFAULT_LEDGER_URL, ENV_LEDGER, open_ledger, path_of
-from ..ledger.sqlite import _SELECT_EVENTS, SCHEMA_VERSION, _event_of
+from ..ledger._base import event_from_row
+from ..ledger.sqlite import _SELECT_EVENTS, SCHEMA_VERSION
 from ..serialize import loads_record
 
 #: Event types whose text ``harness sessions -q`` searches (prompts and answers).
@@ -107,7 +108,7 @@ class ReadOnlySqlite:
 
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         rows = self._rows(_SELECT_EVENTS, (session_id, after, -1 if limit is None else limit))
-        return [_event_of(row) for row in rows]
+        return [event_from_row(row) for row in rows]
 
     def last_sequence(self, session_id: str) -> int:
         rows = self._rows("SELECT MAX(sequence) FROM events WHERE session_id = ?", (session_id,))

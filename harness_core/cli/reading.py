@@ -192,7 +192,15 @@ def cmd_events(args: argparse.Namespace) -> int:
         if store is None or store.get_session(args.session) is None:
             raise HarnessError("session-not-found")
         if args.follow:
-            return _follow_events(store, args)
+            # A live tail reads through the writers' WAL: the store itself, not a snapshot.
+            from ..ledger import open_ledger
+            from ..plugins import get_plugins
+
+            live = open_ledger(ledger_url(args.ledger), schemes=get_plugins().ledger_schemes)
+            try:
+                return _follow_events(live, args)
+            finally:
+                live.close()
         events = store.events(args.session, after=args.after, limit=args.limit)
     if args.json:
         print_json_lines(event_to_dict(event) for event in events)
