@@ -374,9 +374,13 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_fake_model(args: argparse.Namespace) -> int:
-    from .testing.fake_model import main as fake_main
+    from .testing.fake_model import FakeModelNotInstalled, load
 
-    return int(fake_main(args.rest) or 0)
+    try:
+        fake_model = load()
+    except FakeModelNotInstalled as error:
+        raise CliError(str(error)) from None
+    return int(fake_model.main(args.rest) or 0)
 
 
 # -- parser -------------------------------------------------------------------------------------
