@@ -23,7 +23,7 @@ def harness(env, *args, timeout=60):
 def test_plugins_lists_echo(cli_env):
     out = harness(cli_env, "plugins")
     assert out.returncode == 0
-    assert "echo (harness-echo" in out.stdout and "harness:echo" in out.stdout
+    assert "echo (harnessplane-echo" in out.stdout and "harness:echo" in out.stdout
 
 
 def test_describe_json(cli_env):
