@@ -37,9 +37,20 @@ def template_dir() -> Path:
     return path
 
 
-def distribution_name(name: str, kind: str) -> str:
+def base_name(name: str, kind: str) -> str:
+    """``harness-NAME``, ``sandbox-NAME`` or ``credentials-NAME``: the base of the package name."""
     prefix = PREFIXES.get(kind, "credentials-")
     return name if name.startswith(prefix) else prefix + name
+
+
+def distribution_name(name: str, kind: str) -> str:
+    """The family name on the package index (and the project directory), as the bundled plugins:
+    ``harnessplane-NAME`` for harnesses, ``harnessplane-sandbox-NAME``, ``harnessplane-credentials-NAME``."""
+    return "harnessplane-" + base_name(name, kind).removeprefix("harness-")
+
+
+def package_name(name: str, kind: str) -> str:
+    return base_name(name, kind).replace("-", "_")
 
 
 def check_name(name: str, kind: str) -> None:
@@ -53,7 +64,7 @@ def check_name(name: str, kind: str) -> None:
         )
     if len(name) > 64:
         raise ScaffoldError(f"invalid plugin name {name!r}: at most 64 characters")
-    package = distribution_name(name, kind).replace("-", "_")
+    package = package_name(name, kind)
     if not package.isidentifier() or keyword.iskeyword(package) or package in RESERVED:
         raise ScaffoldError(f"invalid plugin name {name!r}: package name {package!r} is not usable")
 
@@ -77,7 +88,7 @@ def generate(
         from cookiecutter.main import cookiecutter  # type: ignore[import-untyped]
     except ImportError:
         raise ScaffoldError(
-            "cookiecutter is not installed (pip install 'harness-core[scaffold]')"
+            "cookiecutter is not installed (pip install 'harnessplane[scaffold]')"
         ) from None
     output = Path(output_dir)
     if output.exists() and not output.is_dir():

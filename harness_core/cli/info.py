@@ -8,7 +8,7 @@ from importlib import metadata
 from typing import Any
 
 from ..plugin_manager import CORE_PLUGIN_NAME
-from .errors import EXIT_OK
+from .errors import EXIT_OK, CliError
 from .output import Out, print_json, print_json_lines
 from .prompt import check_harness
 
@@ -130,6 +130,10 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_fake_model(args: argparse.Namespace) -> int:
-    from ..testing.fake_model import main as fake_main
+    from ..testing.fake_model import FakeModelNotInstalled, load
 
-    return int(fake_main(args.rest) or 0)
+    try:
+        fake_model = load()
+    except FakeModelNotInstalled as error:
+        raise CliError("provider-unavailable", str(error)) from None
+    return int(fake_model.main(args.rest) or 0)

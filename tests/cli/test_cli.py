@@ -23,7 +23,7 @@ def test_plugins_lists_echo(cli_env):
     header, *rows = out.stdout.splitlines()
     assert header.split() == ["PLUGIN", "DISTRIBUTION", "PROVIDES"]
     (echo,) = [row for row in rows if row.split()[0] == "echo"]
-    assert "harness-echo" in echo and "harness:echo" in echo
+    assert "harnessplane-echo" in echo and "harness:echo" in echo
 
 
 def test_describe_json(cli_env):

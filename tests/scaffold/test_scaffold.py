@@ -34,10 +34,17 @@ NAMES = {
     "credentials": "scaffold-vault",
 }
 DISTS = {
-    "harness": "harness-scaffold-fn",
-    "harness-cli": "harness-scaffold-cli",
-    "sandbox": "sandbox-scaffold-box",
-    "credentials": "credentials-scaffold-vault",
+    "harness": "harnessplane-scaffold-fn",
+    "harness-cli": "harnessplane-scaffold-cli",
+    "sandbox": "harnessplane-sandbox-scaffold-box",
+    "credentials": "harnessplane-credentials-scaffold-vault",
+}
+# Import names keep the bundled plugins' form (harnessplane-pi imports as harness_pi).
+PACKAGES = {
+    "harness": "harness_scaffold_fn",
+    "harness-cli": "harness_scaffold_cli",
+    "sandbox": "sandbox_scaffold_box",
+    "credentials": "credentials_scaffold_vault",
 }
 COMMON = {
     "pyproject.toml",
@@ -131,7 +138,7 @@ def generated(request, tmp_path_factory):
 
 
 def test_the_tree_holds_exactly_the_kinds_files(generated):
-    pkg = generated.dist.replace("-", "_")
+    pkg = PACKAGES[generated.kind]
     files = generated.tree
     assert files == {f.format(pkg=pkg) for f in COMMON | OWN[generated.kind]}
     pyproject = (generated.project / "pyproject.toml").read_text()
@@ -226,7 +233,7 @@ def test_an_existing_directory_is_one_clear_line(tmp_path, capsys):
         "--no-input",
     ]
     assert harness_main(argv) == 0
-    marker = tmp_path / "sandbox-twice" / "README.md"
+    marker = tmp_path / "harnessplane-sandbox-twice" / "README.md"
     marker.write_text("mine")
     capsys.readouterr()
     assert harness_main(argv) == 2
@@ -268,7 +275,7 @@ def test_plain_cookiecutter_generates_from_the_repository_path(tmp_path):
         extra_context={"plugin_name": "plain", "kind": "credentials"},
         output_dir=str(tmp_path),
     )
-    assert Path(created).name == "credentials-plain"
+    assert Path(created).name == "harnessplane-credentials-plain"
     assert (Path(created) / "credentials_plain" / "resolver.py").is_file()
     assert not (Path(created) / "tests" / "test_conformance.py").exists()
 
@@ -291,7 +298,7 @@ def test_the_template_ships_in_the_wheel(tmp_path):
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(source)]
     )
     assert built.returncode == 0, built.stderr[-2000:]
-    (wheel,) = dist.glob("harness_core-*.whl")
+    (wheel,) = dist.glob("harnessplane-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     template = {
         p.relative_to(ROOT).as_posix()
@@ -331,6 +338,6 @@ def test_interactive_answers_generate_the_project(tmp_path):
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    project = tmp_path / "harness-review-bot"
+    project = tmp_path / "harnessplane-review-bot"
     assert (project / "harness_review_bot" / "adapter.py").is_file()
     assert 'description = "Reviews diffs"' in (project / "pyproject.toml").read_text()

@@ -25,7 +25,7 @@ import pytest
 
 from harness_core.testing.clis import NPM_BIN
 
-pytest.importorskip("aiohttp", reason="aiohttp is needed by harness_core.testing.fake_model")
+pytest.importorskip("harness_fake_model", reason="the fake model is harnessplane-fake-model")
 
 from harness_core.testing.fake_model import (
     ErrorReply,

@@ -1,0 +1,5 @@
+"""``python -m harness_fake_model serve --port P --script FILE``."""
+
+from .cli import main
+
+raise SystemExit(main())
