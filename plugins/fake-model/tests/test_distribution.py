@@ -43,10 +43,10 @@ def test_the_core_reexports_the_same_objects():
 @pytest.mark.parametrize("missing", ["harness_fake_model", "aiohttp"])
 def test_harness_fake_model_without_the_distribution_says_what_to_install(missing):
     result = run_python(cli_without(missing))
-    assert result.returncode != 0
+    assert result.returncode == 69  # EX_UNAVAILABLE, as for a missing harness CLI
     assert result.stdout == ""
     assert result.stderr == (
-        "harness: error: the fake model server is not installed: "
+        "harness: error: provider-unavailable: the fake model server is not installed: "
         "pip install harnessplane-fake-model (or 'harnessplane[testing]')\n"
     )
 
