@@ -373,6 +373,12 @@ def cmd_new(args: argparse.Namespace) -> int:
     return int(cli_main(args))
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .serve.command import main as serve_main
+
+    return serve_main(args)
+
+
 def cmd_fake_model(args: argparse.Namespace) -> int:
     from .testing.fake_model import main as fake_main
 
@@ -449,6 +455,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--author")
     p.add_argument("--output-dir", default=".")
     p.add_argument("--no-input", action="store_true")
+    p = add("serve", cmd_serve, "serve the HTTP API and the live session viewer (127.0.0.1)")
+    from .serve.command import add_arguments as add_serve_arguments
+
+    add_serve_arguments(p)
     p = add("fake-model", cmd_fake_model, "run the scripted fake model server (for offline tests)")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="e.g. serve --port 8080 --script FILE")
     return parser
