@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,26 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _uvicorn_server(config: Any) -> Any:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):  # type: ignore[misc]
+        """uvicorn re-raises a caught SIGTERM once it has stopped, which would end the process
+        before the controller kills the turns' process groups; we watch signals ourselves."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return QuietServer(config)
+
+
+async def _exit_on_signal(handle: Any) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            handle.should_exit = True
+
+
 async def serve(
     controller: Controller,
     *,
@@ -60,9 +82,11 @@ async def serve(
     port: int,
     token: str,
     ready: Callable[[str, Any], None] | None = None,
+    handle_signals: bool = False,
 ) -> None:
-    """Serve until uvicorn is told to exit (a signal, or ``should_exit`` on the handle passed to
-    ``ready(url, handle)``); turns still running are then cancelled and recorded as such."""
+    """Serve until told to exit (SIGINT/SIGTERM with ``handle_signals``, or ``should_exit`` on
+    the handle passed to ``ready(url, handle)``); running turns are then cancelled (recorded as
+    ``turn.cancelled``) and the controller, left by the caller, kills their processes."""
     import uvicorn
 
     sock = bind(host, port)
@@ -77,7 +101,9 @@ async def serve(
             lifespan="off",
             timeout_graceful_shutdown=1,
         )
-        handle = uvicorn.Server(config)
+        handle = _uvicorn_server(config)
+        if handle_signals:
+            task_group.start_soon(_exit_on_signal, handle)
         if ready is not None:
             ready(f"http://{shown}:{bound[1]}/", handle)
         try:

@@ -72,7 +72,14 @@ def main(args: argparse.Namespace) -> int:
 
     async def run() -> None:
         async with Controller(ledger=args.ledger, turn_timeout=args.timeout) as controller:
-            await serve(controller, host=args.host, port=args.port, token=token, ready=ready)
+            await serve(
+                controller,
+                host=args.host,
+                port=args.port,
+                token=token,
+                ready=ready,
+                handle_signals=True,
+            )
 
     try:
         anyio.run(run)
