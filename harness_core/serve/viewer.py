@@ -192,9 +192,11 @@ async def session_page(request: Request) -> Response:
     head = (
         f'<h1>{esc(harness)} <span class="muted">session</span> <code>{esc(session_id)}</code></h1>'
         f'<p class="facts"><span class="badge {esc(status)}" id="session-status">{esc(status)}</span> '
-        f"{view['turns']} turns · tokens {esc(tokens(view['input_tokens'], view['output_tokens']))}"
+        f"{view['turns']} turn{'' if view['turns'] == 1 else 's'}"
+        f" · tokens {esc(tokens(view['input_tokens'], view['output_tokens']))}"
         f" · {esc(cost(view['cost_usd']))} · opened {esc(age(view['created_at']))}"
-        f" · model {esc(view.get('model') or '-')}"
+        + (f" · model {esc(view['model'])}" if view.get("model") else "")
+        + f" · workspace <code>{esc(view.get('workspace') or '-')}</code>"
         f' · <a href="/api/sessions/{esc(session_id)}/export">export</a></p>'
         '<div class="controls"><button id="cancel" hidden>Cancel turn</button>'
         '<span id="notice" class="muted"></span></div>'

@@ -24,7 +24,7 @@ async def scripted(message, session):
     a permission request, or markup that must be shown as text."""
     prompt = message.content
     if prompt.startswith("slow"):
-        count = int(prompt.split()[1]) if len(prompt.split()) > 1 else 50
+        count = int(prompt.split()[1].rstrip(":")) if len(prompt.split()) > 1 else 50
         for index in range(count):
             yield f"chunk{index} "
             await anyio.sleep(0.2)
