@@ -55,6 +55,8 @@ class Summary:
     updated_at: str | None = None
 
     def add(self, event: Event) -> None:
+        if event.sequence <= self.last_sequence:
+            return  # two requests read the same new events concurrently: count them once
         self.last_sequence = event.sequence
         self.updated_at = event.timestamp
         if event.type == "turn.started":
@@ -152,7 +154,16 @@ class Server:
         return turn
 
     async def cancel(self, session_id: str, turn_id: str | None) -> None:
-        await self.controller.cancel_turn(session_id, turn_id)
+        try:
+            await self.controller.cancel_turn(session_id, turn_id)
+        except HarnessError as error:
+            if error.reason != "session-not-found":
+                raise
+            await self.record(session_id)  # unknown session: session-not-found
+            # Known, but not live in this server (e.g. a `harness run` elsewhere).
+            raise HarnessError(
+                "turn-not-found", "no turn of this session runs in this server"
+            ) from None
         self.hub.notify(session_id)
 
     async def close(self, session_id: str) -> None:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from harness_hookspecs import HarnessError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
@@ -175,8 +176,6 @@ def render_turn(turn: TurnView, number: int, harness: str) -> str:
 async def session_page(request: Request) -> Response:
     server: Server = server_of(request)
     session_id = request.path_params["id"]
-    from harness_hookspecs import HarnessError
-
     try:
         view = await session_view(server, session_id)
     except HarnessError as error:

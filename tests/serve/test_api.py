@@ -283,3 +283,33 @@ def test_stopping_the_server_records_running_turns_as_cancelled(serve, workspace
         assert store.events(session_id)[-1].type == "turn.cancelled"
     finally:
         store.close()
+
+
+def test_cancel_of_a_session_not_live_here_is_turn_not_found(serve, workspace_dir, tmp_path):
+    import anyio
+
+    from harness_core import Controller, plugins_from
+
+    from .conftest import scripted
+
+    async def open_elsewhere():
+        async with Controller(
+            plugins=plugins_from([scripted]),
+            ledger=f"sqlite:///{tmp_path}/serve.sqlite",
+            state_dir=tmp_path / "other-state",
+        ) as controller:
+            ref = await controller.open_session(harness="scripted", workspace=workspace_dir)
+            return ref.session_id
+
+    session_id = anyio.run(open_elsewhere)
+    with serve() as server:
+        status, error = server.call("POST", f"/api/sessions/{session_id}/cancel", {})
+        assert status == 404 and error["error"]["reason"] == "turn-not-found"
+        # a turn resumes the session opened by the other process
+        frames = list(server.stream("POST", f"/api/sessions/{session_id}/turns", {"prompt": "hi"}))
+        assert frames[-2][0] == "turn.completed"
+        assert [e for e in event_types(server, session_id)][:3] == [
+            "session.opened",
+            "session.resumed",
+            "turn.started",
+        ]
