@@ -10,7 +10,7 @@ from harness_hookspecs import (
     UsageReported,
 )
 
-from harness_core import harness
+from harness_core import HarnessError, harness
 
 pytest.importorskip("starlette", reason="harness serve needs the serve extra (starlette)")
 pytest.importorskip("uvicorn", reason="harness serve needs the serve extra (uvicorn)")
@@ -40,6 +40,9 @@ async def scripted(message, session):
         yield PermissionRequested(request_id="perm_1", summary="write to README.md", tool="edit")
         await anyio.sleep(30)
         return
+    if prompt.startswith("fail"):
+        yield "Trying. "
+        raise HarnessError("provider-unavailable", "the model server did not answer")
     if prompt.startswith("xss"):
         yield XSS
         yield ToolStarted(call_id="x", name="<b>tool</b>", summary='"><script>alert(1)</script>')

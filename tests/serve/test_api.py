@@ -313,3 +313,19 @@ def test_cancel_of_a_session_not_live_here_is_turn_not_found(serve, workspace_di
             "session.resumed",
             "turn.started",
         ]
+
+
+def test_session_page_shows_a_failure_with_its_reason(serve, workspace_dir):
+    with serve() as server:
+        session_id = open_session(server, workspace_dir)
+        frames = list(
+            server.stream("POST", f"/api/sessions/{session_id}/turns", {"prompt": "fail"})
+        )
+        assert frames[-2][0] == "turn.failed"
+        assert frames[-2][1]["payload"]["reason"] == "provider-unavailable"
+        _, html = server.call("GET", f"/sessions/{session_id}")
+        assert 'data-status="failed"' in html
+        assert "failed: <code>provider-unavailable</code> the provider is unavailable" in html
+        assert "(the model server did not answer)" in html
+        _, listing = server.call("GET", "/api/sessions")
+        assert listing["sessions"][0]["last_turn"] == "failed"
