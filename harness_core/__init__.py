@@ -12,16 +12,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness_hookspecs import HarnessError, hookimpl
 
-    from .controller import Controller, Turn, TurnResult
+    from .controller import Controller
     from .function_harness import FunctionSession, Message, Result, harness
     from .plugins import Plugins, get_plugins, plugins_from
+    from .turn import Turn, TurnResult
 
 _WHERE = {
     "HarnessError": "harness_hookspecs",
     "hookimpl": "harness_hookspecs",
     "Controller": "harness_core.controller",
-    "Turn": "harness_core.controller",
-    "TurnResult": "harness_core.controller",
+    "Turn": "harness_core.turn",
+    "TurnResult": "harness_core.turn",
     "FunctionSession": "harness_core.function_harness",
     "Message": "harness_core.function_harness",
     "Result": "harness_core.function_harness",
