@@ -122,8 +122,9 @@ def _members(cls: Any) -> list[tuple[str, Any]]:
 
 
 def api_reference() -> str:
-    from harness_core.controller import Controller, Turn, TurnResult
+    from harness_core.controller import Controller
     from harness_core.plugins import Plugins, get_plugins, plugins_from
+    from harness_core.turn import Turn, TurnResult
 
     lines = [
         "# Python API reference",

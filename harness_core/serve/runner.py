@@ -17,7 +17,8 @@ import anyio.abc
 from attrs import define, field
 from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, UsageReported
 
-from ..controller import Controller, Turn
+from ..controller import Controller
+from ..turn import Turn
 
 #: How long a follower sleeps when nothing woke it (events written by another process).
 POLL_SECONDS = 0.5
