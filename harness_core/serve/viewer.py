@@ -69,6 +69,10 @@ def cost(value: Any) -> str:
     return "-" if value is None else f"${value:.4f}"
 
 
+def _number(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
 def status_of(view: dict[str, Any]) -> str:
     if view["running_turn"]:
         return "running"
@@ -191,9 +195,11 @@ async def session_page(request: Request) -> Response:
     head = (
         f'<h1>{esc(harness)} <span class="muted">session</span> <code>{esc(session_id)}</code></h1>'
         f'<p class="facts"><span class="badge {esc(status)}" id="session-status">{esc(status)}</span> '
-        f"{view['turns']} turn{'' if view['turns'] == 1 else 's'}"
-        f" · tokens {esc(tokens(view['input_tokens'], view['output_tokens']))}"
-        f" · {esc(cost(view['cost_usd']))} · opened {esc(age(view['created_at']))}"
+        f'<span id="session-turns">{view["turns"]} turn{"" if view["turns"] == 1 else "s"}</span>'
+        f' · tokens <span id="session-tokens">'
+        f"{esc(tokens(view['input_tokens'], view['output_tokens']))}</span>"
+        f' · <span id="session-cost">{esc(cost(view["cost_usd"]))}</span>'
+        f" · opened {esc(age(view['created_at']))}"
         + (f" · model {esc(view['model'])}" if view.get("model") else "")
         + f" · workspace <code>{esc(view.get('workspace') or '-')}</code>"
         f' · <a href="/api/sessions/{esc(session_id)}/export">export</a></p>'
@@ -214,6 +220,10 @@ async def session_page(request: Request) -> Response:
         harness=harness,
         last_sequence=conversation.last_sequence,
         running_turn=view["running_turn"] or "",
+        turns=view["turns"],
+        input_tokens=_number(view["input_tokens"]),
+        output_tokens=_number(view["output_tokens"]),
+        cost_usd=_number(view["cost_usd"]),
         closed="1" if conversation.closed else "",
     )
 

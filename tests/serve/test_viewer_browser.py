@@ -76,6 +76,7 @@ def test_viewer_streams_a_turn_live_and_cancels_it(serve, workspace_dir, browser
         assert len(turn.locator(".items .text").inner_text()) > len(early)  # still streaming
         assert page.evaluate("window.__sameDocument") is True  # updated live, not reloaded
         assert page.locator("#session-status").inner_text() == "running"
+        assert page.locator("#session-turns").inner_text() == "2 turns"  # counted live
 
         shot = tmp_path / "viewer-session.png"
         page.screenshot(path=str(shot), full_page=True)
@@ -152,8 +153,14 @@ def test_sessions_list_shows_totals(serve, workspace_dir, browser):
             "POST", "/api/sessions", {"harness": "scripted", "workspace": workspace_dir}
         )
         session_id = opened["ref"]["session_id"]
-        list(server.stream("POST", f"/api/sessions/{session_id}/turns", {"prompt": "tool"}))
         page = browser.new_page()
+        page.goto(f"{server.url}sessions/{session_id}")
+        list(server.stream("POST", f"/api/sessions/{session_id}/turns", {"prompt": "tool"}))
+        page.wait_for_selector("article.turn[data-status='completed']")
+        # the header's totals follow the live usage events
+        assert page.locator("#session-turns").inner_text() == "1 turn"
+        assert page.locator("#session-tokens").inner_text() == "120 / 30"
+        assert page.locator("#session-cost").inner_text() == "$0.0021"
         page.goto(server.url)
         row = page.locator("table.sessions tbody tr").first
         cells = [cell.inner_text() for cell in row.locator("td").all()]

@@ -51,6 +51,10 @@ function notice(text) {
   if (node) node.textContent = text;
 }
 
+function camel(name) {
+  return name.replace(/_(\w)/g, (_, c) => c.toUpperCase());
+}
+
 function fmtTokens(usage) {
   const i = usage.input_tokens, o = usage.output_tokens;
   if (i === undefined && o === undefined) return "";
@@ -72,6 +76,10 @@ class Live {
     this.turns = document.getElementById("turns");
     this.cancelButton = document.getElementById("cancel");
     this.usage = new Map();
+    this.totals = { turns: Number(body.dataset.turns || 0) };
+    for (const key of ["input_tokens", "output_tokens", "cost_usd"]) {
+      if (body.dataset[camel(key)]) this.totals[key] = Number(body.dataset[camel(key)]);
+    }
     this.running = body.dataset.runningTurn || null;
     this.showCancel();
     this.cancelButton.addEventListener("click", () => this.cancel());
@@ -161,6 +169,12 @@ class Live {
         }
         this.usage.set(event.turn_id, total);
         turn.querySelector(".usage").textContent = fmtUsage(total);
+        for (const key of ["input_tokens", "output_tokens", "cost_usd"]) {
+          if (p.usage[key] !== null && p.usage[key] !== undefined) {
+            this.totals[key] = (this.totals[key] || 0) + p.usage[key];
+          }
+        }
+        this.showTotals();
         break;
       }
       case "turn.completed":
@@ -206,6 +220,8 @@ class Live {
     answer.append(el("span", "who", this.harness), el("div", "items"));
     turn.append(meta, prompt, answer, el("div", "outcome"), el("div", "usage"));
     this.turns.append(turn);
+    this.totals.turns += 1;
+    this.showTotals();
     this.running = event.turn_id;
     this.setStatus("running");
     this.showCancel();
@@ -219,6 +235,16 @@ class Live {
     if (this.running === turn.dataset.turn) this.running = null;
     this.setStatus("open");
     this.showCancel();
+  }
+
+  showTotals() {
+    const t = this.totals;
+    document.getElementById("session-turns").textContent = t.turns + (t.turns === 1 ? " turn" : " turns");
+    if (t.input_tokens !== undefined || t.output_tokens !== undefined) {
+      document.getElementById("session-tokens").textContent =
+        (t.input_tokens === undefined ? "?" : t.input_tokens) + " / " + (t.output_tokens === undefined ? "?" : t.output_tokens);
+    }
+    if (t.cost_usd !== undefined) document.getElementById("session-cost").textContent = "$" + t.cost_usd.toFixed(4);
   }
 
   setStatus(status) {
