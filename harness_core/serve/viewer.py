@@ -89,21 +89,24 @@ async def index(request: Request) -> Response:
     for record in records:
         view = await session_view(server, record.ref.session_id)
         status = status_of(view)
+        last = view["last_turn"]
+        last_turn = f'<span class="badge {esc(last)}">{esc(last)}</span>' if last else "-"
         rows.append(
             f'<tr><td><a href="/sessions/{esc(record.ref.session_id)}">'
             f"{esc(record.ref.session_id[:13])}</a></td>"
             f"<td>{esc(record.ref.provider)}</td>"
             f'<td><span class="badge {esc(status)}">{esc(status)}</span></td>'
             f'<td class="num">{view["turns"]}</td>'
+            f"<td>{last_turn}</td>"
             f'<td class="num">{esc(tokens(view["input_tokens"], view["output_tokens"]))}</td>'
             f'<td class="num">{esc(cost(view["cost_usd"]))}</td>'
             f'<td title="{esc(record.created_at)}">{esc(age(record.created_at))}</td></tr>'
         )
     table = (
         '<table class="sessions"><thead><tr><th>session</th><th>harness</th><th>status</th>'
-        '<th class="num">turns</th><th class="num">tokens in / out</th>'
+        '<th class="num">turns</th><th>last turn</th><th class="num">tokens in / out</th>'
         '<th class="num">cost</th><th>age</th></tr></thead><tbody>'
-        + ("".join(rows) or '<tr><td colspan="7" class="muted">no sessions yet</td></tr>')
+        + ("".join(rows) or '<tr><td colspan="8" class="muted">no sessions yet</td></tr>')
         + "</tbody></table>"
     )
     return page("sessions", f"<h1>Sessions</h1>{table}", page="index")
