@@ -180,10 +180,21 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--author")
     p.add_argument("--output-dir", default=".")
     p.add_argument("--no-input", action="store_true")
+    p = sub.add_parser("serve", help="serve the HTTP API and the live session viewer (127.0.0.1)")
+    p.set_defaults(func=_serve)
+    from ..serve.command import add_arguments as add_serve_arguments
+
+    add_serve_arguments(p)
     p = sub.add_parser("fake-model", help="run the scripted fake model server (offline tests)")
     p.set_defaults(func=info.cmd_fake_model)
     p.add_argument("rest", nargs="...", help="e.g. serve --port 8080 --script FILE")
     return parser
+
+
+def _serve(args: Namespace) -> int:
+    from ..serve.command import main as serve_main
+
+    return serve_main(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

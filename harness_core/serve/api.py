@@ -1,0 +1,259 @@
+"""The JSON API under ``/api/``: harnesses, sessions, turns (as server-sent events), events
+with live follow, cancel, approve, close, export.
+
+Errors are ``{"error": {"reason", "message", "hint"}}`` with the contract's fixed reasons and an
+HTTP status per reason; nothing raw (provider text, tracebacks) reaches a response.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from harness_hookspecs import HarnessError, PermissionRequested, PermissionResolved
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..serialize import descriptor_to_dict, event_to_dict, record_to_dict
+from .auth import bearer_matches
+from .runner import Server
+from .sse import HEADERS, follow
+
+STATUS = {
+    "invalid-request": 400,
+    "unsupported-target": 422,
+    "unsupported-feature": 501,
+    "authentication-required": 401,
+    "session-not-found": 404,
+    "turn-not-found": 404,
+    "session-closed": 409,
+    "turn-active": 409,
+    "policy-refused": 403,
+    "permission-denied": 403,
+    "provider-unavailable": 503,
+}
+OPEN_FIELDS = ("harness", "target", "workspace", "model", "posture", "agent", "user", "config")
+MAX_LIMIT = 10_000
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def error_response(error: HarnessError) -> JSONResponse:
+    body = {"error": {"reason": error.reason, "message": error.message, "hint": error.hint}}
+    headers = {"WWW-Authenticate": "Bearer"} if error.reason == "authentication-required" else None
+    return JSONResponse(body, status_code=STATUS.get(error.reason, 500), headers=headers)
+
+
+def server_of(request: Request) -> Server:
+    server: Server = request.app.state.server
+    return server
+
+
+def guarded(handler: Handler, *, changes_state: bool) -> Handler:
+    """Map HarnessError to a JSON error; demand the bearer token for a state change."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            if changes_state and not bearer_matches(
+                request.headers.get("authorization"), server_of(request).token
+            ):
+                raise HarnessError(
+                    "authentication-required", "send Authorization: Bearer <serve token>"
+                )
+            return await handler(request)
+        except HarnessError as error:
+            return error_response(error)
+
+    return endpoint
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    raw = await request.body()
+    if not raw:
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise HarnessError("invalid-request", "the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise HarnessError("invalid-request", "the body must be a JSON object")
+    return body
+
+
+def int_param(request: Request, name: str, default: int | None, maximum: int) -> int | None:
+    raw = request.query_params.get(name)
+    if raw is None:
+        return default
+    if not raw.isdigit() or int(raw) > maximum:
+        raise HarnessError("invalid-request", f"{name} must be an integer from 0 to {maximum}")
+    return int(raw)
+
+
+def sse_response(frames: Any) -> StreamingResponse:
+    return StreamingResponse(frames, media_type="text/event-stream", headers=HEADERS)
+
+
+# -- reads --------------------------------------------------------------------------------------
+
+
+async def list_harnesses(request: Request) -> Response:
+    return JSONResponse({"harnesses": server_of(request).controller.plugins.harness_names()})
+
+
+async def describe_harness(request: Request) -> Response:
+    descriptor = server_of(request).controller.describe(request.path_params["name"])
+    return JSONResponse(descriptor_to_dict(descriptor))
+
+
+async def session_view(server: Server, session_id: str) -> dict[str, Any]:
+    record = await server.record(session_id)
+    summary = await server.summary(session_id)
+    running = server.running_turn(session_id)
+    return {
+        **record_to_dict(record),
+        "turns": summary.turns,
+        "input_tokens": summary.input_tokens,
+        "output_tokens": summary.output_tokens,
+        "cost_usd": summary.cost_usd,
+        "last_turn": summary.last_turn,
+        "last_sequence": summary.last_sequence,
+        "updated_at": summary.updated_at or record.updated_at,
+        "running_turn": running.turn_id if running is not None else None,
+    }
+
+
+async def list_sessions(request: Request) -> Response:
+    server = server_of(request)
+    limit = int_param(request, "limit", 100, MAX_LIMIT)
+    records = await server.read(server.ledger.list_sessions, limit=limit)
+    views = [await session_view(server, record.ref.session_id) for record in records]
+    return JSONResponse({"sessions": views})
+
+
+async def get_session(request: Request) -> Response:
+    return JSONResponse(await session_view(server_of(request), request.path_params["id"]))
+
+
+async def session_events(request: Request) -> Response:
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    after = int_param(request, "after", 0, 2**62) or 0
+    last_id = request.headers.get("last-event-id", "")
+    if last_id.isdigit():
+        after = max(after, int(last_id))  # an EventSource reconnecting
+    wants_stream = request.query_params.get("follow") in ("1", "true") or (
+        "text/event-stream" in request.headers.get("accept", "")
+    )
+    if wants_stream:
+        return sse_response(follow(server, session_id, after))
+    limit = int_param(request, "limit", None, MAX_LIMIT)
+    events = await server.events(session_id, after=after, limit=limit)
+    return JSONResponse({"events": [event_to_dict(event) for event in events]})
+
+
+async def export(request: Request) -> Response:
+    server = server_of(request)
+    bundle = await server.read(server.controller.export, request.path_params["id"])
+    return JSONResponse(bundle)
+
+
+# -- changes ------------------------------------------------------------------------------------
+
+
+async def open_session(request: Request) -> Response:
+    body = await json_body(request)
+    unknown = sorted(set(body) - set(OPEN_FIELDS))
+    if unknown:
+        raise HarnessError("invalid-request", f"unknown field {unknown[0]!r}"[:240])
+    if not isinstance(body.get("harness"), str):
+        raise HarnessError("invalid-request", "harness (a name) is required")
+    fields = dict(body)
+    fields["workspace"] = os.path.abspath(fields.get("workspace") or os.getcwd())
+    server = server_of(request)
+    ref = await server.controller.open_session(**fields)
+    return JSONResponse(await session_view(server, ref.session_id), status_code=201)
+
+
+async def run_turn(request: Request) -> Response:
+    body = await json_body(request)
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise HarnessError("invalid-request", "prompt (non-empty text) is required")
+    timeout = body.get("timeout")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
+        raise HarnessError("invalid-request", "timeout must be a positive number of seconds")
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    turn = await server.start_turn(session_id, prompt, timeout)
+    if body.get("stream", True) is False:
+        return JSONResponse({"turn_id": turn.turn_id}, status_code=202)
+    started = turn.events[0].sequence
+    return sse_response(follow(server, session_id, started - 1, turn_id=turn.turn_id))
+
+
+async def cancel(request: Request) -> Response:
+    body = await json_body(request)
+    turn_id = body.get("turn_id")
+    if turn_id is not None and not isinstance(turn_id, str):
+        raise HarnessError("invalid-request", "turn_id must be a string")
+    await server_of(request).cancel(request.path_params["id"], turn_id)
+    return JSONResponse({"cancelled": True}, status_code=202)
+
+
+async def approve(request: Request) -> Response:
+    """Answer a pending permission request.
+
+    The runtime has no host approval seam yet (issue 13): a pending request is found and
+    checked, then refused with ``unsupported-feature`` rather than pretending to decide.
+    """
+    body = await json_body(request)
+    request_id, decision = body.get("request_id"), body.get("decision")
+    if not isinstance(request_id, str) or decision not in ("allow", "deny"):
+        raise HarnessError("invalid-request", "request_id and decision (allow|deny) are required")
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    pending = False
+    for event in await server.events(session_id, after=0):
+        payload = event.payload
+        if (
+            isinstance(payload, PermissionRequested | PermissionResolved)
+            and payload.request_id == request_id
+        ):
+            pending = isinstance(payload, PermissionRequested)
+    if not pending:
+        raise HarnessError("invalid-request", "no such pending permission request")
+    raise HarnessError("unsupported-feature", "host approvals are not wired in the runtime yet")
+
+
+async def close(request: Request) -> Response:
+    await server_of(request).close(request.path_params["id"])
+    return JSONResponse({"closed": True})
+
+
+def routes() -> list[Route]:
+    def read(path: str, handler: Handler) -> Route:
+        return Route(path, guarded(handler, changes_state=False), methods=["GET"])
+
+    def change(path: str, handler: Handler) -> Route:
+        return Route(path, guarded(handler, changes_state=True), methods=["POST"])
+
+    return [
+        read("/api/harnesses", list_harnesses),
+        read("/api/harnesses/{name}", describe_harness),
+        read("/api/sessions", list_sessions),
+        change("/api/sessions", open_session),
+        read("/api/sessions/{id}", get_session),
+        read("/api/sessions/{id}/events", session_events),
+        read("/api/sessions/{id}/export", export),
+        change("/api/sessions/{id}/turns", run_turn),
+        change("/api/sessions/{id}/cancel", cancel),
+        change("/api/sessions/{id}/approve", approve),
+        change("/api/sessions/{id}/close", close),
+    ]

@@ -1,0 +1,113 @@
+"""The ASGI application and the uvicorn server that runs it over one controller."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.routing import Mount
+from starlette.staticfiles import StaticFiles
+
+from ..controller import Controller
+from . import api, viewer
+from .runner import Server
+
+STATIC = Path(__file__).with_name("static")
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def allowed_hosts(host: str) -> list[str]:
+    """Host headers to accept: on loopback only loopback names (a DNS-rebinding page cannot
+    reach the API under its own name); a host bound elsewhere was chosen on purpose."""
+    if host in LOOPBACK:
+        return ["127.0.0.1", "localhost", "[::1]"]
+    return ["*"]
+
+
+def create_app(server: Server, host: str = "127.0.0.1") -> Starlette:
+    app = Starlette(
+        routes=[
+            *api.routes(),
+            *viewer.routes(),
+            Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+        ],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))],
+    )
+    app.state.server = server
+    return app
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _uvicorn_server(config: Any) -> Any:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):  # type: ignore[misc]
+        """uvicorn re-raises a caught SIGTERM once it has stopped, which would end the process
+        before the controller kills the turns' process groups; we watch signals ourselves."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return QuietServer(config)
+
+
+async def _exit_on_signal(handle: Any) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            handle.should_exit = True
+
+
+async def serve(
+    controller: Controller,
+    *,
+    host: str,
+    port: int,
+    token: str,
+    ready: Callable[[str, Any], None] | None = None,
+    handle_signals: bool = False,
+) -> None:
+    """Serve until told to exit (SIGINT/SIGTERM with ``handle_signals``, or ``should_exit`` on
+    the handle passed to ``ready(url, handle)``); running turns are then cancelled (recorded as
+    ``turn.cancelled``) and the controller, left by the caller, kills their processes."""
+    import uvicorn
+
+    sock = bind(host, port)
+    bound = sock.getsockname()
+    shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
+    async with anyio.create_task_group() as task_group:
+        state = Server(controller=controller, task_group=task_group, token=token)
+        config = uvicorn.Config(
+            create_app(state, host),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+        handle = _uvicorn_server(config)
+        if handle_signals:
+            task_group.start_soon(_exit_on_signal, handle)
+        if ready is not None:
+            ready(f"http://{shown}:{bound[1]}/", handle)
+        try:
+            await handle.serve(sockets=[sock])
+        finally:
+            task_group.cancel_scope.cancel()
+            sock.close()

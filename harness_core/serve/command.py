@@ -1,0 +1,89 @@
+"""``harness serve``: arguments and entry. Imports nothing heavy until the command runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+DEFAULT_PORT = 8421
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)"
+    )
+    parser.add_argument(
+        "--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0: any)"
+    )
+    parser.add_argument(
+        "--ledger", help="ledger URL (default: $HARNESS_LEDGER or sqlite:.harness/ledger.sqlite)"
+    )
+    parser.add_argument(
+        "--token-env",
+        metavar="VAR",
+        help="read the bearer token from this environment variable (default: a new random one)",
+    )
+    parser.add_argument("--timeout", type=_positive, help="default turn deadline in seconds")
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError("a port is an integer from 0 to 65535")
+    return int(text)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError("a positive number of seconds")
+    return value
+
+
+def main(args: argparse.Namespace) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        sys.stderr.write(
+            "harness: error: invalid-request: harness serve needs the serve extra "
+            "(pip install 'harnessplane[serve]')\n"
+        )
+        return 2
+    import anyio
+
+    from ..controller import Controller
+    from .app import serve
+    from .auth import new_token, token_from_env
+
+    token = token_from_env(args.token_env) if args.token_env else new_token()
+
+    def ready(url: str, _handle: Any) -> None:
+        print(f"harness serve: listening on {url}", flush=True)
+        if args.token_env:
+            print(f"bearer token for changes: from ${args.token_env}", flush=True)
+            print(f"viewer: {url}  (add #token=<token> to act from the page)", flush=True)
+        else:
+            print(f"bearer token for changes: {token}", flush=True)
+            print(f"viewer (actions enabled): {url}#token={token}", flush=True)
+
+    async def run() -> None:
+        async with Controller(ledger=args.ledger, turn_timeout=args.timeout) as controller:
+            await serve(
+                controller,
+                host=args.host,
+                port=args.port,
+                token=token,
+                ready=ready,
+                handle_signals=True,
+            )
+
+    try:
+        anyio.run(run)
+    except OSError as error:
+        sys.stderr.write(f"harness: error: invalid-request: cannot listen ({error.strerror})\n")
+        return 2
+    return 0

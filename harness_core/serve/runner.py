@@ -1,0 +1,175 @@
+"""What ``harness serve`` holds: one controller, the task group its turns run in, and a hub
+that wakes event followers.
+
+Turns run in the server's task group, not in the request that started them: a client that
+disconnects from a turn's event stream does not cancel the turn (``POST .../cancel`` does), and
+every follower reads the same events back from the ledger, which stays the one source of truth.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+from attrs import define, field
+from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, UsageReported
+
+from ..controller import Controller
+from ..turn import Turn
+
+#: How long a follower sleeps when nothing woke it (events written by another process).
+POLL_SECONDS = 0.5
+
+
+class Hub:
+    """Wakes the followers of a session when this server records events for it."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, anyio.Event] = {}
+
+    def waiter(self, session_id: str) -> anyio.Event:
+        """Take the waiter *before* reading, so an event recorded meanwhile is not missed."""
+        event = self._waiters.get(session_id)
+        if event is None:
+            event = self._waiters[session_id] = anyio.Event()
+        return event
+
+    def notify(self, session_id: str) -> None:
+        event = self._waiters.pop(session_id, None)
+        if event is not None:
+            event.set()
+
+
+@define
+class Summary:
+    """A session's totals for the list view, kept up to date from the events read so far."""
+
+    last_sequence: int = 0
+    turns: int = 0
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost_usd: float | None = None
+    last_turn: str | None = None  # status of the last turn: running/completed/failed/cancelled
+    updated_at: str | None = None
+
+    def add(self, event: Event) -> None:
+        if event.sequence <= self.last_sequence:
+            return  # two requests read the same new events concurrently: count them once
+        self.last_sequence = event.sequence
+        self.updated_at = event.timestamp
+        if event.type == "turn.started":
+            self.turns += 1
+            self.last_turn = "running"
+        elif event.terminal:
+            self.last_turn = event.type.split(".", 1)[1]
+        elif isinstance(event.payload, UsageReported):
+            usage = event.payload.usage
+            self.input_tokens = _plus(self.input_tokens, usage.input_tokens)
+            self.output_tokens = _plus(self.output_tokens, usage.output_tokens)
+            self.cost_usd = _plus(self.cost_usd, usage.cost_usd)
+
+
+def _plus(total: Any, value: Any) -> Any:
+    # None means unknown: a sum stays unknown until something is reported.
+    if value is None:
+        return total
+    return value if total is None else total + value
+
+
+@define
+class Server:
+    """The state one ``harness serve`` process shares between its routes."""
+
+    controller: Controller
+    task_group: anyio.abc.TaskGroup
+    token: str
+    hub: Hub = field(factory=Hub)
+    summaries: dict[str, Summary] = field(factory=dict)
+
+    @property
+    def ledger(self) -> Any:
+        return self.controller.ledger
+
+    async def read(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Call a ledger read off the event loop (a SQLite read flushes pending writes first)."""
+        return await anyio.to_thread.run_sync(lambda: function(*args, **kwargs))
+
+    async def events(self, session_id: str, after: int, limit: int | None = None) -> list[Event]:
+        found: list[Event] = await self.read(
+            self.ledger.events, session_id, after=after, limit=limit
+        )
+        return found
+
+    async def record(self, session_id: str) -> SessionRecord:
+        record: SessionRecord | None = await self.read(self.ledger.get_session, session_id)
+        if record is None:
+            raise HarnessError("session-not-found")
+        return record
+
+    async def summary(self, session_id: str) -> Summary:
+        summary = self.summaries.setdefault(session_id, Summary())
+        for event in await self.events(session_id, after=summary.last_sequence):
+            summary.add(event)
+        return summary
+
+    def running_turn(self, session_id: str) -> Turn | None:
+        try:
+            return self.controller.active_turn(session_id)
+        except HarnessError:
+            return None  # not live in this process (closed, or opened elsewhere)
+
+    # -- changes -----------------------------------------------------------------------------
+
+    async def attach(self, session_id: str) -> SessionRef:
+        """The live ref of a session, resuming it when it was opened by another process."""
+        ref: SessionRef = await self.controller.resume_session(session_id)
+        self.hub.notify(session_id)
+        return ref
+
+    async def start_turn(self, session_id: str, prompt: str, timeout: float | None) -> Turn:
+        """Start a turn in the server's task group; return it once ``turn.started`` is recorded."""
+        ref = await self.attach(session_id)
+
+        async def run(*, task_status: anyio.abc.TaskStatus[Turn]) -> None:
+            started = False
+            try:
+                async with self.controller.turn(ref, prompt, timeout=timeout) as turn:
+                    task_status.started(turn)
+                    started = True
+                    self.hub.notify(session_id)
+                    async for _ in turn:
+                        self.hub.notify(session_id)
+            except Exception:
+                if not started:
+                    raise  # reaches the request that asked for the turn
+                # The controller turns adapter failures into terminal events; anything left is
+                # a bug below it, which must not take the server (and every other turn) down.
+                print("harness serve: a turn task failed", file=sys.stderr)
+            finally:
+                self.hub.notify(session_id)
+
+        turn: Turn = await self.task_group.start(run)
+        return turn
+
+    async def cancel(self, session_id: str, turn_id: str | None) -> None:
+        try:
+            await self.controller.cancel_turn(session_id, turn_id)
+        except HarnessError as error:
+            if error.reason != "session-not-found":
+                raise
+            await self.record(session_id)  # unknown session: session-not-found
+            # Known, but not live in this server (e.g. a `harness run` elsewhere).
+            raise HarnessError(
+                "turn-not-found", "no turn of this session runs in this server"
+            ) from None
+        self.hub.notify(session_id)
+
+    async def close(self, session_id: str) -> None:
+        record = await self.record(session_id)
+        if record.status != "closed":
+            await self.attach(session_id)
+        await self.controller.close_session(session_id)
+        self.hub.notify(session_id)

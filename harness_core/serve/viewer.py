@@ -1,0 +1,238 @@
+"""The session viewer: server-rendered HTML pages (``/`` and ``/sessions/{id}``).
+
+Every value that came from an event, a record or a request goes through :func:`esc`; the page
+script (``static/viewer.js``) only ever sets ``textContent``. No build step, no dependency.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from harness_hookspecs import HarnessError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from .api import error_response, server_of, session_view
+from .conversation import Item, TurnView, fold
+from .runner import Server
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
+    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def esc(value: Any) -> str:
+    return escape("" if value is None else str(value), quote=True)
+
+
+def page(title: str, body: str, **data: Any) -> HTMLResponse:
+    attributes = "".join(f' data-{esc(k.replace("_", "-"))}="{esc(v)}"' for k, v in data.items())
+    html = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{esc(title)} · harness serve</title>
+<link rel="stylesheet" href="/static/viewer.css">
+<script src="/static/viewer.js" defer></script>
+</head><body{attributes}>
+<header class="top"><a href="/" class="brand">harness serve</a>
+<span id="token-state" class="muted"></span></header>
+<main>{body}</main>
+</body></html>"""
+    return HTMLResponse(html, headers={"Content-Security-Policy": CSP, "Cache-Control": "no-store"})
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    if not timestamp:
+        return "-"
+    try:
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+    except ValueError:
+        return "-"
+    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{max(seconds, 0)}s ago"
+
+
+def tokens(input_tokens: Any, output_tokens: Any) -> str:
+    if input_tokens is None and output_tokens is None:
+        return "-"
+    return f"{input_tokens if input_tokens is not None else '?'} / {output_tokens if output_tokens is not None else '?'}"
+
+
+def cost(value: Any) -> str:
+    return "-" if value is None else f"${value:.4f}"
+
+
+def _number(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def status_of(view: dict[str, Any]) -> str:
+    if view["running_turn"]:
+        return "running"
+    return str(view["status"])
+
+
+# -- sessions list ------------------------------------------------------------------------------
+
+
+async def index(request: Request) -> Response:
+    server = server_of(request)
+    records = await server.read(server.ledger.list_sessions, limit=200)
+    rows = []
+    for record in records:
+        view = await session_view(server, record.ref.session_id)
+        status = status_of(view)
+        last = view["last_turn"]
+        last_turn = f'<span class="badge {esc(last)}">{esc(last)}</span>' if last else "-"
+        rows.append(
+            f'<tr><td><a href="/sessions/{esc(record.ref.session_id)}">'
+            f"{esc(record.ref.session_id[:13])}</a></td>"
+            f"<td>{esc(record.ref.provider)}</td>"
+            f'<td><span class="badge {esc(status)}">{esc(status)}</span></td>'
+            f'<td class="num">{view["turns"]}</td>'
+            f"<td>{last_turn}</td>"
+            f'<td class="num">{esc(tokens(view["input_tokens"], view["output_tokens"]))}</td>'
+            f'<td class="num">{esc(cost(view["cost_usd"]))}</td>'
+            f'<td title="{esc(record.created_at)}">{esc(age(record.created_at))}</td></tr>'
+        )
+    table = (
+        '<table class="sessions"><thead><tr><th>session</th><th>harness</th><th>status</th>'
+        '<th class="num">turns</th><th>last turn</th><th class="num">tokens in / out</th>'
+        '<th class="num">cost</th><th>age</th></tr></thead><tbody>'
+        + ("".join(rows) or '<tr><td colspan="8" class="muted">no sessions yet</td></tr>')
+        + "</tbody></table>"
+    )
+    return page("sessions", f"<h1>Sessions</h1>{table}", page="index")
+
+
+# -- one session --------------------------------------------------------------------------------
+
+
+def render_item(item: Item) -> str:
+    if item.kind == "text":
+        return f'<div class="text">{esc(item.text)}</div>'
+    if item.kind == "tool":
+        return (
+            f'<div class="tool {esc(item.state)}" data-call="{esc(item.key)}">'
+            f'<span class="icon"></span><code>{esc(item.name)}</code> '
+            f'<span class="summary">{esc(item.text)}</span></div>'
+        )
+    if item.kind == "permission":
+        buttons = (
+            '<button class="allow">Allow</button><button class="deny">Deny</button>'
+            if item.state == "pending"
+            else ""
+        )
+        return (
+            f'<div class="permission" data-request="{esc(item.key)}">'
+            f'<span class="label">approval</span> <code>{esc(item.name)}</code> '
+            f'<span class="summary">{esc(item.text)}</span> '
+            f'<span class="decision">{esc(item.state)}</span>{buttons}</div>'
+        )
+    if item.kind == "artifact":
+        return f'<div class="status">artifact <code>{esc(item.name)}</code> {esc(item.text)}</div>'
+    return f'<div class="status">{esc(item.text)}</div>'
+
+
+def render_usage(usage: dict[str, Any]) -> str:
+    parts = []
+    if "input_tokens" in usage or "output_tokens" in usage:
+        parts.append(
+            f"tokens {tokens(usage.get('input_tokens'), usage.get('output_tokens'))} (in / out)"
+        )
+    if "cost_usd" in usage:
+        parts.append(cost(usage["cost_usd"]))
+    return " · ".join(parts)
+
+
+def render_outcome(turn: TurnView) -> str:
+    if turn.failure is not None:
+        hint = f" ({turn.failure['hint']})" if turn.failure.get("hint") else ""
+        return (
+            f'<div class="failure">failed: <code>{esc(turn.failure["reason"])}</code> '
+            f"{esc(turn.failure['message'])}{esc(hint)}</div>"
+        )
+    if turn.cancelled_by is not None:
+        return f'<div class="failure cancelled">cancelled by {esc(turn.cancelled_by)}</div>'
+    return ""
+
+
+def render_turn(turn: TurnView, number: int, harness: str) -> str:
+    items = "".join(render_item(item) for item in turn.items)
+    return (
+        f'<article class="turn" id="turn-{esc(turn.turn_id)}" data-turn="{esc(turn.turn_id)}" '
+        f'data-status="{esc(turn.status)}">'
+        f'<div class="meta"><span class="badge {esc(turn.status)}">{esc(turn.status)}</span> '
+        f"turn {number} · <time>{esc(turn.started_at)}</time></div>"
+        f'<div class="prompt"><span class="who">prompt</span>'
+        f'<div class="text">{esc(turn.prompt)}</div></div>'
+        f'<div class="answer"><span class="who">{esc(harness)}</span>'
+        f'<div class="items">{items}</div></div>'
+        f'<div class="outcome">{render_outcome(turn)}</div>'
+        f'<div class="usage">{esc(render_usage(turn.usage))}</div></article>'
+    )
+
+
+async def session_page(request: Request) -> Response:
+    server: Server = server_of(request)
+    session_id = request.path_params["id"]
+    try:
+        view = await session_view(server, session_id)
+    except HarnessError as error:
+        return error_response(error)
+    events = await server.events(session_id, after=0)
+    conversation = fold(events)
+    harness = view["ref"]["provider"]
+    turns = "".join(
+        render_turn(turn, number, harness)
+        for number, turn in enumerate(conversation.turns, start=1)
+    )
+    status = status_of(view)
+    head = (
+        f'<h1>{esc(harness)} <span class="muted">session</span> <code>{esc(session_id)}</code></h1>'
+        f'<p class="facts"><span class="badge {esc(status)}" id="session-status">{esc(status)}</span> '
+        f'<span id="session-turns">{view["turns"]} turn{"" if view["turns"] == 1 else "s"}</span>'
+        f' · tokens <span id="session-tokens">'
+        f"{esc(tokens(view['input_tokens'], view['output_tokens']))}</span>"
+        f' · <span id="session-cost">{esc(cost(view["cost_usd"]))}</span>'
+        f" · opened {esc(age(view['created_at']))}"
+        + (f" · model {esc(view['model'])}" if view.get("model") else "")
+        + f" · workspace <code>{esc(view.get('workspace') or '-')}</code>"
+        f' · <a href="/api/sessions/{esc(session_id)}/export">export</a></p>'
+        '<div class="controls"><button id="cancel" hidden>Cancel turn</button>'
+        '<span id="notice" class="muted"></span></div>'
+    )
+    composer = (
+        ""
+        if conversation.closed
+        else '<form id="composer"><textarea name="prompt" rows="2" placeholder="Next prompt">'
+        '</textarea><button type="submit">Run turn</button></form>'
+    )
+    return page(
+        session_id,
+        f'{head}<section id="turns">{turns}</section>{composer}',
+        page="session",
+        session=session_id,
+        harness=harness,
+        last_sequence=conversation.last_sequence,
+        running_turn=view["running_turn"] or "",
+        turns=view["turns"],
+        input_tokens=_number(view["input_tokens"]),
+        output_tokens=_number(view["output_tokens"]),
+        cost_usd=_number(view["cost_usd"]),
+        closed="1" if conversation.closed else "",
+    )
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/", index, methods=["GET"]),
+        Route("/sessions/{id}", session_page, methods=["GET"]),
+    ]
