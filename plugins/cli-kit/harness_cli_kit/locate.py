@@ -1,9 +1,15 @@
-"""Finding the CLI binary and reading its version (shared shape with harness-codex)."""
+"""Finding a harness CLI and reading its version.
+
+Search order: ``cli_path`` from the session config, then ``PATH``, then the directories named in
+``HARNESS_CLI_PATH`` (``os.pathsep``-separated). That last one is how a test suite points at its
+pinned CLIs; this module knows no checkout layout.
+"""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Mapping
@@ -12,23 +18,21 @@ from typing import Any
 
 from harness_hookspecs import HarnessError, SessionContext
 
+#: Extra directories searched after ``PATH`` (set by a test suite, e.g. the pytest plugin).
+CLI_PATH_ENV = "HARNESS_CLI_PATH"
+
 _VERSION = re.compile(rb"(\d+\.\d+\.\d+)")
 _cache: dict[tuple[str, float], str | None] = {}
 
 
-def project_bin(name: str) -> Path | None:
-    """The pinned CLI in the project's ``tools/npm/node_modules/.bin``, when this is a checkout."""
-    for base in Path(__file__).resolve().parents:
-        candidate = base / "tools" / "npm" / "node_modules" / ".bin" / name
-        if candidate.exists():
-            return candidate
-        if (base / ".git").exists():
-            break
-    return None
+def extra_dirs() -> list[Path]:
+    """The directories of ``HARNESS_CLI_PATH``, in order."""
+    raw = os.environ.get(CLI_PATH_ENV, "")
+    return [Path(part) for part in raw.split(os.pathsep) if part]
 
 
 def find_cli(config: Mapping[str, Any], name: str) -> str | None:
-    """``cli_path`` from the config, else ``PATH``, else the project's ``tools/npm``."""
+    """``cli_path`` from the config, else ``PATH``, else ``HARNESS_CLI_PATH``; ``None``: absent."""
     configured = config.get("cli_path")
     if configured is not None:
         if not isinstance(configured, str) or not configured:
@@ -40,8 +44,29 @@ def find_cli(config: Mapping[str, Any], name: str) -> str | None:
     found = shutil.which(name)
     if found is not None:
         return found
-    candidate = project_bin(name)
-    return str(candidate) if candidate is not None else None
+    for directory in extra_dirs():
+        candidate = directory / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def require_cli(name: str) -> str:
+    """:func:`find_cli` without config, or ``provider-unavailable``."""
+    path = find_cli({}, name)
+    if path is None:
+        raise HarnessError("provider-unavailable", f"{name} is not installed")
+    return path
+
+
+def command_of(config: Mapping[str, Any], default: list[str]) -> list[str]:
+    """The ``command`` of the session config (a string or an argv list), else ``default``."""
+    raw: Any = config.get("command", default)
+    if isinstance(raw, str):
+        raw = shlex.split(raw)
+    if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
+        raise HarnessError("invalid-request", "command must be a string or a list of strings")
+    return list(raw)
 
 
 def parse_version(output: bytes) -> str | None:
@@ -89,3 +114,23 @@ async def version_via(context: SessionContext, path: str, env: Mapping[str, str]
     if version is not None:
         _cache[key] = version
     return version
+
+
+async def check_cli(context: SessionContext, binary: str, env: Mapping[str, str]) -> str:
+    """The session's CLI (config, ``PATH``, test location), checked to report a version."""
+    path = find_cli(context.config, binary)
+    if path is None:
+        raise HarnessError("provider-unavailable", f"the {binary} CLI was not found")
+    if await version_via(context, path, env) is None:
+        raise HarnessError("provider-unavailable", f"the {binary} CLI did not report a version")
+    return path
+
+
+def cli_details(binary: str, tested: str) -> dict[str, str]:
+    """Descriptor details: the tested release, the installed version and where it is."""
+    path = find_cli({}, binary)
+    version = version_sync(path) if path else None
+    details = {"tested_cli": tested, "cli_version": version or "not found"}
+    if path:
+        details["cli_path"] = path[-128:]
+    return details

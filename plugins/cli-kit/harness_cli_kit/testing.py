@@ -1,0 +1,234 @@
+"""Scenario helpers shared by the CLI adapters' test suites (they need ``harness-core[testing]``
+and pytest; imported by tests only).
+
+A suite describes its harness once (:class:`CliUnderTest`) and runs the common scenarios with
+it: a turn with a tool call that writes a file then a resume in a new controller, a cancel
+that must leave no process, and the failure matrix (HTTP errors, unreachable endpoint, garbage
+or truncated output, a missing binary). Each test keeps only the assertions that are its
+CLI's own.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from harness_hookspecs import Credential, hookimpl
+
+from .locate import CLI_PATH_ENV, find_cli
+
+#: The reply of the tool scenario's second step (the first turn's final text).
+CREATED = "Created out.txt."
+SECOND = "Second turn reply."
+
+
+class StaticCredentials:
+    """A credentials plugin that injects one key as ``env_var``."""
+
+    def __init__(self, env_var: str, value: str) -> None:
+        self.env_var = env_var
+        self.value = value
+
+    @hookimpl
+    def credentials_resolve(self, request: Any) -> Any:
+        async def resolve() -> list[Credential]:
+            return [Credential(env_var=self.env_var, value=self.value, source="test")]
+
+        return resolve()
+
+
+def installed_cli(name: str) -> str:
+    """The pinned (or installed) CLI ``name``, or skip the test saying how to install it."""
+    path = find_cli({}, name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (PATH or {CLI_PATH_ENV}; run .ci/install-clis.sh)")
+    return path
+
+
+def unreachable_url(suffix: str = "") -> str:
+    """An http URL on a local port nothing listens on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}{suffix}"
+
+
+def fake_cli(tmp_path: Path, name: str, version_line: str, body: str) -> str:
+    """An executable stand-in for a CLI: prints ``version_line`` for ``--version``, else runs
+    ``body`` (Python)."""
+    path = tmp_path / name
+    path.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "if '--version' in sys.argv:\n"
+        f"    print({version_line!r}); sys.exit(0)\n" + textwrap.dedent(body)
+    )
+    path.chmod(0o755)
+    return str(path)
+
+
+def tool_script(tool_call: Any) -> list[Any]:
+    """The fake model's script: a tool call that writes ``out.txt``, the answer after its
+    result, and the reply to a second turn saying "again"."""
+    from harness_core.testing.fake_model import Match, Step, Usage
+
+    return [
+        Step(text="Creating it.", tool_calls=[tool_call], usage=Usage(100, 20)),
+        Step(text=CREATED, match=Match(tool_result=True), usage=Usage(150, 10)),
+        Step(text=SECOND, match=Match(contains="again")),
+    ]
+
+
+def error_step(status: int, message: str = "secret upstream text") -> Any:
+    """A fake-model step that answers every request with an HTTP error."""
+    from harness_core.testing.fake_model import ErrorReply, Match, Step
+
+    return Step(error=ErrorReply(status, message), times=None, match=Match(tools=None))
+
+
+def dropped_step() -> Any:
+    """A fake-model step whose stream is cut mid-answer."""
+    from harness_core.testing.fake_model import Match, Step
+
+    return Step(text="Hello there, this is cut", drop=True, times=None, match=Match(tools=None))
+
+
+def assert_no_process(leader: int) -> None:
+    from harness_core.testing.processes import alive, wait_gone
+
+    assert wait_gone(leader) == [] and not alive(leader)
+
+
+def assert_tool_turn(result: Any, workspace: str, *, usage: bool = True) -> list[str]:
+    """The common shape of the tool scenario's first turn; returns its event types."""
+    assert result.status == "completed", result
+    assert result.text == CREATED
+    assert (Path(workspace) / "out.txt").read_text() == "hello\n"
+    types = [e.type for e in result.events]
+    assert types.index("tool.started") < types.index("tool.completed")
+    if usage:
+        assert types.index("tool.completed") < types.index("usage")
+        assert result.usage.input_tokens == 250 and result.usage.output_tokens == 30
+    assert types[-1] == "turn.completed" and types.count("turn.completed") == 1
+    return types
+
+
+def state_text(state_root: Path, suffixes: tuple[str, ...] = (".json",)) -> str:
+    """Everything the adapter wrote under the state root in files with ``suffixes``."""
+    return "".join(
+        p.read_text(errors="ignore") for p in state_root.rglob("*") if p.suffix in suffixes
+    )
+
+
+@dataclass
+class CliUnderTest:
+    """One harness as its suite drives it: ``controller(**kwargs)`` builds a fresh controller
+    (fresh adapter) each time, ``config(url, **extra)`` the session config for a server URL."""
+
+    harness: str
+    model: str
+    workspace: str
+    controller: Callable[..., Any]
+    config: Callable[..., dict[str, Any]]
+
+    async def _open(self, c: Any, config: dict[str, Any], **open_kwargs: Any) -> Any:
+        return await c.open_session(
+            harness=self.harness,
+            workspace=self.workspace,
+            model=self.model,
+            config=config,
+            **open_kwargs,
+        )
+
+    def turn(
+        self, config: dict[str, Any], prompt: str = "hi", timeout: float = 60, **open_kwargs: Any
+    ) -> tuple[Any, float]:
+        """One turn in a new session; returns the result and how long it took."""
+
+        async def main() -> Any:
+            async with self.controller(turn_timeout=timeout) as c:
+                ref = await self._open(c, config, **open_kwargs)
+                return await c.run_turn(ref, prompt)
+
+        started = time.monotonic()
+        result = anyio.run(main)
+        return result, time.monotonic() - started
+
+    def turn_then_resume(
+        self, config: dict[str, Any], timeout: float = 90, prompt: str = "create out.txt"
+    ) -> tuple[Any, Any]:
+        """A turn, then "say it again" in a new controller that resumes the session."""
+
+        async def first() -> tuple[Any, Any]:
+            async with self.controller(turn_timeout=timeout) as c:
+                ref = await self._open(c, config)
+                return ref, await c.run_turn(ref, prompt)
+
+        ref, result = anyio.run(first)
+
+        async def second() -> Any:
+            async with self.controller(turn_timeout=timeout) as c:
+                await c.resume_session(
+                    ref, workspace=self.workspace, model=self.model, config=config
+                )
+                return await c.run_turn(ref, "say it again")
+
+        return result, anyio.run(second)
+
+    def cancel_mid_turn(self, server: Any, config: dict[str, Any]) -> tuple[Any, int, float]:
+        """Cancel a turn once its CLI is talking to the model; returns the last event, the
+        turn process's pid and how long the cancel took."""
+
+        async def main() -> tuple[Any, int, float]:
+            async with self.controller(turn_timeout=90) as c:
+                ref = await self._open(c, config)
+                async with c.turn(ref, "hang please") as turn:
+                    async for event in turn:
+                        if event.type == "status":
+                            context = c._live[ref.session_id].context
+                            with anyio.fail_after(30):  # the CLI is talking to the model
+                                while not server.model_requests():
+                                    await anyio.sleep(0.05)
+                            leader = context.turn_processes[0].pid
+                            assert_alive(leader)
+                            started = time.monotonic()
+                            await c.cancel_turn(ref, turn.turn_id)
+                        last = event
+                return last, leader, time.monotonic() - started
+
+        return anyio.run(main)
+
+    def state_root(self) -> Path:
+        return Path(self.controller().state_root)
+
+
+def assert_alive(pid: int) -> None:
+    from harness_core.testing.processes import alive, group_members
+
+    assert alive(pid) and group_members(pid)
+
+
+def assert_cancelled_cleanly(outcome: tuple[Any, int, float]) -> None:
+    """:meth:`CliUnderTest.cancel_mid_turn`'s outcome: cancelled by the host within 5 s, and
+    the turn's process group is gone."""
+    last, leader, took = outcome
+    print(f"\ncancel: turn.cancelled after {took:.2f}s")
+    assert last.type == "turn.cancelled" and last.payload.by == "host"
+    assert took < 5
+    from harness_core.testing.processes import alive, group_members
+
+    assert not alive(leader) and group_members(leader) == []
+
+
+def assert_failed(result: Any, reason: str, *, hidden: str = "secret upstream text") -> None:
+    """A failed turn with ``reason``, and the provider's text on no event."""
+    assert result.status == "failed" and result.reason == reason, result
+    assert hidden not in repr(result.events)
