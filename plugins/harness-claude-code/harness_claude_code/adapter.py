@@ -19,13 +19,26 @@ Failures are classified from the stream, never forwarded: the CLI's error text s
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness_cli_kit import (
+    JsonLinesStream,
+    api_key,
+    base_url,
+    check_cli,
+    cli_details,
+    count,
+    extra_env,
+    int_setting,
+    require_workspace,
+    safe_id,
+    safe_prompt,
+)
+from harness_cli_kit import safe_name as tool_name
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -50,8 +63,6 @@ from harness_hookspecs import (
     UsageReported,
     assert_supported,
 )
-
-from . import _cli
 
 NAME = "claude-code"
 BINARY = "claude"
@@ -92,8 +103,6 @@ TOOL_SUMMARIES = {
     "Skill": "used a skill",
     "ToolSearch": "searched the tool list",
 }
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,256}$")
 #: Connection failures before any byte (the endpoint is down), as opposed to a dropped stream.
 _UNREACHABLE = re.compile(
     r"ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|Connection refused|"
@@ -102,18 +111,10 @@ _UNREACHABLE = re.compile(
 )
 
 
-def tool_name(value: Any) -> str:
-    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "tool"
-
-
 def tool_summary(name: str) -> str:
     if name.startswith("mcp__"):
         return "called an MCP tool"
     return TOOL_SUMMARIES.get(name, "used a tool")
-
-
-def safe_id(value: Any) -> str | None:
-    return value if isinstance(value, str) and _SAFE_ID.match(value) else None
 
 
 def classify_result(result: Mapping[str, Any]) -> str:
@@ -129,22 +130,15 @@ def classify_result(result: Mapping[str, Any]) -> str:
     return "provider-failed"
 
 
-_HINTS = {
-    "authentication-required": "the model endpoint rejected the credentials",
-    "provider-unavailable": "the model endpoint was unreachable or overloaded",
-    "provider-failed": "claude reported a model error",
-}
-
-
-class ClaudeStream:
+class ClaudeStream(JsonLinesStream):
     """Turns ``claude -p --output-format stream-json --verbose`` lines into payloads (pure)."""
 
+    cli = "claude"
+
     def __init__(self) -> None:
+        super().__init__()
         self.session_id: str | None = None
         self.result: dict[str, Any] | None = None
-        self.failure: str | None = None
-        self.garbage = 0
-        self.last_text: str | None = None
         self._streamed_blocks: set[tuple[str, int]] = set()
         self._message_id: str | None = None
         self._messages: set[str] = set()
@@ -152,17 +146,7 @@ class ClaudeStream:
         self._completed: set[str] = set()
         self._denied: set[str] = set()
 
-    def feed(self, line: bytes) -> list[Payload]:
-        if not line.strip():
-            return []
-        try:
-            data = json.loads(line)
-        except ValueError:
-            self.garbage += 1
-            return []
-        if not isinstance(data, dict):
-            self.garbage += 1
-            return []
+    def event(self, data: dict[str, Any]) -> list[Payload]:
         sid = data.get("session_id")
         if isinstance(sid, str) and sid and self.session_id is None:
             self.session_id = sid
@@ -283,19 +267,13 @@ class ClaudeStream:
         usage = result.get("usage")
         if not isinstance(usage, Mapping):
             return None
-
-        def count(key: str) -> int | None:
-            value = usage.get(key)
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            return value if ok else None
-
         cost = result.get("total_cost_usd")
         cost_ok = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
         fields = {
-            "input_tokens": count("input_tokens"),
-            "output_tokens": count("output_tokens"),
-            "cache_read_tokens": count("cache_read_input_tokens"),
-            "cache_write_tokens": count("cache_creation_input_tokens"),
+            "input_tokens": count(usage.get("input_tokens")),
+            "output_tokens": count(usage.get("output_tokens")),
+            "cache_read_tokens": count(usage.get("cache_read_input_tokens")),
+            "cache_write_tokens": count(usage.get("cache_creation_input_tokens")),
         }
         if all(v is None for v in fields.values()):
             return None
@@ -309,37 +287,16 @@ class ClaudeStream:
 
     def terminal(self, exit_code: int | None) -> Payload:
         if self.failure is not None:
-            return TurnFailed(reason=self.failure, hint=_HINTS[self.failure])
+            return self.failed(self.failure)
         result = self.result
         if result is None:
-            if self.garbage:
-                return TurnFailed(
-                    reason="provider-failed", hint="claude wrote an unreadable stream"
-                )
-            return TurnFailed(reason="provider-failed", hint="claude ended without a result")
+            return self.unfinished("ended without a result")
         if result.get("is_error") or result.get("subtype") not in (None, "success"):
-            reason = classify_result(result)
-            return TurnFailed(reason=reason, hint=_HINTS[reason])
-        if exit_code not in (0, None):
-            return TurnFailed(
-                reason="provider-failed", hint=f"claude exited with status {exit_code}"
-            )
-        return TurnCompleted(text=self.last_text)
+            return self.failed(classify_result(result))
+        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
 
 
-def parse_stream(lines: list[bytes], exit_code: int = 0) -> list[Payload]:
-    """Parse a whole captured stream (for tests and tooling)."""
-    stream = ClaudeStream()
-    out: list[Payload] = []
-    for line in lines:
-        out.extend(stream.feed(line))
-        if stream.failure is not None:
-            break
-    usage = stream.usage()
-    if usage is not None:
-        out.append(usage)
-    out.append(stream.terminal(exit_code))
-    return out
+parse_stream = ClaudeStream.parse
 
 
 def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str], str]:
@@ -373,10 +330,6 @@ def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str],
     return args, "acceptEdits"
 
 
-def safe_prompt(prompt: str) -> str:
-    return " " + prompt if prompt.startswith("-") else prompt
-
-
 def transcript_exists(config_dir: Path, session_id: str) -> bool:
     projects = config_dir / "projects"
     return projects.is_dir() and any(projects.glob(f"*/{session_id}.jsonl"))
@@ -393,17 +346,12 @@ class ClaudeCodeAdapter:
 
     def describe(self) -> HarnessDescriptor:
         if self._descriptor is None:
-            path = _cli.find_cli({}, BINARY)
-            version = _cli.version_sync(path) if path else None
-            details = {
-                "tested_cli": f"@anthropic-ai/claude-code {TESTED_CLI}",
-                "cli_version": version or "not found",
-                "wire_api": "anthropic-messages",
-                "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
-                "dangerous=bypassPermissions (acceptEdits+all tools as root)",
-            }
-            if path:
-                details["cli_path"] = path[-128:]
+            details = cli_details(BINARY, f"@anthropic-ai/claude-code {TESTED_CLI}")
+            details["wire_api"] = "anthropic-messages"
+            details["permission_modes"] = (
+                "strict=default, auto=acceptEdits+allowedTools, "
+                "dangerous=bypassPermissions (acceptEdits+all tools as root)"
+            )
             self._descriptor = HarnessDescriptor(
                 provider=NAME,
                 targets=["local"],
@@ -418,13 +366,7 @@ class ClaudeCodeAdapter:
     # -- sessions ---------------------------------------------------------------------------
 
     async def _check_cli(self, context: SessionContext) -> str:
-        path = _cli.find_cli(context.config, BINARY)
-        if path is None:
-            raise HarnessError("provider-unavailable", "the claude CLI was not found")
-        home = self._home(context)
-        version = await _cli.version_via(context, path, {"HOME": str(home)})
-        if version is None:
-            raise HarnessError("provider-unavailable", "the claude CLI did not report a version")
+        path = await check_cli(context, BINARY, {"HOME": str(self._home(context))})
         self._sessions[context.session_id] = path
         return path
 
@@ -454,18 +396,9 @@ class ClaudeCodeAdapter:
     # -- turn -------------------------------------------------------------------------------
 
     def _env(self, context: SessionContext, home: Path) -> dict[str, str]:
-        config, injected = context.config, context.env
-        base_url = config.get("base_url") or injected.get("ANTHROPIC_BASE_URL")
-        if base_url is not None and not isinstance(base_url, str):
-            raise HarnessError("invalid-request", "base_url must be a string")
-        if isinstance(config.get("api_key"), str) and config["api_key"]:
-            key: str | None = config["api_key"]
-            context.add_secret(config["api_key"])
-        else:
-            key = injected.get(str(config.get("api_key_env") or "ANTHROPIC_API_KEY"))
-        retries = config.get("max_retries", DEFAULT_MAX_RETRIES)
-        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
-            raise HarnessError("invalid-request", "max_retries must be an integer 0-10")
+        url = base_url(context, "ANTHROPIC_BASE_URL")
+        key = api_key(context, "ANTHROPIC_API_KEY")
+        retries = int_setting(context.config, "max_retries", DEFAULT_MAX_RETRIES, 10)
         env = {
             "HOME": str(home),
             "CLAUDE_CONFIG_DIR": str(home / ".claude"),
@@ -478,12 +411,9 @@ class ClaudeCodeAdapter:
         }
         if key:
             env["ANTHROPIC_API_KEY"] = key
-        if base_url:
-            env["ANTHROPIC_BASE_URL"] = base_url.rstrip("/").removesuffix("/v1")
-        extra = config.get("env")
-        if isinstance(extra, Mapping):
-            env.update({str(k): str(v) for k, v in extra.items()})
-        return env
+        if url:
+            env["ANTHROPIC_BASE_URL"] = url.rstrip("/").removesuffix("/v1")
+        return {**env, **extra_env(context.config)}
 
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
@@ -492,8 +422,7 @@ class ClaudeCodeAdapter:
         path = self._sessions.get(session_id)
         if path is None:
             raise HarnessError("session-not-found")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "claude-code needs a local workspace")
+        workspace = require_workspace(context, NAME)
         home = self._home(context)
         env = self._env(context, home)
         perms, _mode = permission_args(context.posture, context.config)
@@ -507,21 +436,15 @@ class ClaudeCodeAdapter:
         else:
             argv += ["--session-id", session_id]
         argv += ["--", safe_prompt(request.prompt)]
-        process = await context.spawn(argv, env=env, cwd=context.workspace)
+        process = await context.spawn(argv, env=env, cwd=workspace)
         stream = ClaudeStream()
-        async for line in process.lines():
-            for payload in stream.feed(line):
-                yield payload
-            if stream.failure is not None:
-                break
-        code = None if stream.failure is not None else await process.wait()
+        async for payload in stream.relay(process):
+            yield payload
         if stream.session_id is not None and stream.session_id != session_id:
             yield TurnFailed(reason="provider-failed", hint="claude answered for another session")
             return
-        usage = stream.usage()
-        if usage is not None:
-            yield usage
-        yield stream.terminal(code)
+        for payload in stream.ending(stream.exit_code):
+            yield payload
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
