@@ -151,12 +151,15 @@ class CliUnderTest:
     def turn(
         self, config: dict[str, Any], prompt: str = "hi", timeout: float = 60, **open_kwargs: Any
     ) -> tuple[Any, float]:
-        """One turn in a new session; returns the result and how long it took."""
+        """One turn in a new session; returns the result and how long it took. However the
+        turn ended, none of its processes is left."""
 
         async def main() -> Any:
             async with self.controller(turn_timeout=timeout) as c:
                 ref = await self._open(c, config, **open_kwargs)
-                return await c.run_turn(ref, prompt)
+                result = await c.run_turn(ref, prompt)
+                assert c._live[ref.session_id].context.turn_processes == []
+                return result
 
         started = time.monotonic()
         result = anyio.run(main)

@@ -29,6 +29,19 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness_cli_kit import (
+    JsonLinesStream,
+    NativeSession,
+    api_key,
+    check_cli,
+    cli_details,
+    count,
+    extra_env,
+    int_setting,
+    require_workspace,
+    safe_id,
+    safe_prompt,
+)
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -45,13 +58,10 @@ from harness_hookspecs import (
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
-    TurnFailed,
     Usage,
     UsageReported,
     assert_supported,
 )
-
-from . import _cli
 
 NAME = "codex"
 BINARY = "codex"
@@ -73,7 +83,6 @@ TOOL_ITEMS = {
     "mcp_tool_call": ("mcp", "called an MCP tool"),
     "web_search": ("web_search", "searched the web"),
 }
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,256}$")
 _AUTH = re.compile(r"\b(401|403)\b|Unauthorized|Forbidden|invalid api key|authenticat", re.I)
 _UNAVAILABLE = re.compile(
     r"\b(408|429|5\d\d)\b|Too Many Requests|high demand|exceeded retry limit|overloaded|"
@@ -94,26 +103,15 @@ def classify(message: Any) -> str:
     return "provider-failed"
 
 
-_HINTS = {
-    "authentication-required": "the model endpoint rejected the credentials",
-    "provider-unavailable": "the model endpoint was unreachable or overloaded",
-    "provider-failed": "codex reported a model error",
-}
-
-
-def safe_id(value: Any) -> str | None:
-    return value if isinstance(value, str) and _SAFE_ID.match(value) else None
-
-
-class CodexStream:
+class CodexStream(JsonLinesStream):
     """Turns ``codex exec --json`` lines into payloads (pure: no I/O)."""
 
+    cli = "codex"
+
     def __init__(self, *, network_waits: int = 1) -> None:
+        super().__init__()
         self.thread_id: str | None = None
-        self.failure: str | None = None
         self.completed = False
-        self.garbage = 0
-        self.last_text: str | None = None
         self.usage_payload: UsageReported | None = None
         self._network_waits = network_waits
         self._waits = 0
@@ -121,17 +119,7 @@ class CodexStream:
         self._started: set[str] = set()
         self._done: set[str] = set()
 
-    def feed(self, line: bytes) -> list[Payload]:
-        if not line.strip():
-            return []
-        try:
-            data = json.loads(line)
-        except ValueError:
-            self.garbage += 1
-            return []
-        if not isinstance(data, dict):
-            self.garbage += 1
-            return []
+    def event(self, data: dict[str, Any]) -> list[Payload]:
         kind = data.get("type")
         if kind == "thread.started":
             tid = safe_id(data.get("thread_id"))
@@ -208,62 +196,33 @@ class CodexStream:
     def _usage(self, usage: Any) -> None:
         if not isinstance(usage, Mapping):
             return
-
-        def count(key: str) -> int | None:
-            value = usage.get(key)
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            return value if ok else None
-
         fields = {
-            "input_tokens": count("input_tokens"),
-            "output_tokens": count("output_tokens"),
-            "cache_read_tokens": count("cached_input_tokens"),
-            "cache_write_tokens": count("cache_write_input_tokens"),
-            "reasoning_tokens": count("reasoning_output_tokens"),
+            "input_tokens": count(usage.get("input_tokens")),
+            "output_tokens": count(usage.get("output_tokens")),
+            "cache_read_tokens": count(usage.get("cached_input_tokens")),
+            "cache_write_tokens": count(usage.get("cache_write_input_tokens")),
+            "reasoning_tokens": count(usage.get("reasoning_output_tokens")),
         }
         if any(v is not None for v in fields.values()):
             # Codex reports no cost: unknown, not zero.
             self.usage_payload = UsageReported(usage=Usage(**fields))
 
+    def usage(self) -> UsageReported | None:
+        return self.usage_payload
+
     def terminal(self, exit_code: int | None) -> Payload:
         if self.failure is not None:
-            return TurnFailed(reason=self.failure, hint=_HINTS[self.failure])
+            return self.failed(self.failure)
         if not self.completed:
-            if self.garbage:
-                return TurnFailed(reason="provider-failed", hint="codex wrote an unreadable stream")
-            return TurnFailed(
-                reason="provider-failed", hint="codex ended without finishing the turn"
-            )
-        if exit_code not in (0, None):
-            return TurnFailed(
-                reason="provider-failed", hint=f"codex exited with status {exit_code}"
-            )
-        return TurnCompleted(text=self.last_text)
+            return self.unfinished("ended without finishing the turn")
+        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
 
 
-def parse_stream(lines: list[bytes], exit_code: int = 0) -> list[Payload]:
-    """Parse a whole captured stream (for tests and tooling)."""
-    stream = CodexStream()
-    out: list[Payload] = []
-    for line in lines:
-        out.extend(stream.feed(line))
-        if stream.failure is not None:
-            break
-    if stream.usage_payload is not None:
-        out.append(stream.usage_payload)
-    out.append(stream.terminal(exit_code))
-    return out
+parse_stream = CodexStream.parse
 
 
 def _toml_str(value: str) -> str:
     return json.dumps(value)  # a JSON string is a valid TOML basic string
-
-
-def _int_setting(config: Mapping[str, Any], key: str, default: int, high: int) -> int:
-    value = config.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= high:
-        raise HarnessError("invalid-request", f"{key} must be an integer 0-{high}")
-    return value
 
 
 def render_config(
@@ -293,53 +252,23 @@ def render_config(
     return "\n".join(lines)
 
 
-def safe_prompt(prompt: str) -> str:
-    return " " + prompt if prompt.startswith("-") else prompt
-
-
-def _load_thread(state_dir: str) -> str | None:
-    try:
-        value = json.loads((Path(state_dir) / STATE_FILE).read_text()).get("thread_id")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return safe_id(value)
-
-
-def _save_thread(state_dir: str, thread_id: str | None) -> None:
-    path = Path(state_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"thread_id": thread_id}))
-    tmp.replace(path)
-
-
-class _Session:
-    def __init__(self, cli: str, thread_id: str | None) -> None:
-        self.cli = cli
-        self.thread_id = thread_id
-
-
 class CodexAdapter:
     """``codex``: Codex CLI, one ``codex exec`` per turn, resume by thread id."""
 
     name = NAME
 
     def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, NativeSession] = {}
         self._descriptor: HarnessDescriptor | None = None
 
     def describe(self) -> HarnessDescriptor:
         if self._descriptor is None:
-            path = _cli.find_cli({}, BINARY)
-            version = _cli.version_sync(path) if path else None
-            details = {
-                "tested_cli": f"@openai/codex {TESTED_CLI}",
-                "cli_version": version or "not found",
-                "wire_api": "openai-responses",
-                "permission_modes": "approval never; strict=read-only, auto=workspace-write, "
-                "dangerous=danger-full-access sandbox",
-            }
-            if path:
-                details["cli_path"] = path[-128:]
+            details = cli_details(BINARY, f"@openai/codex {TESTED_CLI}")
+            details["wire_api"] = "openai-responses"
+            details["permission_modes"] = (
+                "approval never; strict=read-only, auto=workspace-write, "
+                "dangerous=danger-full-access sandbox"
+            )
             self._descriptor = HarnessDescriptor(
                 provider=NAME,
                 targets=["local"],
@@ -361,14 +290,9 @@ class CodexAdapter:
         return home, tmp
 
     async def _check_cli(self, context: SessionContext) -> str:
-        path = _cli.find_cli(context.config, BINARY)
-        if path is None:
-            raise HarnessError("provider-unavailable", "the codex CLI was not found")
         home, tmp = self._dirs(context)
         env = {"HOME": str(home), "CODEX_HOME": str(home), "TMPDIR": str(tmp)}
-        if await _cli.version_via(context, path, env) is None:
-            raise HarnessError("provider-unavailable", "the codex CLI did not report a version")
-        return path
+        return await check_cli(context, BINARY, env)
 
     async def open_session(
         self, request: OpenSessionRequest, context: SessionContext
@@ -376,35 +300,34 @@ class CodexAdapter:
         assert_supported(self.describe(), request.target)
         self._settings(context)
         path = await self._check_cli(context)
-        self._sessions[context.session_id] = _Session(path, None)
-        _save_thread(context.state_dir, None)
+        self._sessions[context.session_id] = NativeSession.create(
+            context.state_dir, STATE_FILE, key="thread_id", cli=path
+        )
         return SessionRef(provider=NAME, target=request.target, session_id=context.session_id)
 
     async def resume_session(
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.session.target, "resume")
-        if not (Path(context.state_dir) / STATE_FILE).exists():
-            raise HarnessError("session-not-found", "no codex state for this session")
+        session = NativeSession.load(
+            context.state_dir, STATE_FILE, key="thread_id", what="no codex state"
+        )
         self._settings(context)
-        path = await self._check_cli(context)
-        self._sessions[request.session.session_id] = _Session(path, _load_thread(context.state_dir))
+        session.cli = await self._check_cli(context)
+        session.native_id = safe_id(session.native_id)
+        self._sessions[request.session.session_id] = session
         return request.session
 
     # -- turn -------------------------------------------------------------------------------
 
     def _settings(self, context: SessionContext) -> dict[str, Any]:
-        config, injected = context.config, context.env
-        base_url = config.get("base_url") or injected.get("OPENAI_BASE_URL")
+        config = context.config
+        base_url = config.get("base_url") or context.env.get("OPENAI_BASE_URL")
         if base_url is None:
             base_url = "https://api.openai.com/v1"
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise HarnessError("invalid-request", "base_url must be an http(s) URL")
-        if isinstance(config.get("api_key"), str) and config["api_key"]:
-            key: str | None = config["api_key"]
-            context.add_secret(config["api_key"])
-        else:
-            key = injected.get(str(config.get("api_key_env") or "OPENAI_API_KEY"))
+        key = api_key(context, "OPENAI_API_KEY")
         wire_api = config.get("wire_api", "responses")
         if wire_api not in ("responses", "chat"):
             raise HarnessError("invalid-request", "wire_api must be responses or chat")
@@ -416,8 +339,8 @@ class CodexAdapter:
             "key": key,
             "wire_api": wire_api,
             "model": model,
-            "retries": _int_setting(config, "max_retries", DEFAULT_RETRIES, 10),
-            "network_waits": _int_setting(config, "network_waits", 1, 100) or 1,
+            "retries": int_setting(config, "max_retries", DEFAULT_RETRIES, 10),
+            "network_waits": int_setting(config, "network_waits", 1, 100) or 1,
         }
 
     async def run_turn(
@@ -426,8 +349,7 @@ class CodexAdapter:
         session = self._sessions.get(request.session.session_id)
         if session is None:
             raise HarnessError("session-not-found")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "codex needs a local workspace")
+        workspace = require_workspace(context, NAME)
         settings = self._settings(context)
         home, tmp = self._dirs(context)
         (home / "config.toml").write_text(
@@ -443,12 +365,10 @@ class CodexAdapter:
             "HOME": str(home),
             "CODEX_HOME": str(home),
             "TMPDIR": str(tmp),
-            "PWD": context.workspace,
+            "PWD": workspace,
             KEY_VAR: settings["key"] or "",
+            **extra_env(context.config),
         }
-        extra = context.config.get("env")
-        if isinstance(extra, Mapping):
-            env.update({str(k): str(v) for k, v in extra.items()})
         argv = [
             session.cli,
             "exec",
@@ -459,26 +379,18 @@ class CodexAdapter:
             "-s",
             SANDBOX_MODES[context.posture],
             "-C",
-            context.workspace,
+            workspace,
         ]
-        if session.thread_id:
-            argv += ["resume", session.thread_id]
+        if session.native_id:
+            argv += ["resume", session.native_id]
         argv += ["--", safe_prompt(request.prompt)]
         # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
-        process = await context.spawn(argv, env=env, cwd=context.workspace)
+        process = await context.spawn(argv, env=env, cwd=workspace)
         stream = CodexStream(network_waits=settings["network_waits"])
-        async for line in process.lines():
-            for payload in stream.feed(line):
-                yield payload
-            if stream.thread_id and session.thread_id is None:
-                session.thread_id = stream.thread_id
-                _save_thread(context.state_dir, stream.thread_id)
-            if stream.failure is not None:
-                break
-        code = None if stream.failure is not None else await process.wait()
-        if stream.usage_payload is not None:
-            yield stream.usage_payload
-        yield stream.terminal(code)
+        async for payload in stream.relay(process, lambda: session.remember(stream.thread_id)):
+            yield payload
+        for payload in stream.ending(stream.exit_code):
+            yield payload
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         # `codex exec` has no in-band cancel: the runtime kills the turn's process group.
