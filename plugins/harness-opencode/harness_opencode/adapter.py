@@ -20,13 +20,24 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import anyio
+from harness_cli_kit import (
+    JsonLinesStream,
+    NativeSession,
+    api_key,
+    base_url,
+    command_of,
+    extra_env,
+    positive_cost,
+    preflight,
+    require_workspace,
+    safe_name,
+    safe_prompt,
+)
+from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -41,8 +52,6 @@ from harness_hookspecs import (
     SessionContext,
     SessionRef,
     Status,
-    ToolCompleted,
-    ToolStarted,
     TurnCompleted,
     TurnFailed,
     Usage,
@@ -54,7 +63,6 @@ TESTED_CLI = "1.18.33"
 KEY_VAR = "HARNESS_OPENCODE_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "opencode-session.json"
-PREFLIGHT_TIMEOUT = 3.0
 
 #: Adapter-authored summaries per OpenCode tool (never the tool's arguments or output).
 TOOL_SUMMARIES = {
@@ -72,11 +80,6 @@ TOOL_SUMMARIES = {
     "task": "ran a sub-agent task",
     "skill": "used a skill",
 }
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-
-
-def tool_name(value: Any) -> str:
-    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "tool"
 
 
 def classify(error: Mapping[str, Any] | None) -> str:
@@ -96,28 +99,24 @@ def classify(error: Mapping[str, Any] | None) -> str:
     return "provider-failed"
 
 
-class OpenCodeStream:
+class OpenCodeStream(JsonLinesStream):
     """Turns ``opencode run --format json`` lines into payloads (pure: no I/O)."""
 
+    cli = "opencode"
+
     def __init__(self) -> None:
+        super().__init__()
         self.session_id: str | None = None
+        #: A model error (the stream goes on: OpenCode may still end the step).
         self.error: str | None = None
         self.steps = 0
         self.finished_stop = False
-        self._started: set[str] = set()
-        self._completed: set[str] = set()
+        self._tools = ToolCalls(TOOL_SUMMARIES)
         self._step_text: list[str] = []
-        self.last_text: str | None = None
         self._usage: dict[str, float] = {}
         self._cost = 0.0
 
-    def feed(self, line: bytes) -> list[Payload]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(data, dict):
-            return []
+    def event(self, data: dict[str, Any]) -> list[Payload]:
         sid = data.get("sessionID")
         if isinstance(sid, str) and sid and self.session_id is None:
             self.session_id = sid
@@ -145,28 +144,15 @@ class OpenCodeStream:
         return out
 
     def _tool(self, part: Mapping[str, Any]) -> list[Payload]:
-        call_id = part.get("callID") or part.get("id")
-        if not isinstance(call_id, str) or not call_id or len(call_id) > 256:
+        call_id = call_id_of(part.get("callID") or part.get("id"))
+        if call_id is None:
             return []
-        name = tool_name(part.get("tool"))
+        name = safe_name(part.get("tool"))
         state = part.get("state") if isinstance(part.get("state"), Mapping) else {}
         status = state.get("status") if isinstance(state, Mapping) else None
-        summary = TOOL_SUMMARIES.get(name, "used a tool")
-        out: list[Payload] = []
-        if call_id not in self._started:
-            self._started.add(call_id)
-            out.append(ToolStarted(call_id=call_id, name=name, summary=summary))
-        if status in ("completed", "error") and call_id not in self._completed:
-            self._completed.add(call_id)
-            ok = status == "completed"
-            out.append(
-                ToolCompleted(
-                    call_id=call_id,
-                    name=name,
-                    ok=ok,
-                    summary=summary if ok else "the tool call failed",
-                )
-            )
+        out = self._tools.start(call_id, name)
+        if status in ("completed", "error"):
+            out += self._tools.finish(call_id, name, status == "completed")
         return out
 
     def _add_usage(self, part: Mapping[str, Any]) -> None:
@@ -184,9 +170,7 @@ class OpenCodeStream:
         for key, value in pairs.items():
             if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 self._usage[key] = self._usage.get(key, 0) + value
-        cost = part.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
-            self._cost += float(cost)
+        self._cost += positive_cost(part.get("cost")) or 0.0
 
     def usage(self) -> UsageReported | None:
         if not self._usage:
@@ -200,75 +184,16 @@ class OpenCodeStream:
             )
         )
 
-    def terminal(self, exit_code: int) -> Payload:
+    def terminal(self, exit_code: int | None) -> Payload:
         if self.error is not None:
             return TurnFailed(reason=self.error, hint="opencode reported a model error")
-        if exit_code != 0:
-            return TurnFailed(
-                reason="provider-failed", hint=f"opencode exited with status {exit_code}"
-            )
-        if self.steps == 0:
-            return TurnFailed(reason="provider-failed", hint="opencode finished no model step")
-        return TurnCompleted(text=self.last_text)
+        failure = self.exit_failure(exit_code)
+        if failure is None and self.steps == 0:
+            failure = TurnFailed(reason="provider-failed", hint="opencode finished no model step")
+        return failure or TurnCompleted(text=self.last_text)
 
 
-def parse_stream(lines: list[bytes], exit_code: int = 0) -> list[Payload]:
-    """Parse a whole captured stream (for tests and tooling)."""
-    stream = OpenCodeStream()
-    out: list[Payload] = []
-    for line in lines:
-        out.extend(stream.feed(line))
-    usage = stream.usage()
-    if usage is not None:
-        out.append(usage)
-    out.append(stream.terminal(exit_code))
-    return out
-
-
-def command_of(config: Mapping[str, Any]) -> list[str]:
-    raw = config.get("command", "opencode")
-    if isinstance(raw, str):
-        raw = shlex.split(raw)
-    if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
-        raise HarnessError("invalid-request", "command must be a string or a list of strings")
-    return list(raw)
-
-
-async def endpoint_reachable(base_url: str, deadline: float | None) -> bool:
-    """A bounded TCP connect to the model endpoint (the CLI itself needs ~70 s to give up)."""
-    parts = urlsplit(base_url)
-    host = parts.hostname
-    if not host:
-        return True
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    timeout = PREFLIGHT_TIMEOUT
-    if deadline is not None:
-        timeout = max(0.1, min(timeout, deadline - anyio.current_time()))
-    try:
-        with anyio.fail_after(timeout):
-            stream = await anyio.connect_tcp(host, port)
-    except (OSError, TimeoutError):
-        return False
-    await stream.aclose()
-    return True
-
-
-def safe_prompt(prompt: str) -> str:
-    # The CLI parses its arguments: a leading '-' must not become a flag.
-    return " " + prompt if prompt.startswith("-") else prompt
-
-
-def _save(state_dir: str, native_id: str | None) -> None:
-    path = Path(state_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"native_session_id": native_id}))
-    tmp.replace(path)
-
-
-class _Session:
-    def __init__(self, state_dir: str, native_id: str | None) -> None:
-        self.state_dir = state_dir
-        self.native_id = native_id
+parse_stream = OpenCodeStream.parse
 
 
 class OpenCodeAdapter:
@@ -277,7 +202,7 @@ class OpenCodeAdapter:
     name = "opencode"
 
     def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, NativeSession] = {}
 
     def describe(self) -> HarnessDescriptor:
         return HarnessDescriptor(
@@ -291,57 +216,34 @@ class OpenCodeAdapter:
 
     # -- sessions ---------------------------------------------------------------------------
 
-    def _load(self, context: SessionContext) -> _Session:
-        path = Path(context.state_dir) / STATE_FILE
-        native: str | None = None
-        if path.exists():
-            try:
-                value = json.loads(path.read_text()).get("native_session_id")
-                native = value if isinstance(value, str) and value else None
-            except (OSError, ValueError, AttributeError):
-                native = None
-        return _Session(context.state_dir, native)
-
     async def open_session(
         self, request: OpenSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.target)
-        command_of(context.config)
+        command_of(context.config, [self.name])
         ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
-        self._sessions[ref.session_id] = _Session(context.state_dir, None)
-        _save(context.state_dir, None)
+        self._sessions[ref.session_id] = NativeSession.create(context.state_dir, STATE_FILE)
         return ref
 
     async def resume_session(
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.session.target, "resume")
-        command_of(context.config)
-        if not (Path(context.state_dir) / STATE_FILE).exists():
-            raise HarnessError("session-not-found", "no opencode state for this session")
-        session = self._load(context)
-        self._sessions[request.session.session_id] = session
+        command_of(context.config, [self.name])
+        self._sessions[request.session.session_id] = NativeSession.load(
+            context.state_dir, STATE_FILE, what="no opencode state"
+        )
         return request.session
 
     # -- turn -------------------------------------------------------------------------------
 
     def _settings(self, context: SessionContext) -> tuple[str | None, str | None, str]:
-        config = context.config
-        env = context.env
-        base_url = config.get("base_url") or env.get("OPENAI_BASE_URL")
-        key: str | None = None
-        if isinstance(config.get("api_key"), str) and config["api_key"]:
-            key = str(config["api_key"])
-            context.add_secret(key)
-        else:
-            key_var = str(config.get("api_key_env") or "OPENAI_API_KEY")
-            key = env.get(key_var)
-        model = context.model or config.get("model")
+        url = base_url(context, "OPENAI_BASE_URL")
+        key = api_key(context, "OPENAI_API_KEY")
+        model = context.model or context.config.get("model")
         if not isinstance(model, str) or not model:
             raise HarnessError("invalid-request", "opencode needs a model (request or config)")
-        if base_url is not None and not isinstance(base_url, str):
-            raise HarnessError("invalid-request", "base_url must be a string")
-        return base_url, key, model
+        return url, key, model
 
     def _write_config(
         self, context: SessionContext, home: Path, base_url: str | None, model: str
@@ -395,10 +297,7 @@ class OpenCodeAdapter:
             "OPENCODE_DISABLE_CLAUDE_CODE": "1",
             KEY_VAR: key or "",
         }
-        extra = context.config.get("env")
-        if isinstance(extra, Mapping):
-            env.update({str(k): str(v) for k, v in extra.items()})
-        return env
+        return {**env, **extra_env(context.config)}
 
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
@@ -406,52 +305,31 @@ class OpenCodeAdapter:
         session = self._sessions.get(request.session.session_id)
         if session is None:
             raise HarnessError("session-not-found")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "opencode needs a local workspace")
-        base_url, key, model = self._settings(context)
-        home = Path(session.state_dir) / "home"
+        workspace = require_workspace(context, self.name)
+        url, key, model = self._settings(context)
+        home = Path(context.state_dir) / "home"
         home.mkdir(parents=True, exist_ok=True)
-        config_path, full_model = self._write_config(context, home, base_url, model)
-        if (
-            base_url
-            and context.config.get("preflight", True)
-            and not await endpoint_reachable(base_url, context.deadline)
-        ):
-            yield TurnFailed(
-                reason="provider-unavailable", hint="the model endpoint is unreachable"
-            )
+        config_path, full_model = self._write_config(context, home, url, model)
+        unreachable = await preflight(context, url)
+        if unreachable is not None:
+            yield unreachable
             return
-        argv = [
-            *command_of(context.config),
-            "run",
-            "--format",
-            "json",
-            "--dir",
-            context.workspace,
-            "-m",
-            full_model,
-        ]
+        argv = [*command_of(context.config, [self.name]), "run", "--format", "json"]
+        argv += ["--dir", workspace, "-m", full_model]
         if session.native_id:
             argv += ["--session", session.native_id]
         else:
             argv += ["--title", "harness_core session"]
         argv += ["--", safe_prompt(request.prompt)]
         process = await context.spawn(
-            argv, env=self._env(context, home, config_path, key), cwd=context.workspace
+            argv, env=self._env(context, home, config_path, key), cwd=workspace
         )
         yield Status(message="opencode started")
         stream = OpenCodeStream()
-        async for line in process.lines():
-            for payload in stream.feed(line):
-                yield payload
-            if stream.session_id and session.native_id is None:
-                session.native_id = stream.session_id
-                _save(session.state_dir, stream.session_id)
-        code = await process.wait()
-        usage = stream.usage()
-        if usage is not None:
-            yield usage
-        yield stream.terminal(code)
+        async for payload in stream.relay(process, lambda: session.remember(stream.session_id)):
+            yield payload
+        for payload in stream.ending(stream.exit_code):
+            yield payload
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         # No provider-side cancel in `opencode run`: the runtime kills the process group.
@@ -461,4 +339,4 @@ class OpenCodeAdapter:
         self._sessions.pop(request.session.session_id, None)
 
 
-__all__ = ["OpenCodeAdapter", "OpenCodeStream", "classify", "endpoint_reachable", "parse_stream"]
+__all__ = ["OpenCodeAdapter", "OpenCodeStream", "classify", "parse_stream"]
