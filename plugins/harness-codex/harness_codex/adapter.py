@@ -31,7 +31,6 @@ from typing import Any
 
 from harness_cli_kit import (
     JsonLinesStream,
-    NativeSession,
     api_key,
     check_cli,
     cli_details,
@@ -42,25 +41,20 @@ from harness_cli_kit import (
     safe_id,
     safe_prompt,
 )
+from harness_cli_kit.lifecycle import PerTurnCliAdapter
 from harness_hookspecs import (
-    CancelTurnRequest,
-    CloseSessionRequest,
     HarnessDescriptor,
     HarnessError,
     MessageCompleted,
-    OpenSessionRequest,
     Payload,
-    ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
-    SessionRef,
     Status,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
     Usage,
     UsageReported,
-    assert_supported,
 )
 
 NAME = "codex"
@@ -252,13 +246,15 @@ def render_config(
     return "\n".join(lines)
 
 
-class CodexAdapter:
+class CodexAdapter(PerTurnCliAdapter):
     """``codex``: Codex CLI, one ``codex exec`` per turn, resume by thread id."""
 
     name = NAME
+    state_file = STATE_FILE
+    state_key = "thread_id"
 
     def __init__(self) -> None:
-        self._sessions: dict[str, NativeSession] = {}
+        super().__init__()
         self._descriptor: HarnessDescriptor | None = None
 
     def describe(self) -> HarnessDescriptor:
@@ -289,34 +285,11 @@ class CodexAdapter:
         tmp.mkdir(parents=True, exist_ok=True)
         return home, tmp
 
-    async def _check_cli(self, context: SessionContext) -> str:
+    async def check(self, context: SessionContext) -> str:
+        self._settings(context)
         home, tmp = self._dirs(context)
         env = {"HOME": str(home), "CODEX_HOME": str(home), "TMPDIR": str(tmp)}
         return await check_cli(context, BINARY, env)
-
-    async def open_session(
-        self, request: OpenSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.target)
-        self._settings(context)
-        path = await self._check_cli(context)
-        self._sessions[context.session_id] = NativeSession.create(
-            context.state_dir, STATE_FILE, key="thread_id", cli=path
-        )
-        return SessionRef(provider=NAME, target=request.target, session_id=context.session_id)
-
-    async def resume_session(
-        self, request: ResumeSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.session.target, "resume")
-        session = NativeSession.load(
-            context.state_dir, STATE_FILE, key="thread_id", what="no codex state"
-        )
-        self._settings(context)
-        session.cli = await self._check_cli(context)
-        session.native_id = safe_id(session.native_id)
-        self._sessions[request.session.session_id] = session
-        return request.session
 
     # -- turn -------------------------------------------------------------------------------
 
@@ -346,9 +319,7 @@ class CodexAdapter:
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
+        session = self.session(request)
         workspace = require_workspace(context, NAME)
         settings = self._settings(context)
         home, tmp = self._dirs(context)
@@ -381,8 +352,9 @@ class CodexAdapter:
             "-C",
             workspace,
         ]
-        if session.native_id:
-            argv += ["resume", session.native_id]
+        thread = safe_id(session.native_id)
+        if thread:
+            argv += ["resume", thread]
         argv += ["--", safe_prompt(request.prompt)]
         # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
         process = await context.spawn(argv, env=env, cwd=workspace)
@@ -391,13 +363,6 @@ class CodexAdapter:
             yield payload
         for payload in stream.ending(stream.exit_code):
             yield payload
-
-    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
-        # `codex exec` has no in-band cancel: the runtime kills the turn's process group.
-        return None
-
-    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
-        self._sessions.pop(request.session.session_id, None)
 
 
 __all__ = ["CodexAdapter", "CodexStream", "classify", "parse_stream", "render_config"]

@@ -26,7 +26,6 @@ from typing import Any
 
 from harness_cli_kit import (
     JsonLinesStream,
-    NativeSession,
     api_key,
     base_url,
     command_of,
@@ -37,26 +36,21 @@ from harness_cli_kit import (
     safe_name,
     safe_prompt,
 )
+from harness_cli_kit.lifecycle import PerTurnCliAdapter
 from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
-    CancelTurnRequest,
-    CloseSessionRequest,
     HarnessDescriptor,
     HarnessError,
     MessageCompleted,
     MessageDelta,
-    OpenSessionRequest,
     Payload,
-    ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
-    SessionRef,
     Status,
     TurnCompleted,
     TurnFailed,
     Usage,
     UsageReported,
-    assert_supported,
 )
 
 TESTED_CLI = "1.18.33"
@@ -196,13 +190,11 @@ class OpenCodeStream(JsonLinesStream):
 parse_stream = OpenCodeStream.parse
 
 
-class OpenCodeAdapter:
+class OpenCodeAdapter(PerTurnCliAdapter):
     """``opencode``: OpenCode CLI, one process per turn, resume by native session id."""
 
     name = "opencode"
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, NativeSession] = {}
+    state_file = STATE_FILE
 
     def describe(self) -> HarnessDescriptor:
         return HarnessDescriptor(
@@ -214,26 +206,9 @@ class OpenCodeAdapter:
             details={"tested_cli": f"opencode-ai {TESTED_CLI}", "wire_api": "chat-completions"},
         )
 
-    # -- sessions ---------------------------------------------------------------------------
-
-    async def open_session(
-        self, request: OpenSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.target)
+    async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])
-        ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
-        self._sessions[ref.session_id] = NativeSession.create(context.state_dir, STATE_FILE)
-        return ref
-
-    async def resume_session(
-        self, request: ResumeSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.session.target, "resume")
-        command_of(context.config, [self.name])
-        self._sessions[request.session.session_id] = NativeSession.load(
-            context.state_dir, STATE_FILE, what="no opencode state"
-        )
-        return request.session
+        return ""
 
     # -- turn -------------------------------------------------------------------------------
 
@@ -302,9 +277,7 @@ class OpenCodeAdapter:
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
+        session = self.session(request)
         workspace = require_workspace(context, self.name)
         url, key, model = self._settings(context)
         home = Path(context.state_dir) / "home"
@@ -330,13 +303,6 @@ class OpenCodeAdapter:
             yield payload
         for payload in stream.ending(stream.exit_code):
             yield payload
-
-    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
-        # No provider-side cancel in `opencode run`: the runtime kills the process group.
-        return None
-
-    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
-        self._sessions.pop(request.session.session_id, None)
 
 
 __all__ = ["OpenCodeAdapter", "OpenCodeStream", "classify", "parse_stream"]

@@ -18,41 +18,44 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import anyio
+from harness_cli_kit import (
+    JsonLinesStream,
+    api_key,
+    base_url,
+    command_of,
+    count,
+    extra_env,
+    positive_cost,
+    preflight,
+    require_workspace,
+    safe_name,
+    safe_prompt,
+)
+from harness_cli_kit.lifecycle import PerTurnCliAdapter
+from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
-    CancelTurnRequest,
-    CloseSessionRequest,
     HarnessDescriptor,
     HarnessError,
     MessageCompleted,
     MessageDelta,
-    OpenSessionRequest,
     Payload,
-    ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
-    SessionRef,
     Status,
-    ToolCompleted,
-    ToolStarted,
     TurnCompleted,
     TurnFailed,
     Usage,
     UsageReported,
-    assert_supported,
 )
 
 TESTED_CLI = "0.73.1"
 KEY_VAR = "HARNESS_PI_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "pi-session.json"
-PREFLIGHT_TIMEOUT = 3.0
 APIS = ("openai-completions", "openai-responses", "anthropic-messages")
 
 TOOL_SUMMARIES = {
@@ -64,17 +67,12 @@ TOOL_SUMMARIES = {
     "find": "listed files",
     "ls": "listed a directory",
 }
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _STATUS = re.compile(r"^\s*(\d{3})\b")
 _UNREACHABLE = re.compile(
     r"connection error|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|unable to connect|"
     r"cannot connect|socket hang up|ETIMEDOUT|network",
     re.I,
 )
-
-
-def tool_name(value: Any) -> str:
-    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "tool"
 
 
 def classify(message: Any) -> str:
@@ -95,31 +93,24 @@ def classify(message: Any) -> str:
     return "provider-failed"
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-class PiStream:
+class PiStream(JsonLinesStream):
     """Turns ``pi --mode json`` lines into payloads (pure: no I/O)."""
 
+    cli = "pi"
+
     def __init__(self) -> None:
+        super().__init__()
         self.session_id: str | None = None
+        #: A model error; a later successful message means Pi retried it away.
         self.error: str | None = None
         self.ended = False
         self.aborted = False
-        self.last_text: str | None = None
         self.requests = 0
         self._usage: dict[str, int] = {}
         self._cost = 0.0
-        self._started: set[str] = set()
+        self._tools = ToolCalls(TOOL_SUMMARIES)
 
-    def feed(self, line: bytes) -> list[Payload]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(data, dict):
-            return []
+    def event(self, data: dict[str, Any]) -> list[Payload]:
         kind = data.get("type")
         out: list[Payload] = []
         if kind == "session":
@@ -134,31 +125,12 @@ class PiStream:
                     out.append(MessageDelta(text=delta))
         elif kind == "message_end":
             out.extend(self._message_end(data.get("message")))
-        elif kind == "tool_execution_start":
-            call_id, name = data.get("toolCallId"), tool_name(data.get("toolName"))
-            if isinstance(call_id, str) and 0 < len(call_id) <= 256:
-                self._started.add(call_id)
-                out.append(
-                    ToolStarted(
-                        call_id=call_id, name=name, summary=TOOL_SUMMARIES.get(name, "used a tool")
-                    )
-                )
-        elif kind == "tool_execution_end":
-            call_id, name = data.get("toolCallId"), tool_name(data.get("toolName"))
-            if isinstance(call_id, str) and 0 < len(call_id) <= 256:
-                if call_id not in self._started:
-                    out.append(ToolStarted(call_id=call_id, name=name))
-                ok = not data.get("isError")
-                out.append(
-                    ToolCompleted(
-                        call_id=call_id,
-                        name=name,
-                        ok=ok,
-                        summary=TOOL_SUMMARIES.get(name, "used a tool")
-                        if ok
-                        else "the tool call failed",
-                    )
-                )
+        elif kind in ("tool_execution_start", "tool_execution_end"):
+            call_id, name = call_id_of(data.get("toolCallId")), safe_name(data.get("toolName"))
+            if call_id is not None:
+                out += self._tools.start(call_id, name)
+                if kind == "tool_execution_end":
+                    out += self._tools.finish(call_id, name, not data.get("isError"))
         elif kind == "auto_retry_start":
             out.append(Status(message="pi is retrying the model call"))
         elif kind == "agent_end":
@@ -177,13 +149,12 @@ class PiStream:
                 ("cache_read_tokens", "cacheRead"),
                 ("cache_write_tokens", "cacheWrite"),
             ):
-                value = _int(usage.get(source))
+                value = count(usage.get(source))
                 if value is not None:
                     self._usage[key] = self._usage.get(key, 0) + value
             cost = usage.get("cost")
             total = cost.get("total") if isinstance(cost, Mapping) else None
-            if isinstance(total, int | float) and not isinstance(total, bool) and total > 0:
-                self._cost += float(total)
+            self._cost += positive_cost(total) or 0.0
         stop = message.get("stopReason")
         if stop == "error":
             self.error = classify(message.get("errorMessage"))
@@ -221,82 +192,25 @@ class PiStream:
             )
         )
 
-    def terminal(self, exit_code: int) -> Payload:
+    def terminal(self, exit_code: int | None) -> Payload:
         if self.error is not None:
             return TurnFailed(reason=self.error, hint="pi reported a model error")
         if self.aborted:
             return TurnFailed(reason="provider-failed", hint="pi aborted the turn")
-        if exit_code != 0:
-            return TurnFailed(reason="provider-failed", hint=f"pi exited with status {exit_code}")
-        if not self.ended:
-            return TurnFailed(reason="provider-failed", hint="pi exited before the agent ended")
-        return TurnCompleted(text=self.last_text)
+        failure = self.exit_failure(exit_code)
+        if failure is None and not self.ended:
+            failure = TurnFailed(reason="provider-failed", hint="pi exited before the agent ended")
+        return failure or TurnCompleted(text=self.last_text)
 
 
-def parse_stream(lines: list[bytes], exit_code: int = 0) -> list[Payload]:
-    stream = PiStream()
-    out: list[Payload] = []
-    for line in lines:
-        out.extend(stream.feed(line))
-    usage = stream.usage()
-    if usage is not None:
-        out.append(usage)
-    out.append(stream.terminal(exit_code))
-    return out
+parse_stream = PiStream.parse
 
 
-def command_of(config: Mapping[str, Any]) -> list[str]:
-    raw = config.get("command", "pi")
-    if isinstance(raw, str):
-        raw = shlex.split(raw)
-    if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
-        raise HarnessError("invalid-request", "command must be a string or a list of strings")
-    return list(raw)
-
-
-async def endpoint_reachable(base_url: str, deadline: float | None) -> bool:
-    parts = urlsplit(base_url)
-    host = parts.hostname
-    if not host:
-        return True
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    timeout = PREFLIGHT_TIMEOUT
-    if deadline is not None:
-        timeout = max(0.1, min(timeout, deadline - anyio.current_time()))
-    try:
-        with anyio.fail_after(timeout):
-            stream = await anyio.connect_tcp(host, port)
-    except (OSError, TimeoutError):
-        return False
-    await stream.aclose()
-    return True
-
-
-def safe_prompt(prompt: str) -> str:
-    # Pi treats a leading '@' as a file to include and a leading '-' as a flag.
-    return " " + prompt if prompt.startswith(("-", "@")) else prompt
-
-
-def _save(state_dir: str, native_id: str | None) -> None:
-    path = Path(state_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"native_session_id": native_id}))
-    tmp.replace(path)
-
-
-class _Session:
-    def __init__(self, state_dir: str, native_id: str | None) -> None:
-        self.state_dir = state_dir
-        self.native_id = native_id
-
-
-class PiAdapter:
+class PiAdapter(PerTurnCliAdapter):
     """``pi``: the Pi coding agent, one process per turn, resume by native session id."""
 
     name = "pi"
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+    state_file = STATE_FILE
 
     def describe(self) -> HarnessDescriptor:
         return HarnessDescriptor(
@@ -308,50 +222,21 @@ class PiAdapter:
             details={"tested_cli": f"@mariozechner/pi-coding-agent {TESTED_CLI}"},
         )
 
-    async def open_session(
-        self, request: OpenSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.target)
-        command_of(context.config)
-        ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
-        self._sessions[ref.session_id] = _Session(context.state_dir, None)
-        _save(context.state_dir, None)
-        return ref
-
-    async def resume_session(
-        self, request: ResumeSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.session.target, "resume")
-        command_of(context.config)
-        path = Path(context.state_dir) / STATE_FILE
-        try:
-            value = json.loads(path.read_text()).get("native_session_id")
-        except (OSError, ValueError, AttributeError):
-            raise HarnessError("session-not-found", "no pi state for this session") from None
-        native = value if isinstance(value, str) and value else None
-        self._sessions[request.session.session_id] = _Session(context.state_dir, native)
-        return request.session
+    async def check(self, context: SessionContext) -> str:
+        command_of(context.config, [self.name])
+        return ""
 
     def _settings(self, context: SessionContext) -> tuple[str | None, str | None, str, str]:
-        config, env = context.config, context.env
-        api = str(config.get("api", "openai-completions"))
+        api = str(context.config.get("api", "openai-completions"))
         if api not in APIS:
             raise HarnessError("invalid-request", "api must be one of " + ", ".join(APIS))
-        default_url = "ANTHROPIC_BASE_URL" if api == "anthropic-messages" else "OPENAI_BASE_URL"
-        base_url = config.get("base_url") or env.get(default_url)
-        if base_url is not None and not isinstance(base_url, str):
-            raise HarnessError("invalid-request", "base_url must be a string")
-        key: str | None
-        if isinstance(config.get("api_key"), str) and config["api_key"]:
-            key = str(config["api_key"])
-            context.add_secret(key)
-        else:
-            default_key = "ANTHROPIC_API_KEY" if api == "anthropic-messages" else "OPENAI_API_KEY"
-            key = env.get(str(config.get("api_key_env") or default_key))
-        model = context.model or config.get("model")
+        vendor = "ANTHROPIC" if api == "anthropic-messages" else "OPENAI"
+        url = base_url(context, f"{vendor}_BASE_URL")
+        key = api_key(context, f"{vendor}_API_KEY")
+        model = context.model or context.config.get("model")
         if not isinstance(model, str) or not model:
             raise HarnessError("invalid-request", "pi needs a model (request or config)")
-        return base_url, key, model, api
+        return url, key, model, api
 
     def _write_agent_dir(
         self, context: SessionContext, agent: Path, base_url: str | None, model: str, api: str
@@ -377,26 +262,18 @@ class PiAdapter:
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "pi needs a local workspace")
-        base_url, key, model, api = self._settings(context)
-        home = Path(session.state_dir) / "home"
+        session = self.session(request)
+        workspace = require_workspace(context, self.name)
+        url, key, model, api = self._settings(context)
+        home = Path(context.state_dir) / "home"
         agent = home / ".pi" / "agent"
-        self._write_agent_dir(context, agent, base_url, model, api)
-        if (
-            base_url
-            and context.config.get("preflight", True)
-            and not await endpoint_reachable(base_url, context.deadline)
-        ):
-            yield TurnFailed(
-                reason="provider-unavailable", hint="the model endpoint is unreachable"
-            )
+        self._write_agent_dir(context, agent, url, model, api)
+        unreachable = await preflight(context, url)
+        if unreachable is not None:
+            yield unreachable
             return
-        argv = [*command_of(context.config), "--mode", "json"]
-        if base_url:
+        argv = [*command_of(context.config, [self.name]), "--mode", "json"]
+        if url:
             argv += ["--provider", PROVIDER_ID, "--model", model]
         else:
             argv += ["--model", model]
@@ -405,40 +282,25 @@ class PiAdapter:
             argv += ["--tools", "read"]
         if session.native_id:
             argv += ["--session", session.native_id]
-        argv.append(safe_prompt(request.prompt))
+        # Pi treats a leading '@' as a file to include and a leading '-' as a flag.
+        argv.append(safe_prompt(request.prompt, ("-", "@")))
         env = {
             "HOME": str(home),
-            "PWD": context.workspace,
+            "PWD": workspace,
             "PI_CODING_AGENT_DIR": str(agent),
             "PI_OFFLINE": "1",
             "PI_SKIP_VERSION_CHECK": "1",
             "PI_TELEMETRY": "0",
             KEY_VAR: key or "",
+            **extra_env(context.config),
         }
-        extra = context.config.get("env")
-        if isinstance(extra, Mapping):
-            env.update({str(k): str(v) for k, v in extra.items()})
-        process = await context.spawn(argv, env=env, cwd=context.workspace)
+        process = await context.spawn(argv, env=env, cwd=workspace)
         yield Status(message="pi started")
         stream = PiStream()
-        async for line in process.lines():
-            for payload in stream.feed(line):
-                yield payload
-            if stream.session_id and session.native_id is None:
-                session.native_id = stream.session_id
-                _save(session.state_dir, stream.session_id)
-        code = await process.wait()
-        usage = stream.usage()
-        if usage is not None:
-            yield usage
-        yield stream.terminal(code)
-
-    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
-        # `pi --mode json` has no in-band cancel: the runtime kills the process group.
-        return None
-
-    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
-        self._sessions.pop(request.session.session_id, None)
+        async for payload in stream.relay(process, lambda: session.remember(stream.session_id)):
+            yield payload
+        for payload in stream.ending(stream.exit_code):
+            yield payload
 
 
-__all__ = ["PiAdapter", "PiStream", "classify", "endpoint_reachable", "parse_stream"]
+__all__ = ["PiAdapter", "PiStream", "classify", "parse_stream"]

@@ -1,13 +1,17 @@
-"""Entry point: registers the ``pi`` harness."""
+"""Entry point: registers the ``pi`` harness and its conformance profile."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from harness_cli_kit.conformance import OfflineProfile, offline_profile
 from harness_hookspecs import hookimpl
 
 from .adapter import PiAdapter
+
+#: ``harness conformance pi``: the real CLI against the fake model's chat completions.
+OFFLINE = OfflineProfile("pi", "fake-model")
 
 
 @hookimpl
@@ -17,8 +21,4 @@ def register_harnesses(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def conformance_profile(harness: str) -> Any:
-    if harness != "pi":
-        return None
-    from .conformance import profile
-
-    return profile()
+    return offline_profile(OFFLINE) if harness == OFFLINE.binary else None
