@@ -138,6 +138,7 @@ class CliUnderTest:
     workspace: str
     controller: Callable[..., Any]
     config: Callable[..., dict[str, Any]]
+    session_leader: int | None = None
 
     async def _open(self, c: Any, config: dict[str, Any], **open_kwargs: Any) -> Any:
         return await c.open_session(
@@ -168,12 +169,16 @@ class CliUnderTest:
     def turn_then_resume(
         self, config: dict[str, Any], timeout: float = 90, prompt: str = "create out.txt"
     ) -> tuple[Any, Any]:
-        """A turn, then "say it again" in a new controller that resumes the session."""
+        """A turn, then "say it again" in a new controller that resumes the session. The first
+        session's process (a session-lifetime agent) is kept in :attr:`session_leader`."""
 
         async def first() -> tuple[Any, Any]:
             async with self.controller(turn_timeout=timeout) as c:
                 ref = await self._open(c, config)
-                return ref, await c.run_turn(ref, prompt)
+                result = await c.run_turn(ref, prompt)
+                processes = c._live[ref.session_id].context.session_processes
+                self.session_leader = processes[0].pid if processes else None
+            return ref, result
 
         ref, result = anyio.run(first)
 
