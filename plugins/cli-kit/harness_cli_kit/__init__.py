@@ -9,6 +9,7 @@ base (:mod:`.stream`), safe names and prompts (:mod:`.safe`), common session set
 (``harness_hookspecs``) and anyio only.
 """
 
+from .describe import local_descriptor
 from .endpoint import endpoint_reachable, preflight
 from .locate import (
     CLI_PATH_ENV,
@@ -23,7 +24,7 @@ from .locate import (
 from .safe import safe_id, safe_name, safe_prompt
 from .settings import api_key, base_url, extra_env, int_setting, require_workspace
 from .state import NativeSession
-from .stream import JsonLinesStream, count, positive_cost
+from .stream import JsonLinesStream, count, json_object, positive_cost, usage_report
 
 __all__ = [
     "CLI_PATH_ENV",
@@ -39,6 +40,8 @@ __all__ = [
     "extra_env",
     "find_cli",
     "int_setting",
+    "json_object",
+    "local_descriptor",
     "positive_cost",
     "preflight",
     "require_cli",
@@ -46,6 +49,7 @@ __all__ = [
     "safe_id",
     "safe_name",
     "safe_prompt",
+    "usage_report",
     "version_sync",
     "version_via",
 ]

@@ -2,7 +2,8 @@
 
 Open saves an empty :class:`~harness_cli_kit.state.NativeSession`; the first turn's stream fills
 in the native id; resume (in any process) reads it back. There is no in-band cancel: the runtime
-kills the turn's process group. A subclass supplies ``describe``, ``check`` and ``run_turn``.
+kills the turn's process group. A subclass supplies ``check`` and ``run_turn`` (and the
+descriptor's ``display_name``/``details``, or its own ``describe``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from harness_hookspecs import (
     assert_supported,
 )
 
+from .describe import local_descriptor
 from .state import DEFAULT_KEY, NativeSession
 
 
@@ -28,12 +30,15 @@ class PerTurnCliAdapter:
     #: The state file under ``state_dir`` and the key of the native id in it.
     state_file: str
     state_key: str = DEFAULT_KEY
+    display_name: str
+    features: tuple[str, ...] = ("resume", "cancel", "usage")
+    details: dict[str, str] = {}
 
     def __init__(self) -> None:
         self._sessions: dict[str, NativeSession] = {}
 
     def describe(self) -> HarnessDescriptor:
-        raise NotImplementedError
+        return local_descriptor(self.name, self.display_name, self.features, self.details)
 
     async def check(self, context: SessionContext) -> str:
         """Validate the session config at open and resume; returns the CLI to run (or "")."""

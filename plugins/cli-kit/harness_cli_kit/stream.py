@@ -9,10 +9,10 @@ and drives a process or a captured stream the same way.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
-from harness_hookspecs import Payload, ProcessHandle, TurnFailed, UsageReported
+from harness_hookspecs import Payload, ProcessHandle, TurnFailed, Usage, UsageReported
 
 #: A line longer than this is garbage, not parsed (a CLI's event lines are far shorter).
 MAX_LINE = 8 * 1024 * 1024
@@ -36,6 +36,27 @@ def positive_cost(value: Any) -> float | None:
     return None
 
 
+def usage_report(fields: Mapping[str, int | None], **extra: Any) -> UsageReported | None:
+    """``usage`` when the CLI reported any token count (absent counts mean unknown, not zero);
+    ``extra``: ``requests``, ``cost_usd``."""
+    if all(value is None for value in fields.values()):
+        return None
+    return UsageReported(usage=Usage(**fields, **extra))
+
+
+def json_object(line: bytes, max_line: int = MAX_LINE) -> dict[str, Any] | None:
+    """One JSON object from a line; ``None`` for a blank line. Raises ``ValueError`` for
+    garbage: not JSON, not an object, or longer than ``max_line``."""
+    if len(line) > max_line:
+        raise ValueError("line too long")
+    if not line.strip():
+        return None
+    data = json.loads(line)
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    return data
+
+
 class JsonLinesStream:
     """Pure (no I/O) parser of one turn's stream; subclasses map their CLI's events."""
 
@@ -52,20 +73,12 @@ class JsonLinesStream:
         self.last_text: str | None = None
 
     def feed(self, line: bytes) -> list[Payload]:
-        if len(line) > self.max_line:
-            self.garbage += 1
-            return []
-        if not line.strip():
-            return []
         try:
-            data = json.loads(line)
+            data = json_object(line, self.max_line)
         except ValueError:
             self.garbage += 1
             return []
-        if not isinstance(data, dict):
-            self.garbage += 1
-            return []
-        return self.event(data)
+        return [] if data is None else self.event(data)
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
         raise NotImplementedError

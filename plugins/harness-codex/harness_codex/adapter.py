@@ -16,27 +16,24 @@ What it relies on (verified against @openai/codex 0.171.0, see ``docs/cli-stream
 - posture -> sandbox mode (``strict`` read-only, ``auto`` workspace-write, ``dangerous``
   danger-full-access), approval policy ``never`` (``codex exec`` cannot ask).
 
-Codex never gives up on an unreachable endpoint (``Reconnecting... waiting for network`` forever,
-whatever the retry settings): the first such notice ends the turn ``provider-unavailable``.
-Failures are classified from the stream; Codex's text is never forwarded.
+The stream's mapping to contract payloads (and why an unreachable endpoint ends the turn at the
+first "waiting for network" notice) is in :mod:`.stream`.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from harness_cli_kit import (
-    JsonLinesStream,
     api_key,
     check_cli,
     cli_details,
-    count,
     extra_env,
     int_setting,
+    local_descriptor,
     require_workspace,
     safe_id,
     safe_prompt,
@@ -45,17 +42,12 @@ from harness_cli_kit.lifecycle import PerTurnCliAdapter
 from harness_hookspecs import (
     HarnessDescriptor,
     HarnessError,
-    MessageCompleted,
     Payload,
     RunTurnRequest,
     SessionContext,
-    Status,
-    ToolCompleted,
-    ToolStarted,
-    TurnCompleted,
-    Usage,
-    UsageReported,
 )
+
+from .stream import CodexStream, classify, parse_stream
 
 NAME = "codex"
 BINARY = "codex"
@@ -69,150 +61,6 @@ SANDBOX_MODES = {
     "auto": "workspace-write",
     "dangerous": "danger-full-access",
 }
-
-#: Codex item types that are tool calls, with the contract name and an adapter-authored summary.
-TOOL_ITEMS = {
-    "command_execution": ("shell", "ran a shell command"),
-    "file_change": ("apply_patch", "changed files"),
-    "mcp_tool_call": ("mcp", "called an MCP tool"),
-    "web_search": ("web_search", "searched the web"),
-}
-_AUTH = re.compile(r"\b(401|403)\b|Unauthorized|Forbidden|invalid api key|authenticat", re.I)
-_UNAVAILABLE = re.compile(
-    r"\b(408|429|5\d\d)\b|Too Many Requests|high demand|exceeded retry limit|overloaded|"
-    r"server error|Service Unavailable|Bad Gateway|Gateway Timeout|waiting for network|"
-    r"Connection failed|error sending request|connection refused",
-    re.I,
-)
-_WAITING_FOR_NETWORK = re.compile(r"waiting for network", re.I)
-
-
-def classify(message: Any) -> str:
-    """Map a Codex error message to a fixed reason (the text is read here, never sent)."""
-    text = message if isinstance(message, str) else ""
-    if _AUTH.search(text):
-        return "authentication-required"
-    if _UNAVAILABLE.search(text):
-        return "provider-unavailable"
-    return "provider-failed"
-
-
-class CodexStream(JsonLinesStream):
-    """Turns ``codex exec --json`` lines into payloads (pure: no I/O)."""
-
-    cli = "codex"
-
-    def __init__(self, *, network_waits: int = 1) -> None:
-        super().__init__()
-        self.thread_id: str | None = None
-        self.completed = False
-        self.usage_payload: UsageReported | None = None
-        self._network_waits = network_waits
-        self._waits = 0
-        self._requests = 0
-        self._started: set[str] = set()
-        self._done: set[str] = set()
-
-    def event(self, data: dict[str, Any]) -> list[Payload]:
-        kind = data.get("type")
-        if kind == "thread.started":
-            tid = safe_id(data.get("thread_id"))
-            if tid is not None:
-                self.thread_id = tid
-            return [Status(message="codex thread started")]
-        if kind == "turn.started":
-            return []
-        if kind in ("item.started", "item.updated", "item.completed"):
-            return self._item(data.get("item"), kind == "item.completed")
-        if kind == "turn.completed":
-            self.completed = True
-            self._usage(data.get("usage"))
-            return []
-        if kind == "turn.failed":
-            error = data.get("error")
-            message = error.get("message") if isinstance(error, Mapping) else None
-            self.failure = classify(message)
-            return []
-        if kind == "error":
-            return self._error(data.get("message"))
-        return []
-
-    def _error(self, message: Any) -> list[Payload]:
-        text = message if isinstance(message, str) else ""
-        if _WAITING_FOR_NETWORK.search(text):
-            # Codex retries an unreachable endpoint forever; give up after a bounded number.
-            self._waits += 1
-            if self._waits >= self._network_waits:
-                self.failure = "provider-unavailable"
-                return []
-            return [Status(message="waiting for the model endpoint")]
-        if text.startswith("Reconnecting"):
-            if classify(text) == "authentication-required":
-                self.failure = "authentication-required"
-                return []
-            return [Status(message="retrying the model request")]
-        return []
-
-    def _item(self, item: Any, completed: bool) -> list[Payload]:
-        if not isinstance(item, Mapping):
-            return []
-        itype = item.get("type")
-        if itype == "agent_message":
-            text = item.get("text")
-            if completed and isinstance(text, str) and text:
-                self.last_text = text
-                return [MessageCompleted(text=text)]
-            return []
-        if itype not in TOOL_ITEMS:
-            # reasoning, todo_list, and the "error" item Codex uses for warnings (e.g. unknown
-            # model metadata) carry nothing for the contract.
-            return []
-        call_id = safe_id(item.get("id"))
-        if call_id is None:
-            return []
-        name, summary = TOOL_ITEMS[itype]
-        out: list[Payload] = []
-        if call_id not in self._started:
-            self._started.add(call_id)
-            out.append(ToolStarted(call_id=call_id, name=name, summary=summary))
-        status = item.get("status")
-        if completed and call_id not in self._done:
-            self._done.add(call_id)
-            ok = status in (None, "completed")
-            if itype == "command_execution":
-                ok = ok and item.get("exit_code") in (0, None)
-            text = summary if ok else f"the {name} call failed"
-            if status == "declined":
-                text = f"the {name} call was declined by the sandbox policy"
-            out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=text))
-        return out
-
-    def _usage(self, usage: Any) -> None:
-        if not isinstance(usage, Mapping):
-            return
-        fields = {
-            "input_tokens": count(usage.get("input_tokens")),
-            "output_tokens": count(usage.get("output_tokens")),
-            "cache_read_tokens": count(usage.get("cached_input_tokens")),
-            "cache_write_tokens": count(usage.get("cache_write_input_tokens")),
-            "reasoning_tokens": count(usage.get("reasoning_output_tokens")),
-        }
-        if any(v is not None for v in fields.values()):
-            # Codex reports no cost: unknown, not zero.
-            self.usage_payload = UsageReported(usage=Usage(**fields))
-
-    def usage(self) -> UsageReported | None:
-        return self.usage_payload
-
-    def terminal(self, exit_code: int | None) -> Payload:
-        if self.failure is not None:
-            return self.failed(self.failure)
-        if not self.completed:
-            return self.unfinished("ended without finishing the turn")
-        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
-
-
-parse_stream = CodexStream.parse
 
 
 def _toml_str(value: str) -> str:
@@ -265,15 +113,8 @@ class CodexAdapter(PerTurnCliAdapter):
                 "approval never; strict=read-only, auto=workspace-write, "
                 "dangerous=danger-full-access sandbox"
             )
-            self._descriptor = HarnessDescriptor(
-                provider=NAME,
-                targets=["local"],
-                features=["resume", "cancel", "usage", "permissions"],
-                version="0.1.0",
-                vendor="openai",
-                display_name="Codex",
-                details=details,
-            )
+            features = ["resume", "cancel", "usage", "permissions"]
+            self._descriptor = local_descriptor(NAME, "Codex", features, details, "openai")
         return self._descriptor
 
     # -- sessions ---------------------------------------------------------------------------
