@@ -9,7 +9,7 @@ base (:mod:`.stream`), safe names and prompts (:mod:`.safe`), common session set
 (``harness_hookspecs``) and anyio only.
 """
 
-from .describe import local_descriptor
+from .describe import cli_descriptor, local_descriptor
 from .endpoint import endpoint_reachable, preflight
 from .locate import (
     CLI_PATH_ENV,
@@ -33,6 +33,7 @@ __all__ = [
     "api_key",
     "base_url",
     "check_cli",
+    "cli_descriptor",
     "cli_details",
     "command_of",
     "count",

@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping
 
 from harness_hookspecs import HarnessDescriptor
 
+from .locate import cli_details
+
 
 def local_descriptor(
     name: str,
@@ -23,3 +25,19 @@ def local_descriptor(
         display_name=display_name,
         details=details,
     )
+
+
+def cli_descriptor(
+    name: str,
+    display_name: str,
+    *,
+    tested_cli: str,
+    features: Iterable[str],
+    details: Mapping[str, str],
+    binary: str | None = None,
+    vendor: str | None = None,
+) -> HarnessDescriptor:
+    """:func:`local_descriptor` with the tested release and, given ``binary``, the installed
+    version and path (``describe()`` has no session: config ``cli_path`` is not known here)."""
+    info = cli_details(binary, tested_cli) if binary else {"tested_cli": tested_cli}
+    return local_descriptor(name, display_name, features, {**info, **details}, vendor)

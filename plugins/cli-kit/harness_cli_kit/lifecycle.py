@@ -2,8 +2,8 @@
 
 Open saves an empty :class:`~harness_cli_kit.state.NativeSession`; the first turn's stream fills
 in the native id; resume (in any process) reads it back. There is no in-band cancel: the runtime
-kills the turn's process group. A subclass supplies ``check`` and ``run_turn`` (and the
-descriptor's ``display_name``/``details``, or its own ``describe``).
+kills the turn's process group. A subclass supplies ``check`` and ``run_turn`` and the
+descriptor's facts as class attributes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from harness_hookspecs import (
     assert_supported,
 )
 
-from .describe import local_descriptor
+from .describe import cli_descriptor
 from .state import DEFAULT_KEY, NativeSession
 
 
@@ -31,14 +31,30 @@ class PerTurnCliAdapter:
     state_file: str
     state_key: str = DEFAULT_KEY
     display_name: str
+    #: The package and release the adapter was verified against ("opencode-ai 1.18.33").
+    tested_cli: str
     features: tuple[str, ...] = ("resume", "cancel", "usage")
     details: dict[str, str] = {}
+    #: Set to report the installed CLI's version and path in the descriptor.
+    binary: str | None = None
+    vendor: str | None = None
 
     def __init__(self) -> None:
         self._sessions: dict[str, NativeSession] = {}
+        self._descriptor: HarnessDescriptor | None = None
 
     def describe(self) -> HarnessDescriptor:
-        return local_descriptor(self.name, self.display_name, self.features, self.details)
+        if self._descriptor is None:
+            self._descriptor = cli_descriptor(
+                self.name,
+                self.display_name,
+                tested_cli=self.tested_cli,
+                features=self.features,
+                details=self.details,
+                binary=self.binary,
+                vendor=self.vendor,
+            )
+        return self._descriptor
 
     async def check(self, context: SessionContext) -> str:
         """Validate the session config at open and resume; returns the CLI to run (or "")."""

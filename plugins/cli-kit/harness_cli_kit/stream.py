@@ -69,8 +69,12 @@ class JsonLinesStream:
         self.failure: str | None = None
         #: Lines that were not a JSON object.
         self.garbage = 0
+        #: A classified model error that does not stop reading (a later success may clear it).
+        self.error: str | None = None
         #: The last complete assistant message (the turn's result text).
         self.last_text: str | None = None
+        #: The CLI's own id for the session, once the stream names it.
+        self.session_id: str | None = None
 
     def feed(self, line: bytes) -> list[Payload]:
         try:
@@ -132,6 +136,16 @@ class JsonLinesStream:
             if self.failure is not None:
                 return
         self.exit_code = await process.wait()
+
+    async def drive(
+        self, process: ProcessHandle, remember: Callable[[str | None], None]
+    ) -> AsyncIterator[Payload]:
+        """:meth:`relay` then :meth:`ending`; ``remember`` gets :attr:`session_id` after each
+        line (e.g. :meth:`~harness_cli_kit.state.NativeSession.remember`)."""
+        async for payload in self.relay(process, lambda: remember(self.session_id)):
+            yield payload
+        for payload in self.ending(self.exit_code):
+            yield payload
 
     @classmethod
     def parse(cls, lines: Iterable[bytes], exit_code: int = 0) -> list[Payload]:

@@ -23,6 +23,7 @@ import anyio
 import pytest
 from harness_hookspecs import Credential, hookimpl
 
+from .conformance import OfflineProfile
 from .locate import CLI_PATH_ENV, find_cli
 
 #: The reply of the tool scenario's second step (the first turn's final text).
@@ -240,3 +241,25 @@ def assert_failed(result: Any, reason: str, *, hidden: str = "secret upstream te
     """A failed turn with ``reason``, and the provider's text on no event."""
     assert result.status == "failed" and result.reason == reason, result
     assert hidden not in repr(result.events)
+
+
+def cli_fixture(
+    harness: str, profile: OfflineProfile, adapter: Callable[[], Any], key_var: str, secret: str
+) -> Any:
+    """The ``cli`` fixture of an adapter's suite (``cli = cli_fixture(...)`` in its conftest):
+    the harness with a fresh ``adapter()`` and ``secret`` injected as ``key_var`` per
+    controller, driving the installed ``profile.binary`` (skipped when it is not installed)."""
+
+    @pytest.fixture(name="cli")
+    def fixture(workspace: str, make_controller: Callable[..., Any]) -> CliUnderTest:
+        def controller(**kwargs: Any) -> Any:
+            return make_controller(adapter(), StaticCredentials(key_var, secret), **kwargs)
+
+        def config(url: str, **extra: Any) -> dict[str, Any]:
+            path = installed_cli(profile.binary)
+            binary: Any = path if profile.binary_key == "cli_path" else [path]
+            return {profile.binary_key: binary, "base_url": url, **extra}
+
+        return CliUnderTest(harness, profile.model, workspace, controller, config)
+
+    return fixture

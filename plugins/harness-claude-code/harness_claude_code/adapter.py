@@ -28,10 +28,9 @@ from harness_cli_kit import (
     api_key,
     base_url,
     check_cli,
-    cli_details,
+    cli_descriptor,
     extra_env,
     int_setting,
-    local_descriptor,
     require_workspace,
     safe_prompt,
 )
@@ -69,6 +68,11 @@ AUTO_TOOLS = (
     "Task",
     "Agent",
 )
+DETAILS = {
+    "wire_api": "anthropic-messages",
+    "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
+    "dangerous=bypassPermissions (acceptEdits+all tools as root)",
+}
 #: ``dangerous`` when ``bypassPermissions`` is refused (root): every built-in tool allowed.
 ALL_TOOLS = (*AUTO_TOOLS, "WebFetch", "WebSearch")
 
@@ -120,14 +124,15 @@ class ClaudeCodeAdapter:
 
     def describe(self) -> HarnessDescriptor:
         if self._descriptor is None:
-            details = cli_details(BINARY, f"@anthropic-ai/claude-code {TESTED_CLI}")
-            details["wire_api"] = "anthropic-messages"
-            details["permission_modes"] = (
-                "strict=default, auto=acceptEdits+allowedTools, "
-                "dangerous=bypassPermissions (acceptEdits+all tools as root)"
+            self._descriptor = cli_descriptor(
+                NAME,
+                "Claude Code",
+                tested_cli=f"@anthropic-ai/claude-code {TESTED_CLI}",
+                features=["resume", "cancel", "usage", "permissions"],
+                details=DETAILS,
+                binary=BINARY,
+                vendor="anthropic",
             )
-            features = ["resume", "cancel", "usage", "permissions"]
-            self._descriptor = local_descriptor(NAME, "Claude Code", features, details, "anthropic")
         return self._descriptor
 
     # -- sessions ---------------------------------------------------------------------------

@@ -77,7 +77,6 @@ class ClaudeStream(JsonLinesStream):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session_id: str | None = None
         self.result: dict[str, Any] | None = None
         self._streamed_blocks: set[tuple[str, int]] = set()
         self._message_id: str | None = None

@@ -30,17 +30,14 @@ from typing import Any
 from harness_cli_kit import (
     api_key,
     check_cli,
-    cli_details,
     extra_env,
     int_setting,
-    local_descriptor,
     require_workspace,
     safe_id,
     safe_prompt,
 )
 from harness_cli_kit.lifecycle import PerTurnCliAdapter
 from harness_hookspecs import (
-    HarnessDescriptor,
     HarnessError,
     Payload,
     RunTurnRequest,
@@ -101,23 +98,16 @@ class CodexAdapter(PerTurnCliAdapter):
     state_file = STATE_FILE
     state_key = "thread_id"
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._descriptor: HarnessDescriptor | None = None
-
-    def describe(self) -> HarnessDescriptor:
-        if self._descriptor is None:
-            details = cli_details(BINARY, f"@openai/codex {TESTED_CLI}")
-            details["wire_api"] = "openai-responses"
-            details["permission_modes"] = (
-                "approval never; strict=read-only, auto=workspace-write, "
-                "dangerous=danger-full-access sandbox"
-            )
-            features = ["resume", "cancel", "usage", "permissions"]
-            self._descriptor = local_descriptor(NAME, "Codex", features, details, "openai")
-        return self._descriptor
-
-    # -- sessions ---------------------------------------------------------------------------
+    display_name = "Codex"
+    tested_cli = f"@openai/codex {TESTED_CLI}"
+    binary = BINARY
+    vendor = "openai"
+    features = ("resume", "cancel", "usage", "permissions")
+    details = {
+        "wire_api": "openai-responses",
+        "permission_modes": "approval never; strict=read-only, auto=workspace-write, "
+        "dangerous=danger-full-access sandbox",
+    }
 
     def _dirs(self, context: SessionContext) -> tuple[Path, Path]:
         state = Path(context.state_dir)
@@ -200,9 +190,7 @@ class CodexAdapter(PerTurnCliAdapter):
         # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
         process = await context.spawn(argv, env=env, cwd=workspace)
         stream = CodexStream(network_waits=settings["network_waits"])
-        async for payload in stream.relay(process, lambda: session.remember(stream.thread_id)):
-            yield payload
-        for payload in stream.ending(stream.exit_code):
+        async for payload in stream.drive(process, session.remember):
             yield payload
 
 

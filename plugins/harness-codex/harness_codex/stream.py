@@ -56,7 +56,6 @@ class CodexStream(JsonLinesStream):
 
     def __init__(self, *, network_waits: int = 1) -> None:
         super().__init__()
-        self.thread_id: str | None = None
         self.completed = False
         self.usage_payload: UsageReported | None = None
         self._network_waits = network_waits
@@ -70,7 +69,7 @@ class CodexStream(JsonLinesStream):
         if kind == "thread.started":
             tid = safe_id(data.get("thread_id"))
             if tid is not None:
-                self.thread_id = tid
+                self.session_id = tid  # the thread id
             return [Status(message="codex thread started")]
         if kind == "turn.started":
             return []

@@ -50,7 +50,8 @@ class OpenCodeAdapter(PerTurnCliAdapter):
     state_file = STATE_FILE
 
     display_name = "OpenCode"
-    details = {"tested_cli": f"opencode-ai {TESTED_CLI}", "wire_api": "chat-completions"}
+    tested_cli = f"opencode-ai {TESTED_CLI}"
+    details = {"wire_api": "chat-completions"}
 
     async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])
@@ -144,10 +145,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
             argv, env=self._env(context, home, config_path, key), cwd=workspace
         )
         yield Status(message="opencode started")
-        stream = OpenCodeStream()
-        async for payload in stream.relay(process, lambda: session.remember(stream.session_id)):
-            yield payload
-        for payload in stream.ending(stream.exit_code):
+        async for payload in OpenCodeStream().drive(process, session.remember):
             yield payload
 
 

@@ -1,24 +1,13 @@
-"""Entry point: registers the ``opencode`` harness and its conformance profile."""
+"""Entry point: registers the ``opencode`` harness and its conformance profile (the real CLI
+against the fake model's chat completions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from harness_cli_kit.conformance import OfflineProfile, offline_profile
-from harness_hookspecs import hookimpl
+from harness_cli_kit.conformance import OfflineProfile
+from harness_cli_kit.plugin import cli_hooks
 
 from .adapter import OpenCodeAdapter
 
-#: ``harness conformance opencode``: the real CLI against the fake model's chat completions.
 OFFLINE = OfflineProfile("opencode", "fake-model")
 
-
-@hookimpl
-def register_harnesses(register: Callable[[Any], None]) -> None:
-    register(OpenCodeAdapter())
-
-
-@hookimpl
-def conformance_profile(harness: str) -> Any:
-    return offline_profile(OFFLINE) if harness == OFFLINE.binary else None
+register_harnesses, conformance_profile = cli_hooks("opencode", OpenCodeAdapter, OFFLINE)

@@ -62,9 +62,6 @@ class OpenCodeStream(JsonLinesStream):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session_id: str | None = None
-        #: A model error (the stream goes on: OpenCode may still end the step).
-        self.error: str | None = None
         self.steps = 0
         self.finished_stop = False
         self._tools = ToolCalls(TOOL_SUMMARIES)

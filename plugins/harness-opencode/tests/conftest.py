@@ -1,22 +1,12 @@
-"""The OpenCode harness as its tests drive it (fixtures ``workspace``/``make_controller`` come
-from harness_cli_kit's pytest plugin)."""
+"""The OpenCode harness as its tests drive it: the ``cli`` fixture (``workspace`` and
+``make_controller`` come from harness_cli_kit's pytest plugin)."""
 
 from __future__ import annotations
 
-import pytest
-from harness_cli_kit.testing import CliUnderTest, StaticCredentials, installed_cli
+from harness_cli_kit.testing import cli_fixture
 from harness_opencode import OpenCodeAdapter
+from harness_opencode.plugin import OFFLINE
 
 SECRET = "sk-test-secret-1234"
 
-
-@pytest.fixture
-def cli(workspace, make_controller) -> CliUnderTest:
-    def controller(**kwargs):
-        creds = StaticCredentials("OPENAI_API_KEY", SECRET)
-        return make_controller(OpenCodeAdapter(), creds, **kwargs)
-
-    def config(url: str, **extra):
-        return {"command": [installed_cli("opencode")], "base_url": url, **extra}
-
-    return CliUnderTest("opencode", "fake-model", workspace, controller, config)
+cli = cli_fixture("opencode", OFFLINE, OpenCodeAdapter, "OPENAI_API_KEY", SECRET)

@@ -49,7 +49,7 @@ class PiAdapter(PerTurnCliAdapter):
     state_file = STATE_FILE
 
     display_name = "Pi coding agent"
-    details = {"tested_cli": f"@mariozechner/pi-coding-agent {TESTED_CLI}"}
+    tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
 
     async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])
@@ -125,10 +125,7 @@ class PiAdapter(PerTurnCliAdapter):
         }
         process = await context.spawn(argv, env=env, cwd=workspace)
         yield Status(message="pi started")
-        stream = PiStream()
-        async for payload in stream.relay(process, lambda: session.remember(stream.session_id)):
-            yield payload
-        for payload in stream.ending(stream.exit_code):
+        async for payload in PiStream().drive(process, session.remember):
             yield payload
 
 

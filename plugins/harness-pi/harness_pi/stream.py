@@ -64,9 +64,6 @@ class PiStream(JsonLinesStream):
 
     def __init__(self) -> None:
         super().__init__()
-        self.session_id: str | None = None
-        #: A model error; a later successful message means Pi retried it away.
-        self.error: str | None = None
         self.ended = False
         self.aborted = False
         self.requests = 0

@@ -1,21 +1,12 @@
-"""The Pi harness as its tests drive it (fixtures ``workspace``/``make_controller`` come from
-harness_cli_kit's pytest plugin)."""
+"""The Pi harness as its tests drive it: the ``cli`` fixture (``workspace`` and
+``make_controller`` come from harness_cli_kit's pytest plugin)."""
 
 from __future__ import annotations
 
-import pytest
-from harness_cli_kit.testing import CliUnderTest, StaticCredentials, installed_cli
+from harness_cli_kit.testing import cli_fixture
 from harness_pi import PiAdapter
+from harness_pi.plugin import OFFLINE
 
 SECRET = "sk-test-secret-1234"
 
-
-@pytest.fixture
-def cli(workspace, make_controller) -> CliUnderTest:
-    def controller(**kwargs):
-        return make_controller(PiAdapter(), StaticCredentials("OPENAI_API_KEY", SECRET), **kwargs)
-
-    def config(url: str, **extra):
-        return {"command": [installed_cli("pi")], "base_url": url, **extra}
-
-    return CliUnderTest("pi", "fake-model", workspace, controller, config)
+cli = cli_fixture("pi", OFFLINE, PiAdapter, "OPENAI_API_KEY", SECRET)
