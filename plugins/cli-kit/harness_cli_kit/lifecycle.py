@@ -2,11 +2,15 @@
 
 Open saves an empty :class:`~harness_cli_kit.state.NativeSession`; the first turn's stream fills
 in the native id; resume (in any process) reads it back. There is no in-band cancel: the runtime
-kills the turn's process group. A subclass supplies ``check`` and ``run_turn`` and the
-descriptor's facts as class attributes.
+kills the turn's process group. A subclass supplies ``check`` (the config, at open and
+resume), ``launch`` (argv, environment and stream parser of one turn: what is its CLI's own) and
+the descriptor's facts as class attributes; :meth:`PerTurnCliAdapter.run_turn` does the rest.
 """
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from harness_hookspecs import (
     CancelTurnRequest,
@@ -14,15 +18,33 @@ from harness_hookspecs import (
     HarnessDescriptor,
     HarnessError,
     OpenSessionRequest,
+    Payload,
     ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
     SessionRef,
+    Status,
     assert_supported,
 )
 
 from .describe import cli_descriptor
+from .endpoint import preflight
+from .settings import require_workspace
 from .state import DEFAULT_KEY, NativeSession
+from .stream import JsonLinesStream
+
+
+@dataclass
+class CliTurn:
+    """One turn's process: what to run, with which environment, parsed by which stream."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stream: JsonLinesStream
+    #: The model endpoint to probe before spawning (CLIs slow to give up on one).
+    probe: str | None = None
+    #: A status message once the process runs.
+    started: str | None = None
 
 
 class PerTurnCliAdapter:
@@ -81,11 +103,30 @@ class PerTurnCliAdapter:
         self._sessions[request.session.session_id] = session
         return request.session
 
-    def session(self, request: RunTurnRequest) -> NativeSession:
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
+        """Write the turn's config files; return its argv, environment and stream."""
+        raise NotImplementedError
+
+    async def run_turn(
+        self, request: RunTurnRequest, context: SessionContext
+    ) -> AsyncIterator[Payload]:
         session = self._sessions.get(request.session.session_id)
         if session is None:
             raise HarnessError("session-not-found")
-        return session
+        workspace = require_workspace(context, self.name)
+        turn = self.launch(request.prompt, context, session, workspace)
+        unreachable = await preflight(context, turn.probe)
+        if unreachable is not None:
+            yield unreachable
+            return
+        # stdin stays closed (/dev/null): some CLIs wait for input forever on an open pipe.
+        process = await context.spawn(turn.argv, env=turn.env, cwd=workspace)
+        if turn.started:
+            yield Status(message=turn.started)
+        async for payload in turn.stream.drive(process, session.remember):
+            yield payload
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         # No in-band cancel: the runtime kills the turn's process group.

@@ -39,6 +39,7 @@ from acp.schema import (
 )
 from anyio.streams.memory import MemoryObjectSendStream
 from harness_cli_kit import NativeSession, count, preflight, require_workspace
+from harness_cli_kit.classify import reason_from
 from harness_cli_kit.safe import is_safe_name
 from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
@@ -93,15 +94,11 @@ def _dump(model: Any) -> Any:
 def classify_error(error: BaseException) -> str:
     """A fixed reason for a failed ``session/prompt`` (its text is never forwarded)."""
     if isinstance(error, RequestError):
-        text = f"{error} {json.dumps(error.data, default=str) if error.data else ''}"
-        if error.code == -32000 or _AUTH.search(text):
+        if error.code == -32000:
             return "authentication-required"
-        if _UNREACHABLE.search(text):
-            return "provider-unavailable"
-        return "provider-failed"
-    if isinstance(error, ConnectionError):
-        return "provider-failed"
-    return "provider-failed"
+        text = f"{error} {json.dumps(error.data, default=str) if error.data else ''}"
+        return reason_from(None, text, auth=_AUTH, unreachable=_UNREACHABLE)
+    return "provider-failed"  # the connection dropped, or anything else
 
 
 class ProcessTransport:

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness_cli_kit import JsonLinesStream, count, safe_id, usage_report
 from harness_cli_kit import safe_name as tool_name
+from harness_cli_kit.classify import reason_from
 from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
@@ -49,6 +50,9 @@ _UNREACHABLE = re.compile(
     r"Unable to connect|ETIMEDOUT|timed out|Request timed out",
     re.I,
 )
+_AUTH = re.compile(r"authenticat|invalid api key|401", re.I)
+#: Claude retries these; any 5xx means the endpoint is down or overloaded.
+_UNAVAILABLE = frozenset({408, 429, 529, *range(500, 600)})
 
 
 def tool_summary(name: str) -> str:
@@ -61,13 +65,9 @@ def classify_result(result: Mapping[str, Any]) -> str:
     """Map an ``is_error`` result line to a fixed reason (its text is read here, never sent)."""
     status = result.get("api_error_status")
     text = result.get("result") if isinstance(result.get("result"), str) else ""
-    if status in (401, 403) or re.search(r"authenticat|invalid api key|401", text or "", re.I):
-        return "authentication-required"
-    if isinstance(status, int) and (status in (408, 429, 529) or 500 <= status < 600):
-        return "provider-unavailable"
-    if status is None and _UNREACHABLE.search(text or ""):
-        return "provider-unavailable"
-    return "provider-failed"
+    return reason_from(
+        status, text or "", auth=_AUTH, unreachable=_UNREACHABLE, unavailable=_UNAVAILABLE
+    )
 
 
 class ClaudeStream(JsonLinesStream):

@@ -23,24 +23,21 @@ first "waiting for network" notice) is in :mod:`.stream`.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from harness_cli_kit import (
+    NativeSession,
     api_key,
     check_cli,
     extra_env,
     int_setting,
-    require_workspace,
     safe_id,
     safe_prompt,
 )
-from harness_cli_kit.lifecycle import PerTurnCliAdapter
+from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import (
     HarnessError,
-    Payload,
-    RunTurnRequest,
     SessionContext,
 )
 
@@ -147,11 +144,9 @@ class CodexAdapter(PerTurnCliAdapter):
             "network_waits": int_setting(config, "network_waits", 1, 100) or 1,
         }
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session = self.session(request)
-        workspace = require_workspace(context, NAME)
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
         settings = self._settings(context)
         home, tmp = self._dirs(context)
         (home / "config.toml").write_text(
@@ -186,12 +181,9 @@ class CodexAdapter(PerTurnCliAdapter):
         thread = safe_id(session.native_id)
         if thread:
             argv += ["resume", thread]
-        argv += ["--", safe_prompt(request.prompt)]
+        argv += ["--", safe_prompt(prompt)]
         # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
-        process = await context.spawn(argv, env=env, cwd=workspace)
-        stream = CodexStream(network_waits=settings["network_waits"])
-        async for payload in stream.drive(process, session.remember):
-            yield payload
+        return CliTurn(argv, env, CodexStream(network_waits=settings["network_waits"]))
 
 
 __all__ = ["CodexAdapter", "CodexStream", "classify", "parse_stream", "render_config"]

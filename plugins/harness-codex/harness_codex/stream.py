@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, count, safe_id, usage_report
+from harness_cli_kit.classify import reason_from
 from harness_hookspecs import (
     MessageCompleted,
     Payload,
@@ -42,11 +43,7 @@ _WAITING_FOR_NETWORK = re.compile(r"waiting for network", re.I)
 def classify(message: Any) -> str:
     """Map a Codex error message to a fixed reason (the text is read here, never sent)."""
     text = message if isinstance(message, str) else ""
-    if _AUTH.search(text):
-        return "authentication-required"
-    if _UNAVAILABLE.search(text):
-        return "provider-unavailable"
-    return "provider-failed"
+    return reason_from(None, text, auth=_AUTH, unreachable=_UNAVAILABLE)
 
 
 class CodexStream(JsonLinesStream):

@@ -19,21 +19,12 @@ once; anything later is bounded by the controller's deadline.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import (
-    api_key,
-    base_url,
-    command_of,
-    extra_env,
-    preflight,
-    require_workspace,
-    safe_prompt,
-)
-from harness_cli_kit.lifecycle import PerTurnCliAdapter
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, SessionContext, Status
+from harness_cli_kit import NativeSession, api_key, base_url, command_of, extra_env, safe_prompt
+from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_hookspecs import HarnessError, SessionContext
 
 from .stream import OpenCodeStream, classify, parse_stream
 
@@ -121,32 +112,22 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         }
         return {**env, **extra_env(context.config)}
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session = self.session(request)
-        workspace = require_workspace(context, self.name)
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
         url, key, model = self._settings(context)
         home = Path(context.state_dir) / "home"
         home.mkdir(parents=True, exist_ok=True)
         config_path, full_model = self._write_config(context, home, url, model)
-        unreachable = await preflight(context, url)
-        if unreachable is not None:
-            yield unreachable
-            return
         argv = [*command_of(context.config, [self.name]), "run", "--format", "json"]
         argv += ["--dir", workspace, "-m", full_model]
         if session.native_id:
             argv += ["--session", session.native_id]
         else:
             argv += ["--title", "harness_core session"]
-        argv += ["--", safe_prompt(request.prompt)]
-        process = await context.spawn(
-            argv, env=self._env(context, home, config_path, key), cwd=workspace
-        )
-        yield Status(message="opencode started")
-        async for payload in OpenCodeStream().drive(process, session.remember):
-            yield payload
+        argv += ["--", safe_prompt(prompt)]
+        env = self._env(context, home, config_path, key)
+        return CliTurn(argv, env, OpenCodeStream(), probe=url, started="opencode started")
 
 
 __all__ = ["OpenCodeAdapter", "OpenCodeStream", "classify", "parse_stream"]

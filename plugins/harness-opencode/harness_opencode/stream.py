@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, positive_cost, safe_name, usage_report
+from harness_cli_kit.classify import reason_from
 from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
     MessageCompleted,
@@ -38,6 +39,9 @@ TOOL_SUMMARIES = {
 }
 
 
+_UNREACHABLE = re.compile(r"connect|ECONNREFUSED|ENOTFOUND|fetch failed", re.I)
+
+
 def classify(error: Mapping[str, Any] | None) -> str:
     """Map an OpenCode ``error`` object to a fixed reason (never forwarding its text)."""
     if not isinstance(error, Mapping):
@@ -46,13 +50,9 @@ def classify(error: Mapping[str, Any] | None) -> str:
     data = error.get("data") if isinstance(error.get("data"), Mapping) else {}
     status = data.get("statusCode") if isinstance(data, Mapping) else None
     message = str(data.get("message") or "") if isinstance(data, Mapping) else ""
-    if name == "ProviderAuthError" or status in (401, 403):
+    if name == "ProviderAuthError":
         return "authentication-required"
-    if status in (408, 429, 502, 503, 504, 529):
-        return "provider-unavailable"
-    if status is None and re.search(r"connect|ECONNREFUSED|ENOTFOUND|fetch failed", message, re.I):
-        return "provider-unavailable"
-    return "provider-failed"
+    return reason_from(status, message, unreachable=_UNREACHABLE)
 
 
 class OpenCodeStream(JsonLinesStream):

@@ -17,21 +17,13 @@ What it relies on (verified against @mariozechner/pi-coding-agent 0.73.1, see
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import (
-    api_key,
-    base_url,
-    command_of,
-    extra_env,
-    preflight,
-    require_workspace,
-    safe_prompt,
-)
-from harness_cli_kit.lifecycle import PerTurnCliAdapter
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, SessionContext, Status
+from harness_cli_kit import NativeSession, api_key, base_url, command_of, extra_env, safe_prompt
+from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_hookspecs import HarnessError, SessionContext
 
 from .stream import PiStream, classify, parse_stream
 
@@ -88,19 +80,13 @@ class PiAdapter(PerTurnCliAdapter):
             settings.update(extra)
         (agent / "settings.json").write_text(json.dumps(settings, indent=2))
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session = self.session(request)
-        workspace = require_workspace(context, self.name)
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
         url, key, model, api = self._settings(context)
         home = Path(context.state_dir) / "home"
         agent = home / ".pi" / "agent"
         self._write_agent_dir(context, agent, url, model, api)
-        unreachable = await preflight(context, url)
-        if unreachable is not None:
-            yield unreachable
-            return
         argv = [*command_of(context.config, [self.name]), "--mode", "json"]
         if url:
             argv += ["--provider", PROVIDER_ID, "--model", model]
@@ -112,7 +98,7 @@ class PiAdapter(PerTurnCliAdapter):
         if session.native_id:
             argv += ["--session", session.native_id]
         # Pi treats a leading '@' as a file to include and a leading '-' as a flag.
-        argv.append(safe_prompt(request.prompt, ("-", "@")))
+        argv.append(safe_prompt(prompt, ("-", "@")))
         env = {
             "HOME": str(home),
             "PWD": workspace,
@@ -123,10 +109,7 @@ class PiAdapter(PerTurnCliAdapter):
             KEY_VAR: key or "",
             **extra_env(context.config),
         }
-        process = await context.spawn(argv, env=env, cwd=workspace)
-        yield Status(message="pi started")
-        async for payload in PiStream().drive(process, session.remember):
-            yield payload
+        return CliTurn(argv, env, PiStream(), probe=url, started="pi started")
 
 
 __all__ = ["PiAdapter", "PiStream", "classify", "parse_stream"]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, count, positive_cost, safe_name, usage_report
+from harness_cli_kit.classify import reason_from
 from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
     MessageCompleted,
@@ -32,6 +33,7 @@ TOOL_SUMMARIES = {
     "ls": "listed a directory",
 }
 _STATUS = re.compile(r"^\s*(\d{3})\b")
+_AUTH = re.compile(r"unauthori[sz]ed|invalid api key|authentication", re.I)
 _UNREACHABLE = re.compile(
     r"connection error|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|unable to connect|"
     r"cannot connect|socket hang up|ETIMEDOUT|network",
@@ -43,18 +45,9 @@ def classify(message: Any) -> str:
     """Map Pi's ``errorMessage`` to a fixed reason (the text itself never leaves the adapter)."""
     text = message if isinstance(message, str) else ""
     match = _STATUS.match(text)
-    if match:
-        status = int(match.group(1))
-        if status in (401, 403):
-            return "authentication-required"
-        if status in (408, 429, 502, 503, 504, 529):
-            return "provider-unavailable"
-        return "provider-failed"
-    if re.search(r"unauthori[sz]ed|invalid api key|authentication", text, re.I):
-        return "authentication-required"
-    if _UNREACHABLE.search(text):
-        return "provider-unavailable"
-    return "provider-failed"
+    if match:  # a leading HTTP status decides alone
+        return reason_from(int(match.group(1)), text)
+    return reason_from(None, text, auth=_AUTH, unreachable=_UNREACHABLE)
 
 
 class PiStream(JsonLinesStream):
