@@ -96,12 +96,16 @@ class PerTurnCliAdapter:
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.session.target, "resume")
-        session = NativeSession.load(
-            context.state_dir, self.state_file, key=self.state_key, what=f"no {self.name} state"
-        )
+        session = self.saved(request, context)
         session.cli = await self.check(context)
         self._sessions[request.session.session_id] = session
         return request.session
+
+    def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
+        """The session to resume (``session-not-found`` when there is none)."""
+        return NativeSession.load(
+            context.state_dir, self.state_file, key=self.state_key, what=f"no {self.name} state"
+        )
 
     def launch(
         self, prompt: str, context: SessionContext, session: NativeSession, workspace: str

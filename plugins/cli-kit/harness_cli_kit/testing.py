@@ -139,6 +139,9 @@ class CliUnderTest:
     workspace: str
     controller: Callable[..., Any]
     config: Callable[..., dict[str, Any]]
+    #: ``fake(tmp_path, body)``: the config (without ``base_url``) of a stand-in CLI that runs
+    #: the Python ``body`` instead of the real one.
+    fake: Callable[[Path, str], dict[str, Any]] | None = None
     session_leader: int | None = None
 
     async def _open(self, c: Any, config: dict[str, Any], **open_kwargs: Any) -> Any:
@@ -260,6 +263,104 @@ def cli_fixture(
             binary: Any = path if profile.binary_key == "cli_path" else [path]
             return {profile.binary_key: binary, "base_url": url, **extra}
 
-        return CliUnderTest(harness, profile.model, workspace, controller, config)
+        def fake(tmp_path: Path, body: str) -> dict[str, Any]:
+            if profile.binary_key == "cli_path":  # checked for a version at open
+                return {"cli_path": fake_cli(tmp_path, f"fake-{profile.binary}", "1.0.0", body)}
+            return {"command": [sys.executable, "-c", textwrap.dedent(body)]}
+
+        return CliUnderTest(harness, profile.model, workspace, controller, config, fake)
 
     return fixture
+
+
+GARBAGE = "print('Traceback: secret provider text'); print('{')\n"
+
+
+class CliScenarios:
+    """What every CLI adapter must do, against its real CLI and the fake model server. A suite
+    runs them with ``class TestScenarios(CliScenarios): ...`` next to its ``cli`` fixture,
+    overriding the class attributes where its CLI differs."""
+
+    #: The fake model's endpoint the CLI speaks: ``anthropic`` (Messages) or ``openai`` (/v1).
+    api = "openai"
+    #: How fast a rejected key and an unreachable endpoint must end the turn (seconds).
+    auth_within = 30.0
+    unreachable_within = 10.0
+
+    def url(self, server: Any) -> str:
+        return str(server.base_url if self.api == "anthropic" else server.openai_base_url)
+
+    @pytest.mark.cli
+    def test_cancel_mid_turn_leaves_no_process(self, cli: CliUnderTest) -> None:
+        from harness_core.testing.fake_model import FakeModelServer, Step
+
+        with FakeModelServer([Step(text="late", delay=60)]) as server:
+            assert_cancelled_cleanly(cli.cancel_mid_turn(server, cli.config(self.url(server))))
+
+    @pytest.mark.cli
+    def test_401_is_authentication_required_fast(self, cli: CliUnderTest) -> None:
+        from harness_core.testing.fake_model import FakeModelServer
+
+        with FakeModelServer([error_step(401)]) as server:
+            result, took = cli.turn(cli.config(self.url(server)), timeout=30)
+        print(f"\n401: {result.reason} after {took:.2f}s")
+        assert_failed(result, "authentication-required")
+        assert took < self.auth_within
+
+    @pytest.mark.cli
+    def test_unreachable_is_provider_unavailable_fast(self, cli: CliUnderTest) -> None:
+        url = unreachable_url("" if self.api == "anthropic" else "/v1")
+        result, took = cli.turn(cli.config(url), timeout=30)
+        print(f"\nunreachable: {result.reason} after {took:.2f}s")
+        assert_failed(result, "provider-unavailable")
+        assert took < self.unreachable_within
+
+    def test_garbage_output_is_provider_failed(self, cli: CliUnderTest, tmp_path: Path) -> None:
+        result = self.fake_turn(cli, tmp_path, GARBAGE)
+        assert_failed(result, "provider-failed", hidden="secret provider text")
+
+    def fake_turn(self, cli: CliUnderTest, tmp_path: Path, body: str) -> Any:
+        """One turn of a stand-in CLI running ``body`` (the endpoint is up: no probe fails)."""
+        from harness_core.testing.fake_model import FakeModelServer
+
+        assert cli.fake is not None
+        with FakeModelServer([]) as server:
+            config = {**cli.fake(tmp_path, body), "base_url": self.url(server)}
+            result, _ = cli.turn(config, timeout=30)
+        return result
+
+
+class CheckedCliScenarios(CliScenarios):
+    """:class:`CliScenarios` for adapters that find and version-check their binary at open and
+    bound their CLI's own retries."""
+
+    #: Session config for the HTTP 500 case, and how many model requests it may take.
+    on_500: dict[str, Any] = {}
+    requests_after_500 = range(1, 5)
+
+    @pytest.mark.cli
+    @pytest.mark.parametrize("case", ["deadline", "500", "dropped"])
+    def test_failures_are_mapped_within_the_deadline(self, cli: CliUnderTest, case: str) -> None:
+        from harness_core.testing.fake_model import FakeModelServer, Step
+
+        step, extra, reason = {
+            "deadline": (Step(text="late", delay=60), {}, "timeout"),
+            "500": (error_step(500), self.on_500, "provider-unavailable"),
+            "dropped": (dropped_step(), {"max_retries": 0}, "provider-failed"),
+        }[case]
+        with FakeModelServer([step]) as server:
+            config = cli.config(self.url(server), **extra)
+            result, took = cli.turn(config, timeout=4 if case == "deadline" else 30)
+            requests = len(server.model_requests())
+        print(f"\n{case}: {result.reason} after {took:.2f}s, {requests} requests")
+        assert_failed(result, reason)
+        assert "ECONNRESET" not in repr(result.events)
+        assert took < 10
+        assert case != "500" or requests in self.requests_after_500
+
+    def test_missing_cli_is_provider_unavailable(self, cli: CliUnderTest, tmp_path: Path) -> None:
+        from harness_hookspecs import HarnessError
+
+        with pytest.raises(HarnessError) as info:
+            cli.turn({"cli_path": str(tmp_path / "nope"), "base_url": "http://127.0.0.1:9"})
+        assert info.value.reason == "provider-unavailable"

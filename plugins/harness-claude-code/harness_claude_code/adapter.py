@@ -20,34 +20,21 @@ The stream's mapping to contract payloads is in :mod:`.stream`.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from harness_cli_kit import (
+    NativeSession,
     api_key,
     base_url,
     check_cli,
-    cli_descriptor,
     extra_env,
     int_setting,
-    require_workspace,
     safe_prompt,
 )
-from harness_hookspecs import (
-    CancelTurnRequest,
-    CloseSessionRequest,
-    HarnessDescriptor,
-    HarnessError,
-    OpenSessionRequest,
-    Payload,
-    ResumeSessionRequest,
-    RunTurnRequest,
-    SessionContext,
-    SessionRef,
-    TurnFailed,
-    assert_supported,
-)
+from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext
 
 from .stream import ClaudeStream, classify_result, parse_stream
 
@@ -113,59 +100,37 @@ def transcript_exists(config_dir: Path, session_id: str) -> bool:
     return projects.is_dir() and any(projects.glob(f"*/{session_id}.jsonl"))
 
 
-class ClaudeCodeAdapter:
-    """``claude-code``: Claude Code CLI, one process per turn, resume by session id."""
+class ClaudeCodeAdapter(PerTurnCliAdapter):
+    """``claude-code``: Claude Code CLI, one process per turn, resume by session id (the
+    controller's id is the CLI's: its transcript in the private config dir tells a resume)."""
 
     name = NAME
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, str] = {}
-        self._descriptor: HarnessDescriptor | None = None
-
-    def describe(self) -> HarnessDescriptor:
-        if self._descriptor is None:
-            self._descriptor = cli_descriptor(
-                NAME,
-                "Claude Code",
-                tested_cli=f"@anthropic-ai/claude-code {TESTED_CLI}",
-                features=["resume", "cancel", "usage", "permissions"],
-                details=DETAILS,
-                binary=BINARY,
-                vendor="anthropic",
-            )
-        return self._descriptor
-
-    # -- sessions ---------------------------------------------------------------------------
-
-    async def _check_cli(self, context: SessionContext) -> str:
-        path = await check_cli(context, BINARY, {"HOME": str(self._home(context))})
-        self._sessions[context.session_id] = path
-        return path
+    state_file = "claude-session.json"
+    display_name = "Claude Code"
+    tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
+    binary = BINARY
+    vendor = "anthropic"
+    features = ("resume", "cancel", "usage", "permissions")
+    details = {
+        "wire_api": "anthropic-messages",
+        "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
+        "dangerous=bypassPermissions (acceptEdits+all tools as root)",
+    }
 
     def _home(self, context: SessionContext) -> Path:
         home = Path(context.state_dir) / "home"
         (home / ".claude").mkdir(parents=True, exist_ok=True)
         return home
 
-    async def open_session(
-        self, request: OpenSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.target)
+    async def check(self, context: SessionContext) -> str:
         permission_args(context.posture, context.config)
-        await self._check_cli(context)
-        return SessionRef(provider=NAME, target=request.target, session_id=context.session_id)
+        return await check_cli(context, BINARY, {"HOME": str(self._home(context))})
 
-    async def resume_session(
-        self, request: ResumeSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.session.target, "resume")
-        home = self._home(context)
-        if not transcript_exists(home / ".claude", request.session.session_id):
+    def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
+        session_id = request.session.session_id
+        if not transcript_exists(self._home(context) / ".claude", session_id):
             raise HarnessError("session-not-found", "no claude transcript for this session")
-        await self._check_cli(context)
-        return request.session
-
-    # -- turn -------------------------------------------------------------------------------
+        return NativeSession(context.state_dir, self.state_file, native_id=session_id)
 
     def _env(self, context: SessionContext, home: Path) -> dict[str, str]:
         url = base_url(context, "ANTHROPIC_BASE_URL")
@@ -187,18 +152,13 @@ class ClaudeCodeAdapter:
             env["ANTHROPIC_BASE_URL"] = url.rstrip("/").removesuffix("/v1")
         return {**env, **extra_env(context.config)}
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session_id = request.session.session_id
-        path = self._sessions.get(session_id)
-        if path is None:
-            raise HarnessError("session-not-found")
-        workspace = require_workspace(context, NAME)
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
+        session_id = context.session_id
         home = self._home(context)
-        env = self._env(context, home)
         perms, _mode = permission_args(context.posture, context.config)
-        argv = [path, "-p", "--output-format", "stream-json", "--verbose"]
+        argv = [session.cli, "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--include-partial-messages", *perms]
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
@@ -207,23 +167,9 @@ class ClaudeCodeAdapter:
             argv += ["--resume", session_id]
         else:
             argv += ["--session-id", session_id]
-        argv += ["--", safe_prompt(request.prompt)]
-        process = await context.spawn(argv, env=env, cwd=workspace)
-        stream = ClaudeStream()
-        async for payload in stream.relay(process):
-            yield payload
-        if stream.session_id is not None and stream.session_id != session_id:
-            yield TurnFailed(reason="provider-failed", hint="claude answered for another session")
-            return
-        for payload in stream.ending(stream.exit_code):
-            yield payload
-
-    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
+        argv += ["--", safe_prompt(prompt)]
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
-        return None
-
-    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
-        self._sessions.pop(request.session.session_id, None)
+        return CliTurn(argv, self._env(context, home), ClaudeStream(expected=session_id))
 
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeStream", "classify_result", "parse_stream"]

@@ -22,6 +22,7 @@ from harness_hookspecs import (
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
+    TurnFailed,
     UsageReported,
 )
 
@@ -75,8 +76,10 @@ class ClaudeStream(JsonLinesStream):
 
     cli = "claude"
 
-    def __init__(self) -> None:
+    def __init__(self, expected: str | None = None) -> None:
         super().__init__()
+        #: The session id the turn runs under (``--session-id``/``--resume``).
+        self.expected = expected
         self.result: dict[str, Any] | None = None
         self._streamed_blocks: set[tuple[str, int]] = set()
         self._message_id: str | None = None
@@ -229,6 +232,13 @@ class ClaudeStream(JsonLinesStream):
         if result.get("is_error") or result.get("subtype") not in (None, "success"):
             return self.failed(classify_result(result))
         return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
+
+    def ending(self, exit_code: int | None) -> list[Payload]:
+        if self.expected and self.session_id not in (None, self.expected):
+            return [
+                TurnFailed(reason="provider-failed", hint="claude answered for another session")
+            ]
+        return super().ending(exit_code)
 
 
 parse_stream = ClaudeStream.parse

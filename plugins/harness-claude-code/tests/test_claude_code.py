@@ -10,14 +10,10 @@ from harness_claude_code import parse_stream
 from harness_claude_code.adapter import classify_result, permission_args
 from harness_cli_kit.testing import (
     SECOND,
-    assert_cancelled_cleanly,
+    CheckedCliScenarios,
     assert_failed,
     assert_tool_turn,
-    dropped_step,
-    error_step,
-    fake_cli,
     tool_script,
-    unreachable_url,
 )
 from harness_hookspecs import (
     MessageCompleted,
@@ -78,52 +74,11 @@ def test_strict_posture_denies_the_write_with_permission_events(cli):
     assert "Output redirection" not in repr(result.events)  # the CLI's own text stays out
 
 
-@pytest.mark.cli
-def test_cancel_mid_turn_leaves_no_process(cli):
-    with FakeModelServer([Step(text="late", delay=60)]) as server:
-        assert_cancelled_cleanly(cli.cancel_mid_turn(server, cli.config(server.base_url)))
-
-
-@pytest.mark.cli
-@pytest.mark.parametrize(
-    ("step", "extra", "reason", "requests"),
-    [
-        (Step(text="late", delay=60), {}, "timeout", None),
-        (error_step(401), {}, "authentication-required", None),
-        # bounded retries: max_retries=1 is two requests
-        (error_step(500), {"max_retries": 1}, "provider-unavailable", 2),
-        (dropped_step(), {"max_retries": 0}, "provider-failed", None),
-    ],
-    ids=["deadline", "401", "500", "dropped"],
-)
-def test_failures_are_mapped_within_the_deadline(cli, step, extra, reason, requests):
-    timeout = 4 if reason == "timeout" else 30
-    with FakeModelServer([step]) as server:
-        result, took = cli.turn(cli.config(server.base_url, **extra), timeout=timeout)
-        made = len(server.model_requests())
-    print(f"\n{reason}: after {took:.2f}s, {made} requests")
-    assert_failed(result, reason)
-    assert "ECONNRESET" not in repr(result.events)
-    assert took < 10 and requests in (None, made)
-
-
-@pytest.mark.cli
-def test_unreachable_is_provider_unavailable_within_the_deadline(cli):
-    result, took = cli.turn(cli.config(unreachable_url()), timeout=30)
-    print(f"\nunreachable: {result.reason} after {took:.2f}s")
-    assert_failed(result, "provider-unavailable")
-    assert took < 10
-
-
-def claude(tmp_path: Path, body: str) -> dict[str, str]:
-    cli = fake_cli(tmp_path, "fake-claude", "2.1.332 (Claude Code)", body)
-    return {"cli_path": cli, "base_url": "http://127.0.0.1:9"}
-
-
-def test_garbage_stream_is_provider_failed(tmp_path, cli):
-    cfg = claude(tmp_path, "print('Traceback: secret provider text'); print('{')\n")
-    result, _ = cli.turn(cfg, timeout=30)
-    assert_failed(result, "provider-failed", hidden="secret provider text")
+class TestScenarios(CheckedCliScenarios):
+    api = "anthropic"
+    auth_within = unreachable_within = 10.0
+    on_500 = {"max_retries": 1}
+    requests_after_500 = range(2, 3)  # bounded retries: max_retries=1 is two requests
 
 
 def test_truncated_stream_is_provider_failed(tmp_path, cli):
@@ -132,22 +87,11 @@ def test_truncated_stream_is_provider_failed(tmp_path, cli):
         "type": "assistant",
         "message": {"id": "m1", "content": [{"type": "text", "text": "Hi"}]},
     }
-    cfg = claude(
-        tmp_path,
+    body = (
         f"import json\nprint(json.dumps({init!r}))\nprint(json.dumps({text!r}))\n"
-        'print(\'{"type": "result", "subtype"\', flush=True)\n',
+        'print(\'{"type": "result", "subtype"\', flush=True)\n'
     )
-    result, _ = cli.turn(cfg, timeout=30)
-    assert_failed(result, "provider-failed")
-
-
-def test_missing_cli_is_provider_unavailable(tmp_path, cli):
-    from harness_hookspecs import HarnessError
-
-    cfg = {"cli_path": str(tmp_path / "nope"), "base_url": "http://127.0.0.1:9"}
-    with pytest.raises(HarnessError) as info:
-        cli.turn(cfg)
-    assert info.value.reason == "provider-unavailable"
+    assert_failed(TestScenarios().fake_turn(cli, tmp_path, body), "provider-failed")
 
 
 def test_parse_stream_maps_native_lines_and_hides_provider_text():

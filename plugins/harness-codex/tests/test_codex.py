@@ -8,20 +8,15 @@ from pathlib import Path
 import pytest
 from harness_cli_kit.testing import (
     SECOND,
-    assert_cancelled_cleanly,
+    CheckedCliScenarios,
     assert_failed,
     assert_tool_turn,
-    dropped_step,
-    error_step,
-    fake_cli,
     state_text,
     tool_script,
-    unreachable_url,
 )
 from harness_codex import parse_stream
 from harness_codex.adapter import classify, render_config
 from harness_hookspecs import (
-    HarnessError,
     MessageCompleted,
     ToolCompleted,
     ToolStarted,
@@ -73,70 +68,19 @@ def test_strict_posture_is_a_read_only_sandbox(cli):
     assert "Read-only file system" in json.dumps(server.model_requests()[-1].body)
 
 
-@pytest.mark.cli
-def test_cancel_mid_turn_leaves_no_process(cli):
-    with FakeModelServer([Step(text="late", delay=60)]) as server:
-        assert_cancelled_cleanly(cli.cancel_mid_turn(server, cli.config(server.openai_base_url)))
-
-
-@pytest.mark.cli
-@pytest.mark.parametrize(
-    ("step", "extra", "reason"),
-    [
-        (Step(text="late", delay=60), {}, "timeout"),
-        (error_step(401), {}, "authentication-required"),
-        (error_step(500), {}, "provider-unavailable"),
-        (dropped_step(), {"max_retries": 0}, "provider-failed"),
-    ],
-    ids=["deadline", "401", "500", "dropped"],
-)
-def test_failures_are_mapped_within_the_deadline(cli, step, extra, reason):
-    timeout = 4 if reason == "timeout" else 30
-    with FakeModelServer([step]) as server:
-        result, took = cli.turn(cli.config(server.openai_base_url, **extra), timeout=timeout)
-        requests = len(server.model_requests())
-    print(f"\n{reason}: after {took:.2f}s, {requests} requests")
-    assert_failed(result, reason)
-    # request_max_retries = stream_max_retries = 1 by default: at most (1 + 1) * (1 + 1) requests
-    assert took < 10 and requests <= 4
-
-
-@pytest.mark.cli
-def test_unreachable_is_provider_unavailable_fast(cli):
-    # Codex itself would print "Reconnecting... waiting for network" forever
-    result, took = cli.turn(cli.config(unreachable_url("/v1")), timeout=30)
-    print(f"\nunreachable: {result.reason} after {took:.2f}s")
-    assert_failed(result, "provider-unavailable")
-    assert took < 10
-
-
-def codex(tmp_path: Path, body: str) -> dict[str, str]:
-    cli = fake_cli(tmp_path, "fake-codex", "codex-cli 0.171.0", body)
-    return {"cli_path": cli, "base_url": "http://127.0.0.1:9/v1"}
-
-
-def test_garbage_stream_is_provider_failed(tmp_path, cli):
-    cfg = codex(tmp_path, "print('Traceback: secret provider text'); print('{')\n")
-    result, _ = cli.turn(cfg, timeout=30)
-    assert_failed(result, "provider-failed", hidden="secret provider text")
+class TestScenarios(CheckedCliScenarios):
+    auth_within = unreachable_within = 10.0
+    # request_max_retries = stream_max_retries = 1 by default: at most (1 + 1) * (1 + 1)
+    requests_after_500 = range(1, 5)
 
 
 def test_truncated_stream_is_provider_failed(tmp_path, cli):
-    cfg = codex(
-        tmp_path,
+    body = (
         'print(\'{"type":"thread.started","thread_id":"t-1"}\')\n'
         'print(\'{"type":"turn.started"}\')\n'
-        'print(\'{"type":"item.completed","item":{"id":"i1","type":"agent_mess\', flush=True)\n',
+        'print(\'{"type":"item.completed","item":{"id":"i1","type":"agent_mess\', flush=True)\n'
     )
-    result, _ = cli.turn(cfg, timeout=30)
-    assert_failed(result, "provider-failed")
-
-
-def test_missing_cli_is_provider_unavailable(tmp_path, cli):
-    cfg = {"cli_path": str(tmp_path / "nope"), "base_url": "http://127.0.0.1:9/v1"}
-    with pytest.raises(HarnessError) as info:
-        cli.turn(cfg)
-    assert info.value.reason == "provider-unavailable"
+    assert_failed(TestScenarios().fake_turn(cli, tmp_path, body), "provider-failed")
 
 
 def test_parse_stream_maps_native_lines_and_hides_provider_text():

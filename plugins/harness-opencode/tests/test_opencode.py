@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
-from harness_cli_kit.testing import (
-    SECOND,
-    assert_cancelled_cleanly,
-    assert_failed,
-    assert_tool_turn,
-    error_step,
-    state_text,
-    tool_script,
-    unreachable_url,
-)
+from harness_cli_kit.testing import SECOND, CliScenarios, assert_tool_turn, state_text, tool_script
 from harness_hookspecs import MessageDelta, ToolCompleted, ToolStarted, TurnCompleted, TurnFailed
 from harness_opencode import parse_stream
 from harness_opencode.adapter import classify
 
-from harness_core.testing.fake_model import FakeModelServer, Step, ToolCall
+from harness_core.testing.fake_model import FakeModelServer, ToolCall
 
 SECRET = "sk-test-secret-1234"  # injected by conftest
 
@@ -44,33 +34,8 @@ def test_turn_tool_call_usage_and_resume_in_new_controller(cli):
         assert [r.step_index for r in server.model_requests() if r.tool_names] == [0, 1, 2]
 
 
-@pytest.mark.cli
-def test_cancel_mid_turn_leaves_no_process(cli):
-    with FakeModelServer([Step(text="late", delay=60)]) as server:
-        assert_cancelled_cleanly(cli.cancel_mid_turn(server, cli.config(server.openai_base_url)))
-
-
-@pytest.mark.cli
-def test_401_is_authentication_required_fast(cli):
-    with FakeModelServer([error_step(401)]) as server:
-        result, took = cli.turn(cli.config(server.openai_base_url))
-    assert took < 30
-    assert_failed(result, "authentication-required")
-
-
-@pytest.mark.cli
-def test_unreachable_is_provider_unavailable_fast(cli):
-    result, took = cli.turn(cli.config(unreachable_url("/v1")))
-    assert took < 10
-    assert_failed(result, "provider-unavailable")
-
-
-def test_garbage_output_is_provider_failed(cli):
-    garbage = [sys.executable, "-c", "print('Traceback: secret provider text'); print('{')"]
-    with FakeModelServer([]) as server:
-        cfg = {"command": garbage, "base_url": server.openai_base_url}
-        result, _ = cli.turn(cfg, timeout=30)
-    assert_failed(result, "provider-failed", hidden="secret provider text")
+class TestScenarios(CliScenarios):
+    pass
 
 
 def test_parse_stream_maps_native_lines():
