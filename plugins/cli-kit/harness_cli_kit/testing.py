@@ -10,6 +10,7 @@ CLI's own.
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 import textwrap
@@ -142,7 +143,45 @@ class CliUnderTest:
     #: ``fake(tmp_path, body)``: the config (without ``base_url``) of a stand-in CLI that runs
     #: the Python ``body`` instead of the real one.
     fake: Callable[[Path, str], dict[str, Any]] | None = None
+    #: The fake model's endpoint the CLI speaks: ``anthropic`` (Messages) or ``openai`` (/v1).
+    api: str = "openai"
     session_leader: int | None = None
+
+    def url(self, server: Any, endpoint: str | None = None) -> str:
+        """The server's URL for ``endpoint`` (default: the CLI's :attr:`api`)."""
+        anthropic = (endpoint or self.api) == "anthropic"
+        return str(server.base_url if anthropic else server.openai_base_url)
+
+    def tool_turn_and_resume(
+        self,
+        tool_call: Any,
+        tool_name: str,
+        *,
+        endpoint: str | None = None,
+        timeout: float = 90,
+        tool_requests_only: bool = False,
+        **extra: Any,
+    ) -> tuple[Any, Any]:
+        """The tool scenario (:func:`tool_script`): a turn whose tool call writes ``out.txt``,
+        then a resume in a new controller; asserts what every CLI must show and returns the
+        server and the first turn's result for the CLI's own checks."""
+        from harness_core.testing.fake_model import FakeModelServer
+
+        with FakeModelServer(tool_script(tool_call)) as server:
+            config = self.config(self.url(server, endpoint), **extra)
+            result, again = self.turn_then_resume(config, timeout)
+        assert_tool_turn(result, self.workspace)
+        tool = next(e.payload for e in result.events if e.type == "tool.completed")
+        assert tool.name == tool_name and tool.ok and tool.summary == "ran a shell command"
+        assert again.status == "completed", again
+        assert again.text == SECOND
+        # the resumed request carried the first turn's history
+        requests = server.model_requests()
+        assert "create out.txt" in json.dumps(requests[-1].body)
+        if tool_requests_only:  # not the CLI's side requests (titles...)
+            requests = [r for r in requests if r.tool_names]
+        assert [r.step_index for r in requests] == [0, 1, 2]
+        return server, result
 
     async def _open(self, c: Any, config: dict[str, Any], **open_kwargs: Any) -> Any:
         return await c.open_session(
@@ -218,6 +257,16 @@ class CliUnderTest:
 
         return anyio.run(main)
 
+    def fake_turn(self, tmp_path: Path, body: str) -> Any:
+        """One turn of a stand-in CLI running ``body`` (the endpoint is up: no probe fails)."""
+        from harness_core.testing.fake_model import FakeModelServer
+
+        assert self.fake is not None
+        with FakeModelServer([]) as server:
+            config = {**self.fake(tmp_path, body), "base_url": self.url(server)}
+            result, _ = self.turn(config, timeout=30)
+        return result
+
     def state_root(self) -> Path:
         return Path(self.controller().state_root)
 
@@ -268,7 +317,9 @@ def cli_fixture(
                 return {"cli_path": fake_cli(tmp_path, f"fake-{profile.binary}", "1.0.0", body)}
             return {"command": [sys.executable, "-c", textwrap.dedent(body)]}
 
-        return CliUnderTest(harness, profile.model, workspace, controller, config, fake)
+        return CliUnderTest(
+            harness, profile.model, workspace, controller, config, fake, profile.api
+        )
 
     return fixture
 
@@ -281,53 +332,38 @@ class CliScenarios:
     runs them with ``class TestScenarios(CliScenarios): ...`` next to its ``cli`` fixture,
     overriding the class attributes where its CLI differs."""
 
-    #: The fake model's endpoint the CLI speaks: ``anthropic`` (Messages) or ``openai`` (/v1).
-    api = "openai"
     #: How fast a rejected key and an unreachable endpoint must end the turn (seconds).
     auth_within = 30.0
     unreachable_within = 10.0
-
-    def url(self, server: Any) -> str:
-        return str(server.base_url if self.api == "anthropic" else server.openai_base_url)
 
     @pytest.mark.cli
     def test_cancel_mid_turn_leaves_no_process(self, cli: CliUnderTest) -> None:
         from harness_core.testing.fake_model import FakeModelServer, Step
 
         with FakeModelServer([Step(text="late", delay=60)]) as server:
-            assert_cancelled_cleanly(cli.cancel_mid_turn(server, cli.config(self.url(server))))
+            assert_cancelled_cleanly(cli.cancel_mid_turn(server, cli.config(cli.url(server))))
 
     @pytest.mark.cli
     def test_401_is_authentication_required_fast(self, cli: CliUnderTest) -> None:
         from harness_core.testing.fake_model import FakeModelServer
 
         with FakeModelServer([error_step(401)]) as server:
-            result, took = cli.turn(cli.config(self.url(server)), timeout=30)
+            result, took = cli.turn(cli.config(cli.url(server)), timeout=30)
         print(f"\n401: {result.reason} after {took:.2f}s")
         assert_failed(result, "authentication-required")
         assert took < self.auth_within
 
     @pytest.mark.cli
     def test_unreachable_is_provider_unavailable_fast(self, cli: CliUnderTest) -> None:
-        url = unreachable_url("" if self.api == "anthropic" else "/v1")
+        url = unreachable_url("" if cli.api == "anthropic" else "/v1")
         result, took = cli.turn(cli.config(url), timeout=30)
         print(f"\nunreachable: {result.reason} after {took:.2f}s")
         assert_failed(result, "provider-unavailable")
         assert took < self.unreachable_within
 
     def test_garbage_output_is_provider_failed(self, cli: CliUnderTest, tmp_path: Path) -> None:
-        result = self.fake_turn(cli, tmp_path, GARBAGE)
+        result = cli.fake_turn(tmp_path, GARBAGE)
         assert_failed(result, "provider-failed", hidden="secret provider text")
-
-    def fake_turn(self, cli: CliUnderTest, tmp_path: Path, body: str) -> Any:
-        """One turn of a stand-in CLI running ``body`` (the endpoint is up: no probe fails)."""
-        from harness_core.testing.fake_model import FakeModelServer
-
-        assert cli.fake is not None
-        with FakeModelServer([]) as server:
-            config = {**cli.fake(tmp_path, body), "base_url": self.url(server)}
-            result, _ = cli.turn(config, timeout=30)
-        return result
 
 
 class CheckedCliScenarios(CliScenarios):
@@ -349,7 +385,7 @@ class CheckedCliScenarios(CliScenarios):
             "dropped": (dropped_step(), {"max_retries": 0}, "provider-failed"),
         }[case]
         with FakeModelServer([step]) as server:
-            config = cli.config(self.url(server), **extra)
+            config = cli.config(cli.url(server), **extra)
             result, took = cli.turn(config, timeout=4 if case == "deadline" else 30)
             requests = len(server.model_requests())
         print(f"\n{case}: {result.reason} after {took:.2f}s, {requests} requests")

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from harness_claude_code import parse_stream
 from harness_claude_code.adapter import classify_result, permission_args
 from harness_cli_kit.testing import (
-    SECOND,
     CheckedCliScenarios,
     assert_failed,
-    assert_tool_turn,
-    tool_script,
 )
 from harness_hookspecs import (
     MessageCompleted,
@@ -32,24 +28,16 @@ SECRET = "sk-ant-test-secret-1234"  # injected by conftest
 @pytest.mark.cli
 def test_turn_tool_call_usage_and_resume_in_new_controller(cli):
     bash = ToolCall("Bash", {"command": "echo hello > out.txt", "description": "w"})
-    with FakeModelServer(tool_script(bash)) as server:
-        result, again = cli.turn_then_resume(cli.config(server.base_url))
-        types = assert_tool_turn(result, cli.workspace)
-        assert "message.delta" in types and "message.completed" in types
-        tool = next(e.payload for e in result.events if e.type == "tool.completed")
-        assert tool.name == "Bash" and tool.ok and tool.summary == "ran a shell command"
-        assert result.usage.cost_usd is not None and result.usage.cost_usd > 0
-        assert result.usage.requests == 2
-        # the injected key reached the CLI (the fake server redacts it) and is on no event
-        assert server.model_requests()[0].headers.get("x-api-key")
-        assert SECRET not in repr(result.events)
-        # the controller's session id is the CLI's (--session-id on the first turn)
-        assert list(cli.state_root().rglob(f"projects/*/{result.session.session_id}.jsonl"))
-        assert again.status == "completed", again
-        assert again.text == SECOND
-        # the resumed request carried the first turn's history
-        assert "create out.txt" in json.dumps(server.model_requests()[-1].body)
-        assert [r.step_index for r in server.model_requests()] == [0, 1, 2]
+    server, result = cli.tool_turn_and_resume(bash, "Bash")
+    types = [e.type for e in result.events]
+    assert "message.delta" in types and "message.completed" in types
+    assert result.usage.cost_usd is not None and result.usage.cost_usd > 0
+    assert result.usage.requests == 2
+    # the injected key reached the CLI (the fake server redacts it) and is on no event
+    assert server.model_requests()[0].headers.get("x-api-key")
+    assert SECRET not in repr(result.events)
+    # the controller's session id is the CLI's (--session-id on the first turn)
+    assert list(cli.state_root().rglob(f"projects/*/{result.session.session_id}.jsonl"))
 
 
 @pytest.mark.cli
@@ -75,7 +63,6 @@ def test_strict_posture_denies_the_write_with_permission_events(cli):
 
 
 class TestScenarios(CheckedCliScenarios):
-    api = "anthropic"
     auth_within = unreachable_within = 10.0
     on_500 = {"max_retries": 1}
     requests_after_500 = range(2, 3)  # bounded retries: max_retries=1 is two requests
@@ -91,7 +78,7 @@ def test_truncated_stream_is_provider_failed(tmp_path, cli):
         f"import json\nprint(json.dumps({init!r}))\nprint(json.dumps({text!r}))\n"
         'print(\'{"type": "result", "subtype"\', flush=True)\n'
     )
-    assert_failed(TestScenarios().fake_turn(cli, tmp_path, body), "provider-failed")
+    assert_failed(cli.fake_turn(tmp_path, body), "provider-failed")
 
 
 def test_parse_stream_maps_native_lines_and_hides_provider_text():

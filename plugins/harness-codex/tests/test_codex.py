@@ -7,12 +7,9 @@ from pathlib import Path
 
 import pytest
 from harness_cli_kit.testing import (
-    SECOND,
     CheckedCliScenarios,
     assert_failed,
-    assert_tool_turn,
     state_text,
-    tool_script,
 )
 from harness_codex import parse_stream
 from harness_codex.adapter import classify, render_config
@@ -32,22 +29,13 @@ SECRET = "sk-test-secret-5678"  # injected by conftest
 @pytest.mark.cli
 def test_turn_tool_call_usage_and_resume_in_new_controller(cli):
     shell = ToolCall("exec_command", {"cmd": "echo hello > out.txt"})
-    with FakeModelServer(tool_script(shell)) as server:
-        # the default posture (auto) is Codex's workspace-write sandbox, and the command ran
-        result, again = cli.turn_then_resume(cli.config(server.openai_base_url))
-        assert_tool_turn(result, cli.workspace)
-        tool = next(e.payload for e in result.events if e.type == "tool.completed")
-        assert tool.name == "shell" and tool.ok and tool.summary == "ran a shell command"
-        assert result.usage.cost_usd is None  # Codex reports no cost: unknown, not zero
-        assert server.model_requests()[0].headers.get("authorization")
-        assert SECRET not in repr(result.events)
-        # the key only ever lives in the environment, never in the generated config
-        assert SECRET not in state_text(cli.state_root(), (".toml", ".json"))
-        assert again.status == "completed", again
-        assert again.text == SECOND
-        # the resumed request carried the first turn's history (same Codex thread)
-        assert "create out.txt" in json.dumps(server.model_requests()[-1].body)
-        assert [r.step_index for r in server.model_requests()] == [0, 1, 2]
+    # the default posture (auto) is Codex's workspace-write sandbox, and the command ran
+    server, result = cli.tool_turn_and_resume(shell, "shell")
+    assert result.usage.cost_usd is None  # Codex reports no cost: unknown, not zero
+    assert server.model_requests()[0].headers.get("authorization")
+    assert SECRET not in repr(result.events)
+    # the key only ever lives in the environment, never in the generated config
+    assert SECRET not in state_text(cli.state_root(), (".toml", ".json"))
 
 
 @pytest.mark.cli
@@ -80,7 +68,7 @@ def test_truncated_stream_is_provider_failed(tmp_path, cli):
         'print(\'{"type":"turn.started"}\')\n'
         'print(\'{"type":"item.completed","item":{"id":"i1","type":"agent_mess\', flush=True)\n'
     )
-    assert_failed(TestScenarios().fake_turn(cli, tmp_path, body), "provider-failed")
+    assert_failed(cli.fake_turn(tmp_path, body), "provider-failed")
 
 
 def test_parse_stream_maps_native_lines_and_hides_provider_text():
