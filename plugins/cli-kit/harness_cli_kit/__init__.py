@@ -24,7 +24,7 @@ from .locate import (
 from .safe import safe_id, safe_name, safe_prompt
 from .settings import api_key, base_url, extra_env, int_setting, require_workspace
 from .state import NativeSession
-from .stream import JsonLinesStream, count, json_object, positive_cost, usage_report
+from .stream import JsonLinesStream, count, json_object, positive_cost, usage_of, usage_report
 
 __all__ = [
     "CLI_PATH_ENV",
@@ -50,6 +50,7 @@ __all__ = [
     "safe_id",
     "safe_name",
     "safe_prompt",
+    "usage_of",
     "usage_report",
     "version_sync",
     "version_via",

@@ -44,6 +44,27 @@ def usage_report(fields: Mapping[str, int | None], **extra: Any) -> UsageReporte
     return UsageReported(usage=Usage(**fields, **extra))
 
 
+#: The contract's token counts, in the order :func:`usage_of` takes their native names.
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def usage_of(native: Any, names: tuple[str | None, ...], **extra: Any) -> UsageReported | None:
+    """:func:`usage_report` from a native usage object; ``names``: its keys for the
+    :data:`TOKEN_FIELDS` in order (``None``: the CLI does not report that count)."""
+    if not isinstance(native, Mapping):
+        return None
+    fields = {
+        field: count(native.get(key)) for field, key in zip(TOKEN_FIELDS, names, strict=True) if key
+    }
+    return usage_report(fields, **extra)
+
+
 def json_object(line: bytes, max_line: int = MAX_LINE) -> dict[str, Any] | None:
     """One JSON object from a line; ``None`` for a blank line. Raises ``ValueError`` for
     garbage: not JSON, not an object, or longer than ``max_line``."""

@@ -9,6 +9,14 @@ from typing import Any
 from harness_hookspecs import Payload, ToolCompleted, ToolStarted
 
 FAILED = "the tool call failed"
+#: Summaries for the lower-case shell and file tools several CLIs share (bash, read, ...).
+SHELL_AND_FILES = {
+    "bash": "ran a shell command",
+    "write": "wrote a file",
+    "edit": "edited a file",
+    "read": "read a file",
+    "grep": "searched files",
+}
 
 
 def call_id_of(value: Any) -> str | None:

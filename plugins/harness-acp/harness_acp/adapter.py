@@ -38,7 +38,7 @@ from acp.schema import (
     TextContentBlock,
 )
 from anyio.streams.memory import MemoryObjectSendStream
-from harness_cli_kit import NativeSession, count, preflight, require_workspace
+from harness_cli_kit import NativeSession, preflight, require_workspace, usage_of
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.safe import is_safe_name
 from harness_cli_kit.tools import ToolCalls, call_id_of
@@ -61,7 +61,6 @@ from harness_hookspecs import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
-    Usage,
     UsageReported,
     assert_supported,
 )
@@ -208,19 +207,8 @@ def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
 
 
 def _usage(result: Mapping[str, Any]) -> UsageReported | None:
-    usage = result.get("usage")
-    if not isinstance(usage, Mapping):
-        return None
-    fields = {
-        "input_tokens": count(usage.get("inputTokens")),
-        "output_tokens": count(usage.get("outputTokens")),
-        "reasoning_tokens": count(usage.get("thoughtTokens")),
-        "cache_read_tokens": count(usage.get("cachedReadTokens")),
-        "cache_write_tokens": count(usage.get("cachedWriteTokens")),
-    }
-    if all(v is None for v in fields.values()):
-        return None
-    return UsageReported(usage=Usage(**fields))
+    names = ("inputTokens", "outputTokens", "cachedReadTokens", "cachedWriteTokens")
+    return usage_of(result.get("usage"), (*names, "thoughtTokens"))
 
 
 class AcpAdapter:

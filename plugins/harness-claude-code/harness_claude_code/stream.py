@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness_cli_kit import JsonLinesStream, count, safe_id, usage_report
+from harness_cli_kit import JsonLinesStream, safe_id, usage_of
 from harness_cli_kit import safe_name as tool_name
 from harness_cli_kit.classify import reason_from
 from harness_hookspecs import (
@@ -206,19 +206,12 @@ class ClaudeStream(JsonLinesStream):
         result = self.result
         if not isinstance(result, Mapping):
             return None
-        usage = result.get("usage")
-        if not isinstance(usage, Mapping):
-            return None
         cost = result.get("total_cost_usd")
         cost_ok = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
-        fields = {
-            "input_tokens": count(usage.get("input_tokens")),
-            "output_tokens": count(usage.get("output_tokens")),
-            "cache_read_tokens": count(usage.get("cache_read_input_tokens")),
-            "cache_write_tokens": count(usage.get("cache_creation_input_tokens")),
-        }
-        return usage_report(
-            fields,
+        names = ("input_tokens", "output_tokens", "cache_read_input_tokens")
+        return usage_of(
+            result.get("usage"),
+            (*names, "cache_creation_input_tokens", None),
             requests=len(self._messages) or None,
             cost_usd=round(float(cost), 10) if cost_ok and cost == cost else None,
         )

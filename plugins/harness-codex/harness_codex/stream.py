@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness_cli_kit import JsonLinesStream, count, safe_id, usage_report
+from harness_cli_kit import JsonLinesStream, safe_id, usage_of
 from harness_cli_kit.classify import reason_from
 from harness_hookspecs import (
     MessageCompleted,
@@ -136,17 +136,9 @@ class CodexStream(JsonLinesStream):
         return out
 
     def _usage(self, usage: Any) -> None:
-        if not isinstance(usage, Mapping):
-            return
-        fields = {
-            "input_tokens": count(usage.get("input_tokens")),
-            "output_tokens": count(usage.get("output_tokens")),
-            "cache_read_tokens": count(usage.get("cached_input_tokens")),
-            "cache_write_tokens": count(usage.get("cache_write_input_tokens")),
-            "reasoning_tokens": count(usage.get("reasoning_output_tokens")),
-        }
         # Codex reports no cost: unknown, not zero.
-        self.usage_payload = usage_report(fields)
+        names = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_input_tokens")
+        self.usage_payload = usage_of(usage, (*names, "reasoning_output_tokens"))
 
     def usage(self) -> UsageReported | None:
         return self.usage_payload

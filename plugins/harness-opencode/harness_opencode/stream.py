@@ -11,7 +11,7 @@ from typing import Any
 
 from harness_cli_kit import JsonLinesStream, positive_cost, safe_name, usage_report
 from harness_cli_kit.classify import reason_from
-from harness_cli_kit.tools import ToolCalls, call_id_of
+from harness_cli_kit.tools import SHELL_AND_FILES, ToolCalls, call_id_of
 from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
@@ -23,13 +23,9 @@ from harness_hookspecs import (
 
 #: Adapter-authored summaries per OpenCode tool (never the tool's arguments or output).
 TOOL_SUMMARIES = {
-    "bash": "ran a shell command",
-    "write": "wrote a file",
-    "edit": "edited a file",
+    **SHELL_AND_FILES,
     "patch": "patched files",
-    "read": "read a file",
     "glob": "listed files",
-    "grep": "searched files",
     "list": "listed a directory",
     "webfetch": "fetched a web page",
     "todowrite": "updated the todo list",

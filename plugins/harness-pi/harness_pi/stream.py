@@ -12,7 +12,7 @@ from typing import Any
 
 from harness_cli_kit import JsonLinesStream, count, positive_cost, safe_name, usage_report
 from harness_cli_kit.classify import reason_from
-from harness_cli_kit.tools import ToolCalls, call_id_of
+from harness_cli_kit.tools import SHELL_AND_FILES, ToolCalls, call_id_of
 from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
@@ -24,11 +24,7 @@ from harness_hookspecs import (
 )
 
 TOOL_SUMMARIES = {
-    "bash": "ran a shell command",
-    "write": "wrote a file",
-    "edit": "edited a file",
-    "read": "read a file",
-    "grep": "searched files",
+    **SHELL_AND_FILES,
     "find": "listed files",
     "ls": "listed a directory",
 }
