@@ -7,6 +7,7 @@ pinned CLIs; this module knows no checkout layout.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -60,9 +61,15 @@ def require_cli(name: str) -> str:
 
 
 def command_of(config: Mapping[str, Any], default: list[str]) -> list[str]:
-    """The ``command`` of the session config (a string or an argv list), else ``default``."""
+    """The ``command`` of the session config, else ``default``: an argv list, a JSON array of
+    strings, or a shell-quoted string."""
     raw: Any = config.get("command", default)
-    if isinstance(raw, str):
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise HarnessError("invalid-request", "command is not valid JSON") from None
+    elif isinstance(raw, str):
         raw = shlex.split(raw)
     if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
         raise HarnessError("invalid-request", "command must be a string or a list of strings")
