@@ -23,13 +23,14 @@ from .locate import (
 )
 from .safe import safe_id, safe_name, safe_prompt
 from .settings import api_key, base_url, extra_env, int_setting, require_workspace
-from .state import NativeSession
+from .state import NativeSession, Sessions
 from .stream import JsonLinesStream, count, json_object, positive_cost, usage_of, usage_report
 
 __all__ = [
     "CLI_PATH_ENV",
     "JsonLinesStream",
     "NativeSession",
+    "Sessions",
     "api_key",
     "base_url",
     "check_cli",

@@ -16,7 +16,6 @@ from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
     HarnessDescriptor,
-    HarnessError,
     OpenSessionRequest,
     Payload,
     ResumeSessionRequest,
@@ -30,7 +29,7 @@ from harness_hookspecs import (
 from .describe import cli_descriptor
 from .endpoint import preflight
 from .settings import require_workspace
-from .state import DEFAULT_KEY, NativeSession
+from .state import DEFAULT_KEY, NativeSession, Sessions
 from .stream import JsonLinesStream
 
 
@@ -62,7 +61,7 @@ class PerTurnCliAdapter:
     vendor: str | None = None
 
     def __init__(self) -> None:
-        self._sessions: dict[str, NativeSession] = {}
+        self._sessions: Sessions[NativeSession] = Sessions()
         self._descriptor: HarnessDescriptor | None = None
 
     def describe(self) -> HarnessDescriptor:
@@ -116,9 +115,7 @@ class PerTurnCliAdapter:
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
+        session = self._sessions.of(request.session)
         workspace = require_workspace(context, self.name)
         turn = self.launch(request.prompt, context, session, workspace)
         unreachable = await preflight(context, turn.probe)

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from harness_hookspecs import HarnessError
+from harness_hookspecs import HarnessError, SessionRef
+
+T = TypeVar("T")
 
 DEFAULT_KEY = "native_session_id"
 
@@ -62,3 +64,14 @@ class NativeSession:
         if native_id and self.native_id is None:
             self.native_id = native_id
             self.save(**extra)
+
+
+class Sessions(dict[str, T]):
+    """An adapter's live sessions by contract session id."""
+
+    def of(self, ref: SessionRef) -> T:
+        """The session of ``ref``, or ``session-not-found``."""
+        session = self.get(ref.session_id)
+        if session is None:
+            raise HarnessError("session-not-found")
+        return session

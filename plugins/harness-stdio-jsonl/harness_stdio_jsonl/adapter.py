@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from harness_cli_kit import command_of, json_object, local_descriptor
+from harness_cli_kit import Sessions, command_of, json_object, local_descriptor
 from harness_hookspecs import (
     REASONS,
     CancelTurnRequest,
@@ -86,7 +86,7 @@ class StdioJsonlAdapter:
     name = "stdio-jsonl"
 
     def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: Sessions[_Session] = Sessions()
 
     def describe(self) -> HarnessDescriptor:
         features = ["resume", "cancel", "usage"]
@@ -135,9 +135,7 @@ class StdioJsonlAdapter:
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
+        session = self._sessions.of(request.session)
         line = (
             json.dumps(
                 {
