@@ -21,7 +21,6 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 from acp import PROTOCOL_VERSION, RequestError
@@ -39,6 +38,10 @@ from acp.schema import (
     TextContentBlock,
 )
 from anyio.streams.memory import MemoryObjectSendStream
+from harness_cli_kit import NativeSession, preflight, require_workspace, usage_of
+from harness_cli_kit.classify import reason_from
+from harness_cli_kit.safe import is_safe_name
+from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -55,12 +58,9 @@ from harness_hookspecs import (
     RunTurnRequest,
     SessionContext,
     SessionRef,
-    ToolCompleted,
-    ToolStarted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
-    Usage,
     UsageReported,
     assert_supported,
 )
@@ -68,7 +68,6 @@ from harness_hookspecs import (
 from .registry import AGENTS
 
 STATE_FILE = "acp-session.json"
-PREFLIGHT_TIMEOUT = 3.0
 INIT_TIMEOUT = 60.0
 KIND_SUMMARIES = {
     "read": "read a file",
@@ -81,7 +80,6 @@ KIND_SUMMARIES = {
     "fetch": "fetched a resource",
     "switch_mode": "switched mode",
 }
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _AUTH = re.compile(r"\b401\b|\b403\b|authenticat|unauthori[sz]ed|invalid api key|api key", re.I)
 _UNREACHABLE = re.compile(
     r"connect|ECONNREFUSED|ENOTFOUND|fetch failed|network|\b50[234]\b|\b429\b|overloaded", re.I
@@ -95,15 +93,11 @@ def _dump(model: Any) -> Any:
 def classify_error(error: BaseException) -> str:
     """A fixed reason for a failed ``session/prompt`` (its text is never forwarded)."""
     if isinstance(error, RequestError):
-        text = f"{error} {json.dumps(error.data, default=str) if error.data else ''}"
-        if error.code == -32000 or _AUTH.search(text):
+        if error.code == -32000:
             return "authentication-required"
-        if _UNREACHABLE.search(text):
-            return "provider-unavailable"
-        return "provider-failed"
-    if isinstance(error, ConnectionError):
-        return "provider-failed"
-    return "provider-failed"
+        text = f"{error} {json.dumps(error.data, default=str) if error.data else ''}"
+        return reason_from(None, text, auth=_AUTH, unreachable=_UNREACHABLE)
+    return "provider-failed"  # the connection dropped, or anything else
 
 
 class ProcessTransport:
@@ -139,8 +133,7 @@ class _Turn:
     def __init__(self, sink: MemoryObjectSendStream[tuple[str, Any]], policy: str) -> None:
         self.sink = sink
         self.policy = policy
-        self.started: set[str] = set()
-        self.completed: set[str] = set()
+        self.tools = ToolCalls(KIND_SUMMARIES)
         self.text: list[str] = []
         self.permissions = 0
 
@@ -182,10 +175,10 @@ def _safe_tool_name(update: Mapping[str, Any]) -> str:
     if isinstance(meta, Mapping):
         for value in meta.values():
             name = value.get("toolName") if isinstance(value, Mapping) else None
-            if isinstance(name, str) and _SAFE_NAME.match(name):
-                return name
+            if is_safe_name(name):
+                return str(name)
     kind = update.get("kind")
-    return kind if isinstance(kind, str) and _SAFE_NAME.match(kind) else "tool"
+    return kind if isinstance(kind, str) and is_safe_name(kind) else "tool"
 
 
 def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
@@ -200,71 +193,22 @@ def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
                 turn.text.append(text)
                 out.append(MessageDelta(text=text))
     elif kind in ("tool_call", "tool_call_update"):
-        call_id = update.get("toolCallId")
-        if not isinstance(call_id, str) or not 0 < len(call_id) <= 256:
+        call_id = call_id_of(update.get("toolCallId"))
+        if call_id is None:
             return out
         name = _safe_tool_name(update)
         tool_kind = update.get("kind")
-        summary = (
-            KIND_SUMMARIES.get(tool_kind, "used a tool") if isinstance(tool_kind, str) else None
-        )
-        if call_id not in turn.started:
-            turn.started.add(call_id)
-            out.append(ToolStarted(call_id=call_id, name=name, summary=summary or "used a tool"))
+        summary = turn.tools.summary(tool_kind) if isinstance(tool_kind, str) else None
+        out += turn.tools.start(call_id, name, summary)
         status = update.get("status")
-        if status in ("completed", "failed") and call_id not in turn.completed:
-            turn.completed.add(call_id)
-            ok = status == "completed"
-            out.append(
-                ToolCompleted(
-                    call_id=call_id,
-                    name=name,
-                    ok=ok,
-                    summary=(summary or "used a tool") if ok else "the tool call failed",
-                )
-            )
+        if status in ("completed", "failed"):
+            out += turn.tools.finish(call_id, name, status == "completed", summary)
     return out
 
 
 def _usage(result: Mapping[str, Any]) -> UsageReported | None:
-    usage = result.get("usage")
-    if not isinstance(usage, Mapping):
-        return None
-
-    def n(key: str) -> int | None:
-        value = usage.get(key)
-        return (
-            value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-        )
-
-    fields = {
-        "input_tokens": n("inputTokens"),
-        "output_tokens": n("outputTokens"),
-        "reasoning_tokens": n("thoughtTokens"),
-        "cache_read_tokens": n("cachedReadTokens"),
-        "cache_write_tokens": n("cachedWriteTokens"),
-    }
-    if all(v is None for v in fields.values()):
-        return None
-    return UsageReported(usage=Usage(**fields))
-
-
-async def endpoint_reachable(base_url: str, deadline: float | None) -> bool:
-    parts = urlsplit(base_url)
-    host = parts.hostname
-    if not host:
-        return True
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    timeout = PREFLIGHT_TIMEOUT
-    if deadline is not None:
-        timeout = max(0.1, min(timeout, deadline - anyio.current_time()))
-    try:
-        with anyio.fail_after(timeout):
-            stream = await anyio.connect_tcp(host, port)
-    except (OSError, TimeoutError):
-        return False
-    await stream.aclose()
-    return True
+    names = ("inputTokens", "outputTokens", "cachedReadTokens", "cachedWriteTokens")
+    return usage_of(result.get("usage"), (*names, "thoughtTokens"))
 
 
 class AcpAdapter:
@@ -407,30 +351,25 @@ class AcpAdapter:
             request = SetSessionModeRequest(session_id=session.native_id, mode_id=mode)
             await self._request(session, "session/set_mode", _dump(request), INIT_TIMEOUT)
 
-    def _save(self, context: SessionContext, native_id: str) -> None:
-        path = Path(context.state_dir) / STATE_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"native_session_id": native_id, "agent": self.agent.name}))
-        tmp.replace(path)
-
     # -- lifecycle --------------------------------------------------------------------------
 
     async def open_session(
         self, request: OpenSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.target)
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "an ACP session needs a local workspace")
+        workspace = require_workspace(context, "an ACP session")
         session = _Session(context)
         try:
             await self._connect(session, context)
-            new = NewSessionRequest(cwd=context.workspace, mcp_servers=[])
+            new = NewSessionRequest(cwd=workspace, mcp_servers=[])
             result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
             native = result.get("sessionId") if isinstance(result, Mapping) else None
             if not isinstance(native, str) or not native:
                 raise HarnessError("provider-failed", "the agent returned no session id")
             session.native_id = native
-            self._save(context, native)
+            NativeSession(context.state_dir, STATE_FILE, native_id=native).save(
+                agent=self.agent.name
+            )
             await self._set_mode(session, context)
         except BaseException:
             await self._teardown(session)
@@ -443,20 +382,16 @@ class AcpAdapter:
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.session.target, "resume")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "an ACP session needs a local workspace")
-        try:
-            native = json.loads((Path(context.state_dir) / STATE_FILE).read_text())[
-                "native_session_id"
-            ]
-        except (OSError, ValueError, KeyError, TypeError):
-            raise HarnessError("session-not-found", "no ACP state for this session") from None
+        workspace = require_workspace(context, "an ACP session")
+        native = NativeSession.load(context.state_dir, STATE_FILE, what="no ACP state").native_id
+        if native is None:
+            raise HarnessError("session-not-found", "no ACP state for this session")
         session = _Session(context)
         try:
             await self._connect(session, context)
             if not session.can_load:
                 raise HarnessError("unsupported-feature", "the agent cannot load sessions")
-            load = LoadSessionRequest(session_id=native, cwd=context.workspace, mcp_servers=[])
+            load = LoadSessionRequest(session_id=native, cwd=workspace, mcp_servers=[])
             # The agent replays the history as session/update notifications: no turn is
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)
@@ -474,14 +409,9 @@ class AcpAdapter:
         session = self._sessions.get(request.session.session_id)
         if session is None or session.conn is None or session.native_id is None:
             raise HarnessError("session-not-found")
-        if (
-            session.base_url
-            and context.config.get("preflight", True)
-            and not await endpoint_reachable(session.base_url, context.deadline)
-        ):
-            yield TurnFailed(
-                reason="provider-unavailable", hint="the model endpoint is unreachable"
-            )
+        unreachable = await preflight(context, session.base_url)
+        if unreachable is not None:
+            yield unreachable
             return
         policy = str(context.config.get("permissions", "reject"))
         send, receive = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)

@@ -10,9 +10,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from harness_cli_kit.conformance import OfflineProfile, offline_profile
 from harness_hookspecs import hookimpl
 
 from .registry import AGENTS
+
+#: ``harness conformance acp:<agent>``: the real agent against the fake model server. cline: its
+#: ACP mode ignores base_url, so it runs through its ``lmstudio`` provider, whose endpoint is
+#: fixed at http://localhost:1234/v1 (see the registry); the model must be one of Cline's LM
+#: Studio ids (an unknown one is replaced by Cline's default anyway).
+OFFLINE = {
+    "claude-code": OfflineProfile("claude-code-acp", "claude-sonnet-4-5", api="anthropic"),
+    "codex": OfflineProfile("codex-acp", "gpt-5", extra={"mode": "full-access"}),
+    "cline": OfflineProfile(
+        "cline", "openai/gpt-oss-20b", args=("--acp",), extra={"provider": "lmstudio"}, port=1234
+    ),
+}
 
 
 class LazyAcpAdapter:
@@ -58,9 +71,7 @@ def register_harnesses(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def conformance_profile(harness: str) -> Any:
-    from .conformance import OFFLINE, profile
-
     agent = harness.removeprefix("acp:")
     if not harness.startswith("acp:") or agent not in OFFLINE:
         return None
-    return profile(agent)
+    return offline_profile(OFFLINE[agent])

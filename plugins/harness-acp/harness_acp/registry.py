@@ -8,12 +8,11 @@ ever travels in the process environment. ``custom`` takes everything from the se
 from __future__ import annotations
 
 import json
-import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from attrs import frozen
+from harness_cli_kit import api_key, base_url, command_of, extra_env
 from harness_hookspecs import HarnessError, SessionContext
 
 
@@ -38,40 +37,15 @@ class AgentSpec:
 
 
 def _command(context: SessionContext, default: tuple[str, ...]) -> list[str]:
-    raw: Any = context.config.get("command", list(default))
-    if isinstance(raw, str):
-        raw = shlex.split(raw)
-    if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
-        raise HarnessError("invalid-request", "command must be a string or a list of strings")
+    """The config's ``command`` (else ``default``) plus its ``args``."""
     args = context.config.get("args")
-    if isinstance(args, list | tuple):
-        raw = [*raw, *(str(a) for a in args)]
-    return list(raw)
-
-
-def _key(context: SessionContext, default_var: str) -> str | None:
-    value = context.config.get("api_key")
-    if isinstance(value, str) and value:
-        context.add_secret(value)
-        return value
-    return context.env.get(str(context.config.get("api_key_env") or default_var))
-
-
-def _extra_env(context: SessionContext) -> dict[str, str]:
-    extra = context.config.get("env")
-    return {str(k): str(v) for k, v in extra.items()} if isinstance(extra, Mapping) else {}
-
-
-def _base_url(context: SessionContext, env_var: str) -> str | None:
-    value = context.config.get("base_url") or context.env.get(env_var)
-    if value is not None and not isinstance(value, str):
-        raise HarnessError("invalid-request", "base_url must be a string")
-    return value or None
+    extra = [str(a) for a in args] if isinstance(args, list | tuple) else []
+    return [*command_of(context.config, list(default)), *extra]
 
 
 def claude_code(context: SessionContext, home: Path) -> Launch:
     """``claude-code-acp`` (Zed): wraps Claude Code; Anthropic Messages API."""
-    base_url = _base_url(context, "ANTHROPIC_BASE_URL")
+    url = base_url(context, "ANTHROPIC_BASE_URL")
     env = {
         "HOME": str(home),
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
@@ -79,34 +53,34 @@ def claude_code(context: SessionContext, home: Path) -> Launch:
         # Claude Code retries 401 and connection errors for minutes by default.
         "CLAUDE_CODE_MAX_RETRIES": str(context.config.get("max_retries", 0)),
     }
-    key = _key(context, "ANTHROPIC_API_KEY")
+    key = api_key(context, "ANTHROPIC_API_KEY")
     if key:
         env["ANTHROPIC_API_KEY"] = key
-    if base_url:
-        env["ANTHROPIC_BASE_URL"] = base_url
+    if url:
+        env["ANTHROPIC_BASE_URL"] = url
     if context.model:
         env["ANTHROPIC_MODEL"] = context.model
-    env.update(_extra_env(context))
-    return Launch(_command(context, ("claude-code-acp",)), env, base_url)
+    env.update(extra_env(context.config))
+    return Launch(_command(context, ("claude-code-acp",)), env, url)
 
 
 def codex(context: SessionContext, home: Path) -> Launch:
     """``codex-acp`` (Zed): wraps Codex; OpenAI Responses API, config in ``CODEX_HOME``."""
-    base_url = _base_url(context, "OPENAI_BASE_URL")
+    url = base_url(context, "OPENAI_BASE_URL")
     codex_home = home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
     env = {"HOME": str(home), "CODEX_HOME": str(codex_home)}
-    key = _key(context, "OPENAI_API_KEY")
+    key = api_key(context, "OPENAI_API_KEY")
     lines = []
     if context.model:
         lines.append(f"model = {json.dumps(context.model)}")
-    if base_url:
+    if url:
         env["HARNESS_CODEX_API_KEY"] = key or ""
         lines += [
             'model_provider = "harness"',
             "[model_providers.harness]",
             'name = "harness_core provider"',
-            f"base_url = {json.dumps(base_url)}",
+            f"base_url = {json.dumps(url)}",
             'wire_api = "responses"',
             'env_key = "HARNESS_CODEX_API_KEY"',
             # bounds 401/5xx retries; an unreachable endpoint is retried forever (probe + deadline)
@@ -116,8 +90,8 @@ def codex(context: SessionContext, home: Path) -> Launch:
     elif key:
         env["OPENAI_API_KEY"] = key
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n")
-    env.update(_extra_env(context))
-    return Launch(_command(context, ("codex-acp",)), env, base_url)
+    env.update(extra_env(context.config))
+    return Launch(_command(context, ("codex-acp",)), env, url)
 
 
 #: Cline providers whose endpoint is fixed in Cline itself (cline 3.0.65): the only way to point
@@ -152,7 +126,7 @@ def cline(context: SessionContext, home: Path) -> Launch:
     background hub (``cline --cline-hub-daemon``, which detaches from the session's process group).
     """
     env = {"HOME": str(home), "CLINE_SESSION_BACKEND_MODE": "local"}
-    key = _key(context, "CLINE_API_KEY")
+    key = api_key(context, "CLINE_API_KEY")
     if key:
         env["CLINE_API_KEY"] = key
     provider = context.config.get("provider")
@@ -170,7 +144,7 @@ def cline(context: SessionContext, home: Path) -> Launch:
         env["CLINE_PROVIDER"] = provider
     if context.model:
         env["CLINE_MODEL"] = context.model
-    env.update(_extra_env(context))
+    env.update(extra_env(context.config))
     return Launch(_command(context, ("cline", "--acp")), env, local)
 
 
@@ -184,11 +158,9 @@ def custom(context: SessionContext, home: Path) -> Launch:
     """``custom``: the command (and ``env``) come from the session config."""
     if "command" not in context.config:
         raise HarnessError("invalid-request", "acp:custom needs a command in its config")
-    env = {"HOME": str(home), **_extra_env(context)}
-    base_url = context.config.get("base_url")
-    return Launch(
-        _command(context, ()), env, base_url if isinstance(base_url, str) and base_url else None
-    )
+    env = {"HOME": str(home), **extra_env(context.config)}
+    url = context.config.get("base_url")
+    return Launch(_command(context, ()), env, url if isinstance(url, str) and url else None)
 
 
 AGENTS: dict[str, AgentSpec] = {

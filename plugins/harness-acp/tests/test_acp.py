@@ -4,7 +4,6 @@ fake model server."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 from pathlib import Path
@@ -12,31 +11,25 @@ from pathlib import Path
 import anyio
 import pytest
 from harness_acp.adapter import _Turn, classify_error, map_update
-from harness_acp.conformance import port_in_use
 from harness_acp.registry import CLINE_LOCAL_ENDPOINTS
+from harness_cli_kit.conformance import port_in_use
+from harness_cli_kit.testing import (
+    SECOND,
+    CliUnderTest,
+    assert_failed,
+    assert_no_process,
+    error_step,
+    installed_cli,
+    tool_script,
+    unreachable_url,
+)
 from harness_hookspecs import HarnessError, MessageDelta, ToolCompleted, ToolStarted
 
-from harness_core.testing.clis import NPM_BIN
-from harness_core.testing.fake_model import (
-    ErrorReply,
-    FakeModelServer,
-    Match,
-    Step,
-    ToolCall,
-    Usage,
-)
-from harness_core.testing.processes import alive, wait_gone
+from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
 
 #: Cline's lmstudio provider always dials http://localhost:1234/v1 (its ACP mode ignores
 #: base_url), so its fake server must listen on exactly this port.
 CLINE_PORT = 1234
-
-
-def agent_bin(name: str) -> str:
-    path = NPM_BIN / name
-    if not path.exists():
-        pytest.skip(f"{name} is not installed in {NPM_BIN} (run .ci/install-clis.sh)")
-    return str(path)
 
 
 def cline_port_free() -> None:
@@ -51,7 +44,7 @@ def serve(agent: str, script: list[Step]) -> FakeModelServer:
     """A fake model server for ``agent`` (cline: on its fixed port, or skip)."""
     if agent != "cline":
         return FakeModelServer(script)
-    agent_bin("cline")
+    installed_cli("cline")
     cline_port_free()
     return FakeModelServer(script, port=CLINE_PORT)
 
@@ -89,7 +82,7 @@ def url_for(agent: str, server: FakeModelServer) -> str:
 
 def setup(agent: str, server_url: str | None, **extra):
     binary, env_var, _, config = AGENTS[agent]
-    command = [agent_bin(binary)]
+    command = [installed_cli(binary)]
     if agent == "cline":
         command.append("--acp")
     else:
@@ -102,33 +95,22 @@ def model_for(agent: str) -> str:
     return {"codex": "gpt-5", "cline": "openai/gpt-oss-20b"}.get(agent, "claude-sonnet-4-5")
 
 
+def acp(agent: str, env_var: str, workspace: str, controller) -> CliUnderTest:
+    """``acp:<agent>`` as a CLI under test (its config comes from :func:`setup`)."""
+
+    def make(**kwargs):
+        return controller(env_var, **kwargs)
+
+    return CliUnderTest(f"acp:{agent}", model_for(agent), workspace, make, setup)
+
+
 @pytest.mark.cli
 @pytest.mark.parametrize("agent", sorted(AGENTS))
-def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, make_controller):
-    tool = AGENTS[agent][2]
-    script = [
-        Step(text="Creating it.", tool_calls=[tool], usage=Usage(100, 20)),
-        Step(text="Created out.txt.", match=Match(tool_result=True), usage=Usage(150, 10)),
-        Step(text="Second turn reply.", match=Match(contains="again")),
-    ]
-    with serve(agent, script) as server:
+def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, controller):
+    with serve(agent, tool_script(AGENTS[agent][2])) as server:
         env_var, config = setup(agent, url_for(agent, server), permissions="allow")
-
-        async def first():
-            async with make_controller(env_var, turn_timeout=60) as c:
-                ref = await c.open_session(
-                    harness=f"acp:{agent}",
-                    workspace=workspace,
-                    model=model_for(agent),
-                    config=config,
-                )
-                result = await c.run_turn(ref, "create out.txt")
-                context = c._live[ref.session_id].context
-                leader = context.session_processes[0].pid
-            # leaving the controller detaches the session (kills the agent, keeps it resumable)
-            return ref, result, leader
-
-        ref, result, leader = anyio.run(first)
+        cli = acp(agent, env_var, workspace, controller)
+        result, again = cli.turn_then_resume(config, 60)
         assert result.status == "completed", result
         assert (Path(workspace) / "out.txt").exists(), [(e.type, e.payload) for e in result.events]
         assert (Path(workspace) / "out.txt").read_text() == "hello\n"
@@ -146,25 +128,18 @@ def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, make_cont
             assert "run_commands" in offered and "apply_patch" in offered, offered
             # cline 3.0.65 answers session/prompt with a stopReason only: no usage to report
             assert "usage.reported" not in types
-        # detaching killed the session-lifetime agent and its whole group
-        assert wait_gone(leader) == [] and not alive(leader)
-
-        async def second():
-            async with make_controller(env_var, turn_timeout=60) as c:
-                await c.resume_session(
-                    ref, workspace=workspace, model=model_for(agent), config=config
-                )
-                return await c.run_turn(ref, "say it again")
-
-        result = anyio.run(second)
-        assert result.status == "completed", result
-        assert "Second turn reply." in result.text
+        # leaving the controller detached the session: it killed the session-lifetime agent
+        # and its whole group (and kept the session resumable)
+        assert cli.session_leader is not None
+        assert_no_process(cli.session_leader)
+        assert again.status == "completed", again
+        assert SECOND in again.text
         assert "create out.txt" in json.dumps(server.model_requests()[-1].body)
 
 
 @pytest.mark.cli
 @pytest.mark.parametrize("agent", ["claude-code", "cline"])
-def test_permission_is_rejected_by_default(agent, workspace, make_controller):
+def test_permission_is_rejected_by_default(agent, workspace, controller):
     tool = AGENTS[agent][2]
     script = [
         Step(text="Trying.", tool_calls=[tool]),
@@ -172,18 +147,7 @@ def test_permission_is_rejected_by_default(agent, workspace, make_controller):
     ]
     with serve(agent, script) as server:
         env_var, config = setup(agent, url_for(agent, server))
-
-        async def main():
-            async with make_controller(env_var, turn_timeout=60) as c:
-                ref = await c.open_session(
-                    harness=f"acp:{agent}",
-                    workspace=workspace,
-                    model=model_for(agent),
-                    config=config,
-                )
-                return await c.run_turn(ref, "create out.txt")
-
-        result = anyio.run(main)
+        result, _ = acp(agent, env_var, workspace, controller).turn(config, "create out.txt")
     assert result.status == "completed", result
     assert not (Path(workspace) / "out.txt").exists()
     requested = [e.payload for e in result.events if e.type == "permission.requested"]
@@ -195,15 +159,13 @@ def test_permission_is_rejected_by_default(agent, workspace, make_controller):
 
 @pytest.mark.cli
 @pytest.mark.parametrize("agent", sorted(AGENTS))
-def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(
-    agent, workspace, make_controller
-):
+def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(agent, workspace, controller):
     script = [Step(text="late", delay=60), Step(text="after cancel", match=Match(contains="next"))]
     with serve(agent, script) as server:
         env_var, config = setup(agent, url_for(agent, server))
 
         async def main():
-            async with make_controller(env_var, turn_timeout=60) as c:
+            async with controller(env_var, turn_timeout=60) as c:
                 ref = await c.open_session(
                     harness=f"acp:{agent}",
                     workspace=workspace,
@@ -234,59 +196,32 @@ def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(
     assert last.type == "turn.cancelled"
     assert took < 5
     assert after.status == "completed"  # the agent survived the cancel and took another turn
-    assert wait_gone(leader) == [] and not alive(leader)
+    assert_no_process(leader)
 
 
 @pytest.mark.cli
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
-def test_401_is_authentication_required_fast(agent, workspace, make_controller):
-    error = Step(error=ErrorReply(401, "secret upstream text"), times=None, match=Match(tools=None))
-    with serve(agent, [error]) as server:
+def test_401_is_authentication_required_fast(agent, workspace, controller):
+    with serve(agent, [error_step(401)]) as server:
         env_var, config = setup(agent, url_for(agent, server))
-
-        async def main():
-            async with make_controller(env_var, turn_timeout=60) as c:
-                ref = await c.open_session(
-                    harness=f"acp:{agent}",
-                    workspace=workspace,
-                    model=model_for(agent),
-                    config=config,
-                )
-                return await c.run_turn(ref, "hi")
-
-        started = time.monotonic()
-        result = anyio.run(main)
-    assert time.monotonic() - started < 30
-    assert result.status == "failed" and result.reason == "authentication-required", result
-    assert "secret upstream text" not in repr(result.events)
+        result, took = acp(agent, env_var, workspace, controller).turn(config)
+    assert took < 30
+    assert_failed(result, "authentication-required")
 
 
 @pytest.mark.cli
 @pytest.mark.parametrize("agent", sorted(AGENTS))
-def test_unreachable_is_provider_unavailable_fast(agent, workspace, make_controller):
+def test_unreachable_is_provider_unavailable_fast(agent, workspace, controller):
     if agent == "cline":  # its endpoint is fixed: unreachable = nothing on port 1234
-        agent_bin("cline")
+        installed_cli("cline")
         cline_port_free()
         url = None
     else:
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        sock.close()
-        url = f"http://127.0.0.1:{port}" + ("" if agent == "claude-code" else "/v1")
+        url = unreachable_url("" if agent == "claude-code" else "/v1")
     env_var, config = setup(agent, url)
-
-    async def main():
-        async with make_controller(env_var, turn_timeout=60) as c:
-            ref = await c.open_session(
-                harness=f"acp:{agent}", workspace=workspace, model=model_for(agent), config=config
-            )
-            return await c.run_turn(ref, "hi")
-
-    started = time.monotonic()
-    result = anyio.run(main)
-    assert time.monotonic() - started < 15
-    assert result.status == "failed" and result.reason == "provider-unavailable"
+    result, took = acp(agent, env_var, workspace, controller).turn(config)
+    assert took < 15
+    assert_failed(result, "provider-unavailable")
 
 
 @pytest.mark.cli
@@ -303,49 +238,26 @@ def test_unreachable_is_provider_unavailable_fast(agent, workspace, make_control
         ("secret upstream text", "provider-failed"),
     ],
 )
-def test_cline_401_is_mapped_from_the_message_fast(message, reason, workspace, make_controller):
-    error = Step(error=ErrorReply(401, message), times=None, match=Match(tools=None))
-    with serve("cline", [error]) as server:
+def test_cline_401_is_mapped_from_the_message_fast(message, reason, workspace, controller):
+    with serve("cline", [error_step(401, message)]) as server:
         env_var, config = setup("cline", None)
-
-        async def main():
-            async with make_controller(env_var, turn_timeout=60) as c:
-                ref = await c.open_session(
-                    harness="acp:cline",
-                    workspace=workspace,
-                    model=model_for("cline"),
-                    config=config,
-                )
-                return await c.run_turn(ref, "hi")
-
-        started = time.monotonic()
-        result = anyio.run(main)
+        result, took = acp("cline", env_var, workspace, controller).turn(config)
         assert [r.status for r in server.model_requests()] == [401]  # no retry of a 401
-    assert time.monotonic() - started < 30
-    assert result.status == "failed" and result.reason == reason, result
-    assert "secret upstream text" not in repr(result.events)
+    assert took < 30
+    assert_failed(result, reason)
 
 
 @pytest.mark.cli
 @pytest.mark.slow
-def test_cline_without_preflight_reports_unreachable_itself(workspace, make_controller):
+def test_cline_without_preflight_reports_unreachable_itself(workspace, controller):
     """With the probe off, cline retries a refused connection for about a minute, then fails
     with "Cannot connect to API", which is still mapped to provider-unavailable."""
-    agent_bin("cline")
+    installed_cli("cline")
     cline_port_free()
     env_var, config = setup("cline", None, preflight=False)
-
-    async def main():
-        async with make_controller(env_var, turn_timeout=120) as c:
-            ref = await c.open_session(
-                harness="acp:cline", workspace=workspace, model=model_for("cline"), config=config
-            )
-            return await c.run_turn(ref, "hi")
-
-    started = time.monotonic()
-    result = anyio.run(main)
-    assert time.monotonic() - started < 110
-    assert result.status == "failed" and result.reason == "provider-unavailable", result
+    result, took = acp("cline", env_var, workspace, controller).turn(config, timeout=120)
+    assert took < 110
+    assert_failed(result, "provider-unavailable")
 
 
 @pytest.mark.parametrize(
@@ -388,11 +300,11 @@ def test_cline_registry_routes(tmp_path, config, ok):
     assert launch.base_url == expected
 
 
-def test_custom_agent_that_is_not_acp_fails_to_open(workspace, make_controller):
+def test_custom_agent_that_is_not_acp_fails_to_open(workspace, controller):
     garbage = [sys.executable, "-c", "print('Traceback: secret provider text')"]
 
     async def main():
-        async with make_controller(turn_timeout=10) as c:
+        async with controller(turn_timeout=10) as c:
             with pytest.raises(HarnessError) as info:
                 await c.open_session(
                     harness="acp:custom", workspace=workspace, config={"command": garbage}
@@ -404,9 +316,9 @@ def test_custom_agent_that_is_not_acp_fails_to_open(workspace, make_controller):
     assert "secret" not in str(error)
 
 
-def test_custom_needs_a_command(workspace, make_controller):
+def test_custom_needs_a_command(workspace, controller):
     async def main():
-        async with make_controller() as c:
+        async with controller() as c:
             with pytest.raises(HarnessError) as info:
                 await c.open_session(harness="acp:custom", workspace=workspace)
             return info.value.reason

@@ -14,44 +14,29 @@ What it relies on (verified against @anthropic-ai/claude-code 2.1.332, see ``doc
 - ``CLAUDE_CODE_MAX_RETRIES`` bounds the CLI's own retries (its default retries a 401 or an
   unreachable endpoint for minutes); an ``api_retry`` notice for a 401/403 ends the turn at once.
 
-Failures are classified from the stream, never forwarded: the CLI's error text stays here.
+The stream's mapping to contract payloads is in :mod:`.stream`.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_hookspecs import (
-    CancelTurnRequest,
-    CloseSessionRequest,
-    HarnessDescriptor,
-    HarnessError,
-    MessageCompleted,
-    MessageDelta,
-    OpenSessionRequest,
-    Payload,
-    PermissionRequested,
-    PermissionResolved,
-    ResumeSessionRequest,
-    RunTurnRequest,
-    SessionContext,
-    SessionRef,
-    Status,
-    ToolCompleted,
-    ToolStarted,
-    TurnCompleted,
-    TurnFailed,
-    Usage,
-    UsageReported,
-    assert_supported,
+from harness_cli_kit import (
+    NativeSession,
+    api_key,
+    base_url,
+    check_cli,
+    extra_env,
+    int_setting,
+    safe_prompt,
 )
+from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext
 
-from . import _cli
+from .stream import ClaudeStream, classify_result, parse_stream
 
 NAME = "claude-code"
 BINARY = "claude"
@@ -70,276 +55,13 @@ AUTO_TOOLS = (
     "Task",
     "Agent",
 )
+DETAILS = {
+    "wire_api": "anthropic-messages",
+    "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
+    "dangerous=bypassPermissions (acceptEdits+all tools as root)",
+}
 #: ``dangerous`` when ``bypassPermissions`` is refused (root): every built-in tool allowed.
 ALL_TOOLS = (*AUTO_TOOLS, "WebFetch", "WebSearch")
-
-#: Adapter-authored summaries per Claude Code tool (never the tool's input or output).
-TOOL_SUMMARIES = {
-    "Bash": "ran a shell command",
-    "Write": "wrote a file",
-    "Edit": "edited a file",
-    "MultiEdit": "edited a file",
-    "NotebookEdit": "edited a notebook",
-    "Read": "read a file",
-    "Glob": "listed files",
-    "Grep": "searched files",
-    "LS": "listed a directory",
-    "WebFetch": "fetched a web page",
-    "WebSearch": "searched the web",
-    "TodoWrite": "updated the todo list",
-    "Task": "ran a sub-agent task",
-    "Agent": "ran a sub-agent task",
-    "Skill": "used a skill",
-    "ToolSearch": "searched the tool list",
-}
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,256}$")
-#: Connection failures before any byte (the endpoint is down), as opposed to a dropped stream.
-_UNREACHABLE = re.compile(
-    r"ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|Connection refused|"
-    r"Unable to connect|ETIMEDOUT|timed out|Request timed out",
-    re.I,
-)
-
-
-def tool_name(value: Any) -> str:
-    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "tool"
-
-
-def tool_summary(name: str) -> str:
-    if name.startswith("mcp__"):
-        return "called an MCP tool"
-    return TOOL_SUMMARIES.get(name, "used a tool")
-
-
-def safe_id(value: Any) -> str | None:
-    return value if isinstance(value, str) and _SAFE_ID.match(value) else None
-
-
-def classify_result(result: Mapping[str, Any]) -> str:
-    """Map an ``is_error`` result line to a fixed reason (its text is read here, never sent)."""
-    status = result.get("api_error_status")
-    text = result.get("result") if isinstance(result.get("result"), str) else ""
-    if status in (401, 403) or re.search(r"authenticat|invalid api key|401", text or "", re.I):
-        return "authentication-required"
-    if isinstance(status, int) and (status in (408, 429, 529) or 500 <= status < 600):
-        return "provider-unavailable"
-    if status is None and _UNREACHABLE.search(text or ""):
-        return "provider-unavailable"
-    return "provider-failed"
-
-
-_HINTS = {
-    "authentication-required": "the model endpoint rejected the credentials",
-    "provider-unavailable": "the model endpoint was unreachable or overloaded",
-    "provider-failed": "claude reported a model error",
-}
-
-
-class ClaudeStream:
-    """Turns ``claude -p --output-format stream-json --verbose`` lines into payloads (pure)."""
-
-    def __init__(self) -> None:
-        self.session_id: str | None = None
-        self.result: dict[str, Any] | None = None
-        self.failure: str | None = None
-        self.garbage = 0
-        self.last_text: str | None = None
-        self._streamed_blocks: set[tuple[str, int]] = set()
-        self._message_id: str | None = None
-        self._messages: set[str] = set()
-        self._tools: dict[str, str] = {}
-        self._completed: set[str] = set()
-        self._denied: set[str] = set()
-
-    def feed(self, line: bytes) -> list[Payload]:
-        if not line.strip():
-            return []
-        try:
-            data = json.loads(line)
-        except ValueError:
-            self.garbage += 1
-            return []
-        if not isinstance(data, dict):
-            self.garbage += 1
-            return []
-        sid = data.get("session_id")
-        if isinstance(sid, str) and sid and self.session_id is None:
-            self.session_id = sid
-        kind = data.get("type")
-        main = data.get("parent_tool_use_id") is None
-        if kind == "stream_event" and main:
-            return self._stream_event(data.get("event"))
-        if kind == "assistant":
-            return self._assistant(data.get("message"), main)
-        if kind == "user":
-            return self._user(data.get("message"))
-        if kind == "system":
-            return self._system(data)
-        if kind == "result":
-            self.result = data
-        return []
-
-    def _stream_event(self, event: Any) -> list[Payload]:
-        if not isinstance(event, Mapping):
-            return []
-        etype = event.get("type")
-        if etype == "message_start":
-            message = event.get("message")
-            mid = message.get("id") if isinstance(message, Mapping) else None
-            self._message_id = mid if isinstance(mid, str) else None
-        elif etype == "content_block_delta":
-            delta = event.get("delta")
-            if isinstance(delta, Mapping) and delta.get("type") == "text_delta":
-                text = delta.get("text")
-                index = event.get("index")
-                if isinstance(text, str) and text:
-                    if self._message_id is not None and isinstance(index, int):
-                        self._streamed_blocks.add((self._message_id, index))
-                    return [MessageDelta(text=text)]
-        return []
-
-    def _assistant(self, message: Any, main: bool) -> list[Payload]:
-        if not isinstance(message, Mapping):
-            return []
-        if message.get("model") == "<synthetic>":
-            # The CLI's own error notice (carries raw provider text): classified from `result`.
-            return []
-        mid = message.get("id")
-        if isinstance(mid, str):
-            self._messages.add(mid)
-        out: list[Payload] = []
-        content = message.get("content")
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, Mapping):
-                continue
-            btype = block.get("type")
-            if btype == "text" and main:
-                text = block.get("text")
-                if isinstance(text, str) and text:
-                    self.last_text = text
-                    out.append(MessageCompleted(text=text))
-            elif btype == "tool_use":
-                call_id = safe_id(block.get("id"))
-                if call_id is None or call_id in self._tools:
-                    continue
-                name = tool_name(block.get("name"))
-                self._tools[call_id] = name
-                out.append(ToolStarted(call_id=call_id, name=name, summary=tool_summary(name)))
-        return out
-
-    def _user(self, message: Any) -> list[Payload]:
-        if not isinstance(message, Mapping):
-            return []
-        content = message.get("content")
-        out: list[Payload] = []
-        for block in content if isinstance(content, list) else []:
-            if not isinstance(block, Mapping) or block.get("type") != "tool_result":
-                continue
-            call_id = safe_id(block.get("tool_use_id"))
-            if call_id is None or call_id in self._completed:
-                continue
-            self._completed.add(call_id)
-            name = self._tools.get(call_id, "tool")
-            if call_id in self._denied:
-                summary = "the tool call was denied by the permission policy"
-                ok = False
-            elif block.get("is_error"):
-                summary, ok = "the tool call failed", False
-            else:
-                summary, ok = tool_summary(name), True
-            out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=summary))
-        return out
-
-    def _system(self, data: Mapping[str, Any]) -> list[Payload]:
-        subtype = data.get("subtype")
-        if subtype == "init":
-            return [Status(message="claude code session started")]
-        if subtype == "permission_denied":
-            call_id = safe_id(data.get("tool_use_id"))
-            if call_id is None or call_id in self._denied:
-                return []
-            self._denied.add(call_id)
-            name = tool_name(data.get("tool_name") or self._tools.get(call_id))
-            return [
-                PermissionRequested(
-                    request_id=call_id, summary=f"{name} needs permission", tool=name
-                ),
-                PermissionResolved(request_id=call_id, decision="deny", source="policy"),
-            ]
-        if subtype == "api_retry":
-            status = data.get("error_status")
-            if status in (401, 403):
-                # The CLI would retry a rejected key; it will not get better. End now.
-                self.failure = "authentication-required"
-                return []
-            return [Status(message="retrying the model request")]
-        return []
-
-    def usage(self) -> UsageReported | None:
-        result = self.result
-        if not isinstance(result, Mapping):
-            return None
-        usage = result.get("usage")
-        if not isinstance(usage, Mapping):
-            return None
-
-        def count(key: str) -> int | None:
-            value = usage.get(key)
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
-            return value if ok else None
-
-        cost = result.get("total_cost_usd")
-        cost_ok = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
-        fields = {
-            "input_tokens": count("input_tokens"),
-            "output_tokens": count("output_tokens"),
-            "cache_read_tokens": count("cache_read_input_tokens"),
-            "cache_write_tokens": count("cache_creation_input_tokens"),
-        }
-        if all(v is None for v in fields.values()):
-            return None
-        return UsageReported(
-            usage=Usage(
-                **fields,
-                requests=len(self._messages) or None,
-                cost_usd=round(float(cost), 10) if cost_ok and cost == cost else None,
-            )
-        )
-
-    def terminal(self, exit_code: int | None) -> Payload:
-        if self.failure is not None:
-            return TurnFailed(reason=self.failure, hint=_HINTS[self.failure])
-        result = self.result
-        if result is None:
-            if self.garbage:
-                return TurnFailed(
-                    reason="provider-failed", hint="claude wrote an unreadable stream"
-                )
-            return TurnFailed(reason="provider-failed", hint="claude ended without a result")
-        if result.get("is_error") or result.get("subtype") not in (None, "success"):
-            reason = classify_result(result)
-            return TurnFailed(reason=reason, hint=_HINTS[reason])
-        if exit_code not in (0, None):
-            return TurnFailed(
-                reason="provider-failed", hint=f"claude exited with status {exit_code}"
-            )
-        return TurnCompleted(text=self.last_text)
-
-
-def parse_stream(lines: list[bytes], exit_code: int = 0) -> list[Payload]:
-    """Parse a whole captured stream (for tests and tooling)."""
-    stream = ClaudeStream()
-    out: list[Payload] = []
-    for line in lines:
-        out.extend(stream.feed(line))
-        if stream.failure is not None:
-            break
-    usage = stream.usage()
-    if usage is not None:
-        out.append(usage)
-    out.append(stream.terminal(exit_code))
-    return out
 
 
 def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str], str]:
@@ -373,99 +95,47 @@ def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str],
     return args, "acceptEdits"
 
 
-def safe_prompt(prompt: str) -> str:
-    return " " + prompt if prompt.startswith("-") else prompt
-
-
 def transcript_exists(config_dir: Path, session_id: str) -> bool:
     projects = config_dir / "projects"
     return projects.is_dir() and any(projects.glob(f"*/{session_id}.jsonl"))
 
 
-class ClaudeCodeAdapter:
-    """``claude-code``: Claude Code CLI, one process per turn, resume by session id."""
+class ClaudeCodeAdapter(PerTurnCliAdapter):
+    """``claude-code``: Claude Code CLI, one process per turn, resume by session id (the
+    controller's id is the CLI's: its transcript in the private config dir tells a resume)."""
 
     name = NAME
-
-    def __init__(self) -> None:
-        self._sessions: dict[str, str] = {}
-        self._descriptor: HarnessDescriptor | None = None
-
-    def describe(self) -> HarnessDescriptor:
-        if self._descriptor is None:
-            path = _cli.find_cli({}, BINARY)
-            version = _cli.version_sync(path) if path else None
-            details = {
-                "tested_cli": f"@anthropic-ai/claude-code {TESTED_CLI}",
-                "cli_version": version or "not found",
-                "wire_api": "anthropic-messages",
-                "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
-                "dangerous=bypassPermissions (acceptEdits+all tools as root)",
-            }
-            if path:
-                details["cli_path"] = path[-128:]
-            self._descriptor = HarnessDescriptor(
-                provider=NAME,
-                targets=["local"],
-                features=["resume", "cancel", "usage", "permissions"],
-                version="0.1.0",
-                vendor="anthropic",
-                display_name="Claude Code",
-                details=details,
-            )
-        return self._descriptor
-
-    # -- sessions ---------------------------------------------------------------------------
-
-    async def _check_cli(self, context: SessionContext) -> str:
-        path = _cli.find_cli(context.config, BINARY)
-        if path is None:
-            raise HarnessError("provider-unavailable", "the claude CLI was not found")
-        home = self._home(context)
-        version = await _cli.version_via(context, path, {"HOME": str(home)})
-        if version is None:
-            raise HarnessError("provider-unavailable", "the claude CLI did not report a version")
-        self._sessions[context.session_id] = path
-        return path
+    state_file = "claude-session.json"
+    display_name = "Claude Code"
+    tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
+    binary = BINARY
+    vendor = "anthropic"
+    features = ("resume", "cancel", "usage", "permissions")
+    details = {
+        "wire_api": "anthropic-messages",
+        "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
+        "dangerous=bypassPermissions (acceptEdits+all tools as root)",
+    }
 
     def _home(self, context: SessionContext) -> Path:
         home = Path(context.state_dir) / "home"
         (home / ".claude").mkdir(parents=True, exist_ok=True)
         return home
 
-    async def open_session(
-        self, request: OpenSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.target)
+    async def check(self, context: SessionContext) -> str:
         permission_args(context.posture, context.config)
-        await self._check_cli(context)
-        return SessionRef(provider=NAME, target=request.target, session_id=context.session_id)
+        return await check_cli(context, BINARY, {"HOME": str(self._home(context))})
 
-    async def resume_session(
-        self, request: ResumeSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.session.target, "resume")
-        home = self._home(context)
-        if not transcript_exists(home / ".claude", request.session.session_id):
+    def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
+        session_id = request.session.session_id
+        if not transcript_exists(self._home(context) / ".claude", session_id):
             raise HarnessError("session-not-found", "no claude transcript for this session")
-        await self._check_cli(context)
-        return request.session
-
-    # -- turn -------------------------------------------------------------------------------
+        return NativeSession(context.state_dir, self.state_file, native_id=session_id)
 
     def _env(self, context: SessionContext, home: Path) -> dict[str, str]:
-        config, injected = context.config, context.env
-        base_url = config.get("base_url") or injected.get("ANTHROPIC_BASE_URL")
-        if base_url is not None and not isinstance(base_url, str):
-            raise HarnessError("invalid-request", "base_url must be a string")
-        if isinstance(config.get("api_key"), str) and config["api_key"]:
-            key: str | None = config["api_key"]
-            context.add_secret(config["api_key"])
-        else:
-            key = injected.get(str(config.get("api_key_env") or "ANTHROPIC_API_KEY"))
-        retries = config.get("max_retries", DEFAULT_MAX_RETRIES)
-        if not isinstance(retries, int) or isinstance(retries, bool) or not 0 <= retries <= 10:
-            raise HarnessError("invalid-request", "max_retries must be an integer 0-10")
+        url = base_url(context, "ANTHROPIC_BASE_URL")
+        key = api_key(context, "ANTHROPIC_API_KEY")
+        retries = int_setting(context.config, "max_retries", DEFAULT_MAX_RETRIES, 10)
         env = {
             "HOME": str(home),
             "CLAUDE_CONFIG_DIR": str(home / ".claude"),
@@ -478,26 +148,17 @@ class ClaudeCodeAdapter:
         }
         if key:
             env["ANTHROPIC_API_KEY"] = key
-        if base_url:
-            env["ANTHROPIC_BASE_URL"] = base_url.rstrip("/").removesuffix("/v1")
-        extra = config.get("env")
-        if isinstance(extra, Mapping):
-            env.update({str(k): str(v) for k, v in extra.items()})
-        return env
+        if url:
+            env["ANTHROPIC_BASE_URL"] = url.rstrip("/").removesuffix("/v1")
+        return {**env, **extra_env(context.config)}
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session_id = request.session.session_id
-        path = self._sessions.get(session_id)
-        if path is None:
-            raise HarnessError("session-not-found")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "claude-code needs a local workspace")
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
+        session_id = context.session_id
         home = self._home(context)
-        env = self._env(context, home)
         perms, _mode = permission_args(context.posture, context.config)
-        argv = [path, "-p", "--output-format", "stream-json", "--verbose"]
+        argv = [session.cli, "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--include-partial-messages", *perms]
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
@@ -506,29 +167,9 @@ class ClaudeCodeAdapter:
             argv += ["--resume", session_id]
         else:
             argv += ["--session-id", session_id]
-        argv += ["--", safe_prompt(request.prompt)]
-        process = await context.spawn(argv, env=env, cwd=context.workspace)
-        stream = ClaudeStream()
-        async for line in process.lines():
-            for payload in stream.feed(line):
-                yield payload
-            if stream.failure is not None:
-                break
-        code = None if stream.failure is not None else await process.wait()
-        if stream.session_id is not None and stream.session_id != session_id:
-            yield TurnFailed(reason="provider-failed", hint="claude answered for another session")
-            return
-        usage = stream.usage()
-        if usage is not None:
-            yield usage
-        yield stream.terminal(code)
-
-    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
+        argv += ["--", safe_prompt(prompt)]
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
-        return None
-
-    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
-        self._sessions.pop(request.session.session_id, None)
+        return CliTurn(argv, self._env(context, home), ClaudeStream(expected=session_id))
 
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeStream", "classify_result", "parse_stream"]

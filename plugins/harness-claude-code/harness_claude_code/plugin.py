@@ -1,24 +1,13 @@
-"""Entry point: registers the ``claude-code`` harness and its conformance profile."""
+"""Entry point: registers the ``claude-code`` harness and its conformance profile (the real CLI
+against the fake model's Messages API)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from harness_cli_kit.conformance import OfflineProfile
+from harness_cli_kit.plugin import cli_hooks
 
-from harness_hookspecs import hookimpl
+from .adapter import ClaudeCodeAdapter
 
-from .adapter import NAME, ClaudeCodeAdapter
+OFFLINE = OfflineProfile("claude", "claude-test", "sk-ant-conformance", "anthropic", "cli_path")
 
-
-@hookimpl
-def register_harnesses(register: Callable[[Any], None]) -> None:
-    register(ClaudeCodeAdapter())
-
-
-@hookimpl
-def conformance_profile(harness: str) -> Any:
-    if harness != NAME:
-        return None
-    from .conformance import profile
-
-    return profile()
+register_harnesses, conformance_profile = cli_hooks("claude-code", ClaudeCodeAdapter, OFFLINE)

@@ -1,55 +1,12 @@
-"""Fixtures for driving the real Claude Code CLI against the fake model server."""
+"""The Claude Code harness as its tests drive it: the ``cli`` fixture (``workspace`` and
+``make_controller`` come from harness_cli_kit's pytest plugin)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-from harness_hookspecs import Credential, hookimpl
-
-from harness_core.testing.clis import NPM_BIN
+from harness_claude_code import ClaudeCodeAdapter
+from harness_claude_code.plugin import OFFLINE
+from harness_cli_kit.testing import cli_fixture
 
 SECRET = "sk-ant-test-secret-1234"
 
-
-class StaticCredentials:
-    """A credentials plugin that injects one key as ANTHROPIC_API_KEY."""
-
-    @hookimpl
-    def credentials_resolve(self, request):
-        async def resolve():
-            return [Credential(env_var="ANTHROPIC_API_KEY", value=SECRET, source="test")]
-
-        return resolve()
-
-
-@pytest.fixture
-def claude_bin() -> str:
-    path = NPM_BIN / "claude"
-    if not path.exists():
-        pytest.skip(f"claude is not installed in {NPM_BIN} (run .ci/install-clis.sh)")
-    return str(path)
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> str:
-    path = tmp_path / "workspace"
-    path.mkdir()
-    return str(path)
-
-
-@pytest.fixture
-def make_controller(tmp_path: Path):
-    from harness_claude_code import ClaudeCodeAdapter
-
-    from harness_core import Controller, plugins_from
-
-    def make(**kwargs):
-        return Controller(
-            plugins=plugins_from([ClaudeCodeAdapter(), StaticCredentials()]),
-            ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
-            state_dir=tmp_path / "state",
-            **kwargs,
-        )
-
-    return make
+cli = cli_fixture("claude-code", OFFLINE, ClaudeCodeAdapter, "ANTHROPIC_API_KEY", SECRET)

@@ -1,24 +1,13 @@
-"""Entry point: registers the ``codex`` harness and its conformance profile."""
+"""Entry point: registers the ``codex`` harness and its conformance profile (the real CLI against
+the fake model's Responses API)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from harness_cli_kit.conformance import OfflineProfile
+from harness_cli_kit.plugin import cli_hooks
 
-from harness_hookspecs import hookimpl
+from .adapter import CodexAdapter
 
-from .adapter import NAME, CodexAdapter
+OFFLINE = OfflineProfile("codex", "gpt-5", "sk-conformance", binary_key="cli_path")
 
-
-@hookimpl
-def register_harnesses(register: Callable[[Any], None]) -> None:
-    register(CodexAdapter())
-
-
-@hookimpl
-def conformance_profile(harness: str) -> Any:
-    if harness != NAME:
-        return None
-    from .conformance import profile
-
-    return profile()
+register_harnesses, conformance_profile = cli_hooks("codex", CodexAdapter, OFFLINE)

@@ -19,329 +19,44 @@ once; anything later is bounded by the controller's deadline.
 from __future__ import annotations
 
 import json
-import re
-import shlex
-from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import anyio
-from harness_hookspecs import (
-    CancelTurnRequest,
-    CloseSessionRequest,
-    HarnessDescriptor,
-    HarnessError,
-    MessageCompleted,
-    MessageDelta,
-    OpenSessionRequest,
-    Payload,
-    ResumeSessionRequest,
-    RunTurnRequest,
-    SessionContext,
-    SessionRef,
-    Status,
-    ToolCompleted,
-    ToolStarted,
-    TurnCompleted,
-    TurnFailed,
-    Usage,
-    UsageReported,
-    assert_supported,
-)
+from harness_cli_kit import NativeSession, api_key, base_url, command_of, extra_env, safe_prompt
+from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_hookspecs import HarnessError, SessionContext
+
+from .stream import OpenCodeStream, classify, parse_stream
 
 TESTED_CLI = "1.18.33"
 KEY_VAR = "HARNESS_OPENCODE_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "opencode-session.json"
-PREFLIGHT_TIMEOUT = 3.0
-
-#: Adapter-authored summaries per OpenCode tool (never the tool's arguments or output).
-TOOL_SUMMARIES = {
-    "bash": "ran a shell command",
-    "write": "wrote a file",
-    "edit": "edited a file",
-    "patch": "patched files",
-    "read": "read a file",
-    "glob": "listed files",
-    "grep": "searched files",
-    "list": "listed a directory",
-    "webfetch": "fetched a web page",
-    "todowrite": "updated the todo list",
-    "todoread": "read the todo list",
-    "task": "ran a sub-agent task",
-    "skill": "used a skill",
-}
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
-def tool_name(value: Any) -> str:
-    return value if isinstance(value, str) and _SAFE_NAME.match(value) else "tool"
-
-
-def classify(error: Mapping[str, Any] | None) -> str:
-    """Map an OpenCode ``error`` object to a fixed reason (never forwarding its text)."""
-    if not isinstance(error, Mapping):
-        return "provider-failed"
-    name = str(error.get("name") or "")
-    data = error.get("data") if isinstance(error.get("data"), Mapping) else {}
-    status = data.get("statusCode") if isinstance(data, Mapping) else None
-    message = str(data.get("message") or "") if isinstance(data, Mapping) else ""
-    if name == "ProviderAuthError" or status in (401, 403):
-        return "authentication-required"
-    if status in (408, 429, 502, 503, 504, 529):
-        return "provider-unavailable"
-    if status is None and re.search(r"connect|ECONNREFUSED|ENOTFOUND|fetch failed", message, re.I):
-        return "provider-unavailable"
-    return "provider-failed"
-
-
-class OpenCodeStream:
-    """Turns ``opencode run --format json`` lines into payloads (pure: no I/O)."""
-
-    def __init__(self) -> None:
-        self.session_id: str | None = None
-        self.error: str | None = None
-        self.steps = 0
-        self.finished_stop = False
-        self._started: set[str] = set()
-        self._completed: set[str] = set()
-        self._step_text: list[str] = []
-        self.last_text: str | None = None
-        self._usage: dict[str, float] = {}
-        self._cost = 0.0
-
-    def feed(self, line: bytes) -> list[Payload]:
-        try:
-            data = json.loads(line)
-        except ValueError:
-            return []
-        if not isinstance(data, dict):
-            return []
-        sid = data.get("sessionID")
-        if isinstance(sid, str) and sid and self.session_id is None:
-            self.session_id = sid
-        kind = data.get("type")
-        part = data.get("part") if isinstance(data.get("part"), dict) else {}
-        out: list[Payload] = []
-        if kind == "text":
-            text = part.get("text")
-            if isinstance(text, str) and text:
-                self._step_text.append(text)
-                out.append(MessageDelta(text=text))
-        elif kind == "tool_use":
-            out.extend(self._tool(part))
-        elif kind == "step_finish":
-            self.steps += 1
-            self._add_usage(part)
-            if self._step_text:
-                self.last_text = "".join(self._step_text)
-                out.append(MessageCompleted(text=self.last_text))
-                self._step_text = []
-            if part.get("reason") == "stop":
-                self.finished_stop = True
-        elif kind == "error":
-            self.error = classify(data.get("error"))
-        return out
-
-    def _tool(self, part: Mapping[str, Any]) -> list[Payload]:
-        call_id = part.get("callID") or part.get("id")
-        if not isinstance(call_id, str) or not call_id or len(call_id) > 256:
-            return []
-        name = tool_name(part.get("tool"))
-        state = part.get("state") if isinstance(part.get("state"), Mapping) else {}
-        status = state.get("status") if isinstance(state, Mapping) else None
-        summary = TOOL_SUMMARIES.get(name, "used a tool")
-        out: list[Payload] = []
-        if call_id not in self._started:
-            self._started.add(call_id)
-            out.append(ToolStarted(call_id=call_id, name=name, summary=summary))
-        if status in ("completed", "error") and call_id not in self._completed:
-            self._completed.add(call_id)
-            ok = status == "completed"
-            out.append(
-                ToolCompleted(
-                    call_id=call_id,
-                    name=name,
-                    ok=ok,
-                    summary=summary if ok else "the tool call failed",
-                )
-            )
-        return out
-
-    def _add_usage(self, part: Mapping[str, Any]) -> None:
-        tokens = part.get("tokens")
-        if not isinstance(tokens, Mapping):
-            return
-        cache = tokens.get("cache") if isinstance(tokens.get("cache"), Mapping) else {}
-        pairs = {
-            "input_tokens": tokens.get("input"),
-            "output_tokens": tokens.get("output"),
-            "reasoning_tokens": tokens.get("reasoning"),
-            "cache_read_tokens": cache.get("read") if isinstance(cache, Mapping) else None,
-            "cache_write_tokens": cache.get("write") if isinstance(cache, Mapping) else None,
-        }
-        for key, value in pairs.items():
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-                self._usage[key] = self._usage.get(key, 0) + value
-        cost = part.get("cost")
-        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost > 0:
-            self._cost += float(cost)
-
-    def usage(self) -> UsageReported | None:
-        if not self._usage:
-            return None
-        return UsageReported(
-            usage=Usage(
-                **{k: int(v) for k, v in self._usage.items()},
-                requests=self.steps or None,
-                # OpenCode reports 0 when the model has no configured price: unknown, not free.
-                cost_usd=self._cost if self._cost > 0 else None,
-            )
-        )
-
-    def terminal(self, exit_code: int) -> Payload:
-        if self.error is not None:
-            return TurnFailed(reason=self.error, hint="opencode reported a model error")
-        if exit_code != 0:
-            return TurnFailed(
-                reason="provider-failed", hint=f"opencode exited with status {exit_code}"
-            )
-        if self.steps == 0:
-            return TurnFailed(reason="provider-failed", hint="opencode finished no model step")
-        return TurnCompleted(text=self.last_text)
-
-
-def parse_stream(lines: list[bytes], exit_code: int = 0) -> list[Payload]:
-    """Parse a whole captured stream (for tests and tooling)."""
-    stream = OpenCodeStream()
-    out: list[Payload] = []
-    for line in lines:
-        out.extend(stream.feed(line))
-    usage = stream.usage()
-    if usage is not None:
-        out.append(usage)
-    out.append(stream.terminal(exit_code))
-    return out
-
-
-def command_of(config: Mapping[str, Any]) -> list[str]:
-    raw = config.get("command", "opencode")
-    if isinstance(raw, str):
-        raw = shlex.split(raw)
-    if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
-        raise HarnessError("invalid-request", "command must be a string or a list of strings")
-    return list(raw)
-
-
-async def endpoint_reachable(base_url: str, deadline: float | None) -> bool:
-    """A bounded TCP connect to the model endpoint (the CLI itself needs ~70 s to give up)."""
-    parts = urlsplit(base_url)
-    host = parts.hostname
-    if not host:
-        return True
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    timeout = PREFLIGHT_TIMEOUT
-    if deadline is not None:
-        timeout = max(0.1, min(timeout, deadline - anyio.current_time()))
-    try:
-        with anyio.fail_after(timeout):
-            stream = await anyio.connect_tcp(host, port)
-    except (OSError, TimeoutError):
-        return False
-    await stream.aclose()
-    return True
-
-
-def safe_prompt(prompt: str) -> str:
-    # The CLI parses its arguments: a leading '-' must not become a flag.
-    return " " + prompt if prompt.startswith("-") else prompt
-
-
-def _save(state_dir: str, native_id: str | None) -> None:
-    path = Path(state_dir) / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"native_session_id": native_id}))
-    tmp.replace(path)
-
-
-class _Session:
-    def __init__(self, state_dir: str, native_id: str | None) -> None:
-        self.state_dir = state_dir
-        self.native_id = native_id
-
-
-class OpenCodeAdapter:
+class OpenCodeAdapter(PerTurnCliAdapter):
     """``opencode``: OpenCode CLI, one process per turn, resume by native session id."""
 
     name = "opencode"
+    state_file = STATE_FILE
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+    display_name = "OpenCode"
+    tested_cli = f"opencode-ai {TESTED_CLI}"
+    details = {"wire_api": "chat-completions"}
 
-    def describe(self) -> HarnessDescriptor:
-        return HarnessDescriptor(
-            provider=self.name,
-            targets=["local"],
-            features=["resume", "cancel", "usage"],
-            version="0.1.0",
-            display_name="OpenCode",
-            details={"tested_cli": f"opencode-ai {TESTED_CLI}", "wire_api": "chat-completions"},
-        )
-
-    # -- sessions ---------------------------------------------------------------------------
-
-    def _load(self, context: SessionContext) -> _Session:
-        path = Path(context.state_dir) / STATE_FILE
-        native: str | None = None
-        if path.exists():
-            try:
-                value = json.loads(path.read_text()).get("native_session_id")
-                native = value if isinstance(value, str) and value else None
-            except (OSError, ValueError, AttributeError):
-                native = None
-        return _Session(context.state_dir, native)
-
-    async def open_session(
-        self, request: OpenSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.target)
-        command_of(context.config)
-        ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
-        self._sessions[ref.session_id] = _Session(context.state_dir, None)
-        _save(context.state_dir, None)
-        return ref
-
-    async def resume_session(
-        self, request: ResumeSessionRequest, context: SessionContext
-    ) -> SessionRef:
-        assert_supported(self.describe(), request.session.target, "resume")
-        command_of(context.config)
-        if not (Path(context.state_dir) / STATE_FILE).exists():
-            raise HarnessError("session-not-found", "no opencode state for this session")
-        session = self._load(context)
-        self._sessions[request.session.session_id] = session
-        return request.session
+    async def check(self, context: SessionContext) -> str:
+        command_of(context.config, [self.name])
+        return ""
 
     # -- turn -------------------------------------------------------------------------------
 
     def _settings(self, context: SessionContext) -> tuple[str | None, str | None, str]:
-        config = context.config
-        env = context.env
-        base_url = config.get("base_url") or env.get("OPENAI_BASE_URL")
-        key: str | None = None
-        if isinstance(config.get("api_key"), str) and config["api_key"]:
-            key = str(config["api_key"])
-            context.add_secret(key)
-        else:
-            key_var = str(config.get("api_key_env") or "OPENAI_API_KEY")
-            key = env.get(key_var)
-        model = context.model or config.get("model")
+        url = base_url(context, "OPENAI_BASE_URL")
+        key = api_key(context, "OPENAI_API_KEY")
+        model = context.model or context.config.get("model")
         if not isinstance(model, str) or not model:
             raise HarnessError("invalid-request", "opencode needs a model (request or config)")
-        if base_url is not None and not isinstance(base_url, str):
-            raise HarnessError("invalid-request", "base_url must be a string")
-        return base_url, key, model
+        return url, key, model
 
     def _write_config(
         self, context: SessionContext, home: Path, base_url: str | None, model: str
@@ -395,70 +110,24 @@ class OpenCodeAdapter:
             "OPENCODE_DISABLE_CLAUDE_CODE": "1",
             KEY_VAR: key or "",
         }
-        extra = context.config.get("env")
-        if isinstance(extra, Mapping):
-            env.update({str(k): str(v) for k, v in extra.items()})
-        return env
+        return {**env, **extra_env(context.config)}
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
-        if context.workspace is None:
-            raise HarnessError("invalid-request", "opencode needs a local workspace")
-        base_url, key, model = self._settings(context)
-        home = Path(session.state_dir) / "home"
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
+        url, key, model = self._settings(context)
+        home = Path(context.state_dir) / "home"
         home.mkdir(parents=True, exist_ok=True)
-        config_path, full_model = self._write_config(context, home, base_url, model)
-        if (
-            base_url
-            and context.config.get("preflight", True)
-            and not await endpoint_reachable(base_url, context.deadline)
-        ):
-            yield TurnFailed(
-                reason="provider-unavailable", hint="the model endpoint is unreachable"
-            )
-            return
-        argv = [
-            *command_of(context.config),
-            "run",
-            "--format",
-            "json",
-            "--dir",
-            context.workspace,
-            "-m",
-            full_model,
-        ]
+        config_path, full_model = self._write_config(context, home, url, model)
+        argv = [*command_of(context.config, [self.name]), "run", "--format", "json"]
+        argv += ["--dir", workspace, "-m", full_model]
         if session.native_id:
             argv += ["--session", session.native_id]
         else:
             argv += ["--title", "harness_core session"]
-        argv += ["--", safe_prompt(request.prompt)]
-        process = await context.spawn(
-            argv, env=self._env(context, home, config_path, key), cwd=context.workspace
-        )
-        yield Status(message="opencode started")
-        stream = OpenCodeStream()
-        async for line in process.lines():
-            for payload in stream.feed(line):
-                yield payload
-            if stream.session_id and session.native_id is None:
-                session.native_id = stream.session_id
-                _save(session.state_dir, stream.session_id)
-        code = await process.wait()
-        usage = stream.usage()
-        if usage is not None:
-            yield usage
-        yield stream.terminal(code)
-
-    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
-        # No provider-side cancel in `opencode run`: the runtime kills the process group.
-        return None
-
-    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
-        self._sessions.pop(request.session.session_id, None)
+        argv += ["--", safe_prompt(prompt)]
+        env = self._env(context, home, config_path, key)
+        return CliTurn(argv, env, OpenCodeStream(), probe=url, started="opencode started")
 
 
-__all__ = ["OpenCodeAdapter", "OpenCodeStream", "classify", "endpoint_reachable", "parse_stream"]
+__all__ = ["OpenCodeAdapter", "OpenCodeStream", "classify", "parse_stream"]

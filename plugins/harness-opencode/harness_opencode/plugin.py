@@ -1,24 +1,13 @@
-"""Entry point: registers the ``opencode`` harness."""
+"""Entry point: registers the ``opencode`` harness and its conformance profile (the real CLI
+against the fake model's chat completions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from harness_hookspecs import hookimpl
+from harness_cli_kit.conformance import OfflineProfile
+from harness_cli_kit.plugin import cli_hooks
 
 from .adapter import OpenCodeAdapter
 
+OFFLINE = OfflineProfile("opencode", "fake-model")
 
-@hookimpl
-def register_harnesses(register: Callable[[Any], None]) -> None:
-    register(OpenCodeAdapter())
-
-
-@hookimpl
-def conformance_profile(harness: str) -> Any:
-    if harness != "opencode":
-        return None
-    from .conformance import profile
-
-    return profile()
+register_harnesses, conformance_profile = cli_hooks("opencode", OpenCodeAdapter, OFFLINE)

@@ -1,24 +1,13 @@
-"""Entry point: registers the ``pi`` harness."""
+"""Entry point: registers the ``pi`` harness and its conformance profile (the real CLI against the
+fake model's chat completions)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from harness_hookspecs import hookimpl
+from harness_cli_kit.conformance import OfflineProfile
+from harness_cli_kit.plugin import cli_hooks
 
 from .adapter import PiAdapter
 
+OFFLINE = OfflineProfile("pi", "fake-model")
 
-@hookimpl
-def register_harnesses(register: Callable[[Any], None]) -> None:
-    register(PiAdapter())
-
-
-@hookimpl
-def conformance_profile(harness: str) -> Any:
-    if harness != "pi":
-        return None
-    from .conformance import profile
-
-    return profile()
+register_harnesses, conformance_profile = cli_hooks("pi", PiAdapter, OFFLINE)

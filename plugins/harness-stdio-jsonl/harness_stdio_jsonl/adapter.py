@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from harness_cli_kit import Sessions, command_of, json_object, local_descriptor
 from harness_hookspecs import (
     REASONS,
     CancelTurnRequest,
@@ -58,13 +58,13 @@ def parse_line(line: bytes) -> Payload | None:
 
     Raises ``HarnessError("provider-failed")`` for garbage, with no provider text attached.
     """
-    if not line.strip():
-        return None
     try:
-        data = json.loads(line)
+        data = json_object(line)
     except ValueError:
         raise HarnessError("provider-failed", "the program wrote a line that is not JSON") from None
-    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+    if data is None:
+        return None
+    if not isinstance(data.get("type"), str):
         raise HarnessError("provider-failed", "the program wrote a line without a type")
     kind = data["type"]
     if kind not in MAPPED:
@@ -87,31 +87,18 @@ class StdioJsonlAdapter:
     name = "stdio-jsonl"
 
     def __init__(self) -> None:
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: Sessions[_Session] = Sessions()
 
     def describe(self) -> HarnessDescriptor:
-        return HarnessDescriptor(
-            provider=self.name,
-            targets=["local"],
-            features=["resume", "cancel", "usage"],
-            version="0.1.0",
-            display_name="Any JSONL program",
-            details={"protocol": str(PROTOCOL)},
-        )
+        features = ["resume", "cancel", "usage"]
+        details = {"protocol": str(PROTOCOL)}
+        return local_descriptor(self.name, "Any JSONL program", features, details)
 
     def _command(self, config: Mapping[str, Any]) -> list[str]:
         raw = config.get("command") or os.environ.get(ENV_COMMAND)
-        if isinstance(raw, str):
-            if raw.lstrip().startswith("["):
-                try:
-                    raw = json.loads(raw)
-                except ValueError:
-                    raise HarnessError("invalid-request", "command is not valid JSON") from None
-            else:
-                raw = shlex.split(raw)
-        if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
+        if not raw:
             raise HarnessError("invalid-request", "stdio-jsonl needs a command (config or env)")
-        return list(raw)
+        return command_of({"command": raw}, [])
 
     def _open(self, ref: SessionRef, context: SessionContext, resumed: bool) -> SessionRef:
         mode = context.config.get("mode", "per-turn")
@@ -149,9 +136,7 @@ class StdioJsonlAdapter:
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
-        session = self._sessions.get(request.session.session_id)
-        if session is None:
-            raise HarnessError("session-not-found")
+        session = self._sessions.of(request.session)
         line = (
             json.dumps(
                 {

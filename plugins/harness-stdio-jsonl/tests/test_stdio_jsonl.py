@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -14,15 +13,9 @@ from harness_stdio_jsonl import StdioJsonlAdapter
 from harness_stdio_jsonl.adapter import parse_line
 
 from harness_core import Controller, plugins_from
+from harness_core.testing.processes import alive, group_members
 
 REFERENCE = [sys.executable, "-m", "harness_stdio_jsonl.reference"]
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> str:
-    path = tmp_path / "ws"
-    path.mkdir()
-    return str(path)
 
 
 def controller(tmp_path: Path, **kwargs) -> Controller:
@@ -111,33 +104,6 @@ def test_missing_command_is_invalid_request(tmp_path, workspace, monkeypatch):
     assert anyio.run(main) == "invalid-request"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def _group_members(pgid: int) -> list[int]:
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-                if int(fields[2]) == pgid and fields[0] != "Z":
-                    members.append(int(entry))
-            except (FileNotFoundError, ProcessLookupError, IndexError):
-                pass
-    return members
-
-
 @pytest.mark.parametrize("mode", ["per-turn", "session"])
 def test_cancel_kills_the_process_group(tmp_path, workspace, mode):
     # The program forks a grandchild in the same group: both must be gone after cancel.
@@ -164,7 +130,7 @@ def test_cancel_kills_the_process_group(tmp_path, workspace, mode):
                         context = c._live[ref.session_id].context
                         procs = context.turn_processes + context.session_processes
                         leader = procs[0].pid
-                        assert _alive(child) and _alive(leader)
+                        assert alive(child) and alive(leader)
                         with anyio.fail_after(3):
                             await c.cancel_turn(ref, turn.turn_id)
                     last = event
@@ -172,8 +138,8 @@ def test_cancel_kills_the_process_group(tmp_path, workspace, mode):
 
     last, child, leader = anyio.run(main)
     assert last == "turn.cancelled"
-    assert not _alive(child) and not _alive(leader)
-    assert _group_members(leader) == []
+    assert not alive(child) and not alive(leader)
+    assert group_members(leader) == []
 
 
 def test_session_mode_keeps_one_process_and_resume_in_new_controller(tmp_path, workspace):

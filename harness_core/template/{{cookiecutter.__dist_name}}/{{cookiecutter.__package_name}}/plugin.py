@@ -18,13 +18,14 @@ def register_harnesses(register: Callable[[Any], None]) -> None:
 
 
 @hookimpl
-def conformance_profile(harness: str) -> ConformanceProfile | None:
+def conformance_profile(harness: str) -> Any:
     """How `harness conformance {{ cookiecutter.plugin_name }}` drives this harness offline."""
     if harness != NAME:
         return None
     # `sleep 30` keeps the bundled agent busy so the kit can cancel a running turn. For a real
-    # CLI, return a context manager that starts a fake model server and yields the profile
-    # (see harness_core.testing) with the CLI pointed at it through `env`/`config`.
+    # CLI that talks to a model, declare `harness_cli_kit.conformance.OfflineProfile(binary,
+    # model)` and return `offline_profile(...)`: the real CLI against harness_core's fake model
+    # server (`harness_cli_kit.plugin.cli_hooks` writes both hooks for you).
     return ConformanceProfile(prompt="reply ok", slow_prompt="sleep 30")
 {%- elif cookiecutter.kind == "sandbox" -%}
 """Entry point: registers the `{{ cookiecutter.plugin_name }}` sandbox provider."""

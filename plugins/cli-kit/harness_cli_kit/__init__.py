@@ -1,0 +1,58 @@
+"""harness_cli_kit: the shared floor of harness_core's subprocess CLI adapters.
+
+Each adapter keeps only what is its CLI's own (argv, config files, the mapping of its native
+events); this package holds the rest: finding the binary (:mod:`.locate`), the native session id
+under ``state_dir`` (:mod:`.state`), the endpoint probe (:mod:`.endpoint`), the JSON-lines stream
+base (:mod:`.stream`), safe names and prompts (:mod:`.safe`), common session settings
+(:mod:`.settings`), the offline conformance profile (:mod:`.conformance`), and for test suites
+:mod:`.testing` and the pytest plugin :mod:`.pytest_fixtures`. It depends on the contract
+(``harness_hookspecs``) and anyio only.
+"""
+
+from .describe import cli_descriptor, local_descriptor
+from .endpoint import endpoint_reachable, preflight
+from .locate import (
+    CLI_PATH_ENV,
+    check_cli,
+    cli_details,
+    command_of,
+    find_cli,
+    require_cli,
+    version_sync,
+    version_via,
+)
+from .safe import safe_id, safe_name, safe_prompt
+from .settings import api_key, base_url, extra_env, int_setting, require_workspace
+from .state import NativeSession, Sessions
+from .stream import JsonLinesStream, count, json_object, positive_cost, usage_of, usage_report
+
+__all__ = [
+    "CLI_PATH_ENV",
+    "JsonLinesStream",
+    "NativeSession",
+    "Sessions",
+    "api_key",
+    "base_url",
+    "check_cli",
+    "cli_descriptor",
+    "cli_details",
+    "command_of",
+    "count",
+    "endpoint_reachable",
+    "extra_env",
+    "find_cli",
+    "int_setting",
+    "json_object",
+    "local_descriptor",
+    "positive_cost",
+    "preflight",
+    "require_cli",
+    "require_workspace",
+    "safe_id",
+    "safe_name",
+    "safe_prompt",
+    "usage_of",
+    "usage_report",
+    "version_sync",
+    "version_via",
+]

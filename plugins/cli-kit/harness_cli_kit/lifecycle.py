@@ -1,0 +1,137 @@
+"""The session lifecycle of a CLI that runs one process per turn and names its sessions itself.
+
+Open saves an empty :class:`~harness_cli_kit.state.NativeSession`; the first turn's stream fills
+in the native id; resume (in any process) reads it back. There is no in-band cancel: the runtime
+kills the turn's process group. A subclass supplies ``check`` (the config, at open and
+resume), ``launch`` (argv, environment and stream parser of one turn: what is its CLI's own) and
+the descriptor's facts as class attributes; :meth:`PerTurnCliAdapter.run_turn` does the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from harness_hookspecs import (
+    CancelTurnRequest,
+    CloseSessionRequest,
+    HarnessDescriptor,
+    OpenSessionRequest,
+    Payload,
+    ResumeSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    Status,
+    assert_supported,
+)
+
+from .describe import cli_descriptor
+from .endpoint import preflight
+from .settings import require_workspace
+from .state import DEFAULT_KEY, NativeSession, Sessions
+from .stream import JsonLinesStream
+
+
+@dataclass
+class CliTurn:
+    """One turn's process: what to run, with which environment, parsed by which stream."""
+
+    argv: list[str]
+    env: dict[str, str]
+    stream: JsonLinesStream
+    #: The model endpoint to probe before spawning (CLIs slow to give up on one).
+    probe: str | None = None
+    #: A status message once the process runs.
+    started: str | None = None
+
+
+class PerTurnCliAdapter:
+    name: str
+    #: The state file under ``state_dir`` and the key of the native id in it.
+    state_file: str
+    state_key: str = DEFAULT_KEY
+    display_name: str
+    #: The package and release the adapter was verified against ("opencode-ai 1.18.33").
+    tested_cli: str
+    features: tuple[str, ...] = ("resume", "cancel", "usage")
+    details: dict[str, str] = {}
+    #: Set to report the installed CLI's version and path in the descriptor.
+    binary: str | None = None
+    vendor: str | None = None
+
+    def __init__(self) -> None:
+        self._sessions: Sessions[NativeSession] = Sessions()
+        self._descriptor: HarnessDescriptor | None = None
+
+    def describe(self) -> HarnessDescriptor:
+        if self._descriptor is None:
+            self._descriptor = cli_descriptor(
+                self.name,
+                self.display_name,
+                tested_cli=self.tested_cli,
+                features=self.features,
+                details=self.details,
+                binary=self.binary,
+                vendor=self.vendor,
+            )
+        return self._descriptor
+
+    async def check(self, context: SessionContext) -> str:
+        """Validate the session config at open and resume; returns the CLI to run (or "")."""
+        raise NotImplementedError
+
+    async def open_session(
+        self, request: OpenSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self.describe(), request.target)
+        cli = await self.check(context)
+        self._sessions[context.session_id] = NativeSession.create(
+            context.state_dir, self.state_file, key=self.state_key, cli=cli
+        )
+        return SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
+
+    async def resume_session(
+        self, request: ResumeSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self.describe(), request.session.target, "resume")
+        session = self.saved(request, context)
+        session.cli = await self.check(context)
+        self._sessions[request.session.session_id] = session
+        return request.session
+
+    def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
+        """The session to resume (``session-not-found`` when there is none)."""
+        return NativeSession.load(
+            context.state_dir, self.state_file, key=self.state_key, what=f"no {self.name} state"
+        )
+
+    def launch(
+        self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
+    ) -> CliTurn:
+        """Write the turn's config files; return its argv, environment and stream."""
+        raise NotImplementedError
+
+    async def run_turn(
+        self, request: RunTurnRequest, context: SessionContext
+    ) -> AsyncIterator[Payload]:
+        session = self._sessions.of(request.session)
+        workspace = require_workspace(context, self.name)
+        turn = self.launch(request.prompt, context, session, workspace)
+        unreachable = await preflight(context, turn.probe)
+        if unreachable is not None:
+            yield unreachable
+            return
+        # stdin stays closed (/dev/null): some CLIs wait for input forever on an open pipe.
+        process = await context.spawn(turn.argv, env=turn.env, cwd=workspace)
+        if turn.started:
+            yield Status(message=turn.started)
+        async for payload in turn.stream.drive(process, session.remember):
+            yield payload
+
+    async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
+        # No in-band cancel: the runtime kills the turn's process group.
+        return None
+
+    async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
+        self._sessions.pop(request.session.session_id, None)

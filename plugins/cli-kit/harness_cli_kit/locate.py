@@ -1,0 +1,143 @@
+"""Finding a harness CLI and reading its version.
+
+Search order: ``cli_path`` from the session config, then ``PATH``, then the directories named in
+``HARNESS_CLI_PATH`` (``os.pathsep``-separated). That last one is how a test suite points at its
+pinned CLIs; this module knows no checkout layout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness_hookspecs import HarnessError, SessionContext
+
+#: Extra directories searched after ``PATH`` (set by a test suite, e.g. the pytest plugin).
+CLI_PATH_ENV = "HARNESS_CLI_PATH"
+
+_VERSION = re.compile(rb"(\d+\.\d+\.\d+)")
+_cache: dict[tuple[str, float], str | None] = {}
+
+
+def extra_dirs() -> list[Path]:
+    """The directories of ``HARNESS_CLI_PATH``, in order."""
+    raw = os.environ.get(CLI_PATH_ENV, "")
+    return [Path(part) for part in raw.split(os.pathsep) if part]
+
+
+def find_cli(config: Mapping[str, Any], name: str) -> str | None:
+    """``cli_path`` from the config, else ``PATH``, else ``HARNESS_CLI_PATH``; ``None``: absent."""
+    configured = config.get("cli_path")
+    if configured is not None:
+        if not isinstance(configured, str) or not configured:
+            raise HarnessError("invalid-request", "cli_path must be a non-empty string")
+        path = shutil.which(configured) if os.sep not in configured else configured
+        if path is None or not os.access(path, os.X_OK):
+            return None
+        return path
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    for directory in extra_dirs():
+        candidate = directory / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def require_cli(name: str) -> str:
+    """:func:`find_cli` without config, or ``provider-unavailable``."""
+    path = find_cli({}, name)
+    if path is None:
+        raise HarnessError("provider-unavailable", f"{name} is not installed")
+    return path
+
+
+def command_of(config: Mapping[str, Any], default: list[str]) -> list[str]:
+    """The ``command`` of the session config, else ``default``: an argv list, a JSON array of
+    strings, or a shell-quoted string."""
+    raw: Any = config.get("command", default)
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise HarnessError("invalid-request", "command is not valid JSON") from None
+    elif isinstance(raw, str):
+        raw = shlex.split(raw)
+    if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
+        raise HarnessError("invalid-request", "command must be a string or a list of strings")
+    return list(raw)
+
+
+def parse_version(output: bytes) -> str | None:
+    match = _VERSION.search(output)
+    return match.group(1).decode() if match else None
+
+
+def _key(path: str) -> tuple[str, float]:
+    try:
+        return (path, os.stat(path).st_mtime)
+    except OSError:
+        return (path, 0.0)
+
+
+def version_sync(path: str) -> str | None:
+    """``CLI --version`` for ``describe()`` (no session context there), cached per binary."""
+    key = _key(path)
+    if key not in _cache:
+        env = {k: os.environ[k] for k in ("PATH", "LANG", "TMPDIR") if k in os.environ}
+        env["HOME"] = os.devnull  # no config is read for --version; never the host's
+        try:
+            done = subprocess.run(
+                [path, "--version"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=20,
+                env=env,
+                start_new_session=True,
+            )
+            _cache[key] = parse_version(done.stdout) if done.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError):
+            _cache[key] = None
+    return _cache[key]
+
+
+async def version_via(context: SessionContext, path: str, env: Mapping[str, str]) -> str | None:
+    """``CLI --version`` spawned through the session's sandbox, cached per binary."""
+    key = _key(path)
+    if key in _cache and _cache[key] is not None:
+        return _cache[key]
+    process = await context.spawn([path, "--version"], env=env, lifetime="session")
+    output = b"".join([line async for line in process.lines()])
+    code = await process.wait()
+    version = parse_version(output) if code == 0 else None
+    if version is not None:
+        _cache[key] = version
+    return version
+
+
+async def check_cli(context: SessionContext, binary: str, env: Mapping[str, str]) -> str:
+    """The session's CLI (config, ``PATH``, test location), checked to report a version."""
+    path = find_cli(context.config, binary)
+    if path is None:
+        raise HarnessError("provider-unavailable", f"the {binary} CLI was not found")
+    if await version_via(context, path, env) is None:
+        raise HarnessError("provider-unavailable", f"the {binary} CLI did not report a version")
+    return path
+
+
+def cli_details(binary: str, tested: str) -> dict[str, str]:
+    """Descriptor details: the tested release, the installed version and where it is."""
+    path = find_cli({}, binary)
+    version = version_sync(path) if path else None
+    details = {"tested_cli": tested, "cli_version": version or "not found"}
+    if path:
+        details["cli_path"] = path[-128:]
+    return details

@@ -1,0 +1,126 @@
+"""The kit's own pieces, without a CLI: locator order, native state, stream base, probe."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import anyio
+import pytest
+from harness_cli_kit import (
+    CLI_PATH_ENV,
+    JsonLinesStream,
+    NativeSession,
+    command_of,
+    endpoint_reachable,
+    find_cli,
+    safe_prompt,
+)
+from harness_cli_kit.conformance import OfflineProfile
+from harness_hookspecs import HarnessError, MessageDelta, Payload, TurnCompleted
+
+
+def executable(directory: Path, name: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text("#!/bin/sh\necho 1.2.3\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_locator_order_config_then_path_then_test_location(tmp_path, monkeypatch):
+    on_path = executable(tmp_path / "path", "tool")
+    pinned = executable(tmp_path / "pinned", "tool")
+    configured = executable(tmp_path / "configured", "tool")
+    monkeypatch.setenv("PATH", str(tmp_path / "path"))
+    monkeypatch.setenv(
+        CLI_PATH_ENV, os.pathsep.join([str(tmp_path / "none"), str(tmp_path / "pinned")])
+    )
+    assert find_cli({"cli_path": configured}, "tool") == configured
+    assert find_cli({}, "tool") == on_path
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert find_cli({}, "tool") == pinned
+    monkeypatch.delenv(CLI_PATH_ENV)
+    assert find_cli({}, "tool") is None
+    assert find_cli({"cli_path": str(tmp_path / "missing")}, "tool") is None
+    with pytest.raises(HarnessError) as info:
+        find_cli({"cli_path": ""}, "tool")
+    assert info.value.reason == "invalid-request"
+
+
+def test_offline_profile_without_the_cli_is_provider_unavailable(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv(CLI_PATH_ENV, raising=False)
+    with pytest.raises(HarnessError) as info:
+        OfflineProfile("no-such-cli", "m").config()
+    assert info.value.reason == "provider-unavailable"
+    pinned = executable(tmp_path / "pinned", "agent")
+    monkeypatch.setenv(CLI_PATH_ENV, str(tmp_path / "pinned"))
+    profile = OfflineProfile("agent", "m", args=("--acp",), extra={"provider": "x"}, port=1234)
+    assert profile.config() == {"command": [pinned, "--acp"], "api_key": "sk-conf", "provider": "x"}
+
+
+def test_command_of():
+    assert command_of({}, ["pi"]) == ["pi"]
+    assert command_of({"command": "pi --x 'a b'"}, ["pi"]) == ["pi", "--x", "a b"]
+    for bad in ([], [1], 3):
+        with pytest.raises(HarnessError):
+            command_of({"command": bad}, ["pi"])
+
+
+def test_native_session_round_trip_and_missing_state(tmp_path):
+    session = NativeSession.create(str(tmp_path), "x.json")
+    assert NativeSession.load(str(tmp_path), "x.json", what="no x state").native_id is None
+    session.remember("n-1", agent="a")
+    session.remember("n-2")  # the first id stays
+    loaded = NativeSession.load(str(tmp_path), "x.json", what="no x state")
+    assert loaded.native_id == "n-1"
+    (tmp_path / "x.json").write_text("{not json")
+    for name in ("x.json", "absent.json"):
+        with pytest.raises(HarnessError) as info:
+            NativeSession.load(str(tmp_path), name, what="no x state")
+        assert info.value.reason == "session-not-found"
+
+
+class Echo(JsonLinesStream):
+    cli = "echo"
+
+    def event(self, data: dict) -> list[Payload]:
+        if data.get("type") == "fail":
+            self.failure = "authentication-required"
+        return [MessageDelta(text=data["text"])] if "text" in data else []
+
+    def terminal(self, exit_code: int | None) -> Payload:
+        if self.failure is not None:
+            return self.failed(self.failure)
+        return self.exit_failure(exit_code) or TurnCompleted()
+
+
+def test_stream_base_drops_garbage_and_bounds_lines():
+    class Small(Echo):
+        max_line = 40
+
+    lines = [b"", b"not json", b"[1]", b'{"text": "hi"}', b'{"text": "' + b"x" * 50 + b'"}']
+    stream = Small()
+    out = [p for line in lines for p in stream.feed(line)]
+    assert out == [MessageDelta(text="hi")] and stream.garbage == 3
+    assert Echo.parse([b'{"text": "a"}'], exit_code=2)[-1].hint == "echo exited with status 2"
+    ended = Echo.parse([b'{"type": "fail"}', b'{"text": "never"}'])
+    assert [type(p) for p in ended] == [type(ended[-1])] and ended[-1].reason == (
+        "authentication-required"
+    )
+
+
+def test_safe_prompt():
+    assert safe_prompt("-rf") == " -rf" and safe_prompt("@f", ("-", "@")) == " @f"
+    assert safe_prompt("hi") == "hi"
+
+
+def test_endpoint_reachable():
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert anyio.run(endpoint_reachable, f"http://127.0.0.1:{port}/v1", None)
+    assert not anyio.run(endpoint_reachable, f"http://127.0.0.1:{port}/v1", None)

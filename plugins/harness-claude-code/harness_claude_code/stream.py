@@ -1,0 +1,237 @@
+"""Claude Code's ``stream-json`` lines -> contract payloads (pure: no I/O).
+
+Failures are classified from the stream, never forwarded: the CLI's error text stays here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from harness_cli_kit import JsonLinesStream, safe_id, usage_of
+from harness_cli_kit import safe_name as tool_name
+from harness_cli_kit.classify import reason_from
+from harness_hookspecs import (
+    MessageCompleted,
+    MessageDelta,
+    Payload,
+    PermissionRequested,
+    PermissionResolved,
+    Status,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnFailed,
+    UsageReported,
+)
+
+#: Adapter-authored summaries per Claude Code tool (never the tool's input or output).
+TOOL_SUMMARIES = {
+    "Bash": "ran a shell command",
+    "Write": "wrote a file",
+    "Edit": "edited a file",
+    "MultiEdit": "edited a file",
+    "NotebookEdit": "edited a notebook",
+    "Read": "read a file",
+    "Glob": "listed files",
+    "Grep": "searched files",
+    "LS": "listed a directory",
+    "WebFetch": "fetched a web page",
+    "WebSearch": "searched the web",
+    "TodoWrite": "updated the todo list",
+    "Task": "ran a sub-agent task",
+    "Agent": "ran a sub-agent task",
+    "Skill": "used a skill",
+    "ToolSearch": "searched the tool list",
+}
+#: Connection failures before any byte (the endpoint is down), as opposed to a dropped stream.
+_UNREACHABLE = re.compile(
+    r"ECONNREFUSED|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|Connection refused|"
+    r"Unable to connect|ETIMEDOUT|timed out|Request timed out",
+    re.I,
+)
+_AUTH = re.compile(r"authenticat|invalid api key|401", re.I)
+#: Claude retries these; any 5xx means the endpoint is down or overloaded.
+_UNAVAILABLE = frozenset({408, 429, 529, *range(500, 600)})
+
+
+def tool_summary(name: str) -> str:
+    if name.startswith("mcp__"):
+        return "called an MCP tool"
+    return TOOL_SUMMARIES.get(name, "used a tool")
+
+
+def classify_result(result: Mapping[str, Any]) -> str:
+    """Map an ``is_error`` result line to a fixed reason (its text is read here, never sent)."""
+    status = result.get("api_error_status")
+    text = result.get("result") if isinstance(result.get("result"), str) else ""
+    return reason_from(
+        status, text or "", auth=_AUTH, unreachable=_UNREACHABLE, unavailable=_UNAVAILABLE
+    )
+
+
+class ClaudeStream(JsonLinesStream):
+    """Turns ``claude -p --output-format stream-json --verbose`` lines into payloads (pure)."""
+
+    cli = "claude"
+
+    def __init__(self, expected: str | None = None) -> None:
+        super().__init__()
+        #: The session id the turn runs under (``--session-id``/``--resume``).
+        self.expected = expected
+        self.result: dict[str, Any] | None = None
+        self._streamed_blocks: set[tuple[str, int]] = set()
+        self._message_id: str | None = None
+        self._messages: set[str] = set()
+        self._tools: dict[str, str] = {}
+        self._completed: set[str] = set()
+        self._denied: set[str] = set()
+
+    def event(self, data: dict[str, Any]) -> list[Payload]:
+        sid = data.get("session_id")
+        if isinstance(sid, str) and sid and self.session_id is None:
+            self.session_id = sid
+        kind = data.get("type")
+        main = data.get("parent_tool_use_id") is None
+        if kind == "stream_event" and main:
+            return self._stream_event(data.get("event"))
+        if kind == "assistant":
+            return self._assistant(data.get("message"), main)
+        if kind == "user":
+            return self._user(data.get("message"))
+        if kind == "system":
+            return self._system(data)
+        if kind == "result":
+            self.result = data
+        return []
+
+    def _stream_event(self, event: Any) -> list[Payload]:
+        if not isinstance(event, Mapping):
+            return []
+        etype = event.get("type")
+        if etype == "message_start":
+            message = event.get("message")
+            mid = message.get("id") if isinstance(message, Mapping) else None
+            self._message_id = mid if isinstance(mid, str) else None
+        elif etype == "content_block_delta":
+            delta = event.get("delta")
+            if isinstance(delta, Mapping) and delta.get("type") == "text_delta":
+                text = delta.get("text")
+                index = event.get("index")
+                if isinstance(text, str) and text:
+                    if self._message_id is not None and isinstance(index, int):
+                        self._streamed_blocks.add((self._message_id, index))
+                    return [MessageDelta(text=text)]
+        return []
+
+    def _assistant(self, message: Any, main: bool) -> list[Payload]:
+        if not isinstance(message, Mapping):
+            return []
+        if message.get("model") == "<synthetic>":
+            # The CLI's own error notice (carries raw provider text): classified from `result`.
+            return []
+        mid = message.get("id")
+        if isinstance(mid, str):
+            self._messages.add(mid)
+        out: list[Payload] = []
+        content = message.get("content")
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, Mapping):
+                continue
+            btype = block.get("type")
+            if btype == "text" and main:
+                text = block.get("text")
+                if isinstance(text, str) and text:
+                    self.last_text = text
+                    out.append(MessageCompleted(text=text))
+            elif btype == "tool_use":
+                call_id = safe_id(block.get("id"))
+                if call_id is None or call_id in self._tools:
+                    continue
+                name = tool_name(block.get("name"))
+                self._tools[call_id] = name
+                out.append(ToolStarted(call_id=call_id, name=name, summary=tool_summary(name)))
+        return out
+
+    def _user(self, message: Any) -> list[Payload]:
+        if not isinstance(message, Mapping):
+            return []
+        content = message.get("content")
+        out: list[Payload] = []
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, Mapping) or block.get("type") != "tool_result":
+                continue
+            call_id = safe_id(block.get("tool_use_id"))
+            if call_id is None or call_id in self._completed:
+                continue
+            self._completed.add(call_id)
+            name = self._tools.get(call_id, "tool")
+            if call_id in self._denied:
+                summary = "the tool call was denied by the permission policy"
+                ok = False
+            elif block.get("is_error"):
+                summary, ok = "the tool call failed", False
+            else:
+                summary, ok = tool_summary(name), True
+            out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=summary))
+        return out
+
+    def _system(self, data: Mapping[str, Any]) -> list[Payload]:
+        subtype = data.get("subtype")
+        if subtype == "init":
+            return [Status(message="claude code session started")]
+        if subtype == "permission_denied":
+            call_id = safe_id(data.get("tool_use_id"))
+            if call_id is None or call_id in self._denied:
+                return []
+            self._denied.add(call_id)
+            name = tool_name(data.get("tool_name") or self._tools.get(call_id))
+            return [
+                PermissionRequested(
+                    request_id=call_id, summary=f"{name} needs permission", tool=name
+                ),
+                PermissionResolved(request_id=call_id, decision="deny", source="policy"),
+            ]
+        if subtype == "api_retry":
+            status = data.get("error_status")
+            if status in (401, 403):
+                # The CLI would retry a rejected key; it will not get better. End now.
+                self.failure = "authentication-required"
+                return []
+            return [Status(message="retrying the model request")]
+        return []
+
+    def usage(self) -> UsageReported | None:
+        result = self.result
+        if not isinstance(result, Mapping):
+            return None
+        cost = result.get("total_cost_usd")
+        cost_ok = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        names = ("input_tokens", "output_tokens", "cache_read_input_tokens")
+        return usage_of(
+            result.get("usage"),
+            (*names, "cache_creation_input_tokens", None),
+            requests=len(self._messages) or None,
+            cost_usd=round(float(cost), 10) if cost_ok and cost == cost else None,
+        )
+
+    def terminal(self, exit_code: int | None) -> Payload:
+        if self.failure is not None:
+            return self.failed(self.failure)
+        result = self.result
+        if result is None:
+            return self.unfinished("ended without a result")
+        if result.get("is_error") or result.get("subtype") not in (None, "success"):
+            return self.failed(classify_result(result))
+        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
+
+    def ending(self, exit_code: int | None) -> list[Payload]:
+        if self.expected and self.session_id not in (None, self.expected):
+            return [
+                TurnFailed(reason="provider-failed", hint="claude answered for another session")
+            ]
+        return super().ending(exit_code)
+
+
+parse_stream = ClaudeStream.parse
