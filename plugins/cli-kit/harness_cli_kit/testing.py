@@ -1,4 +1,4 @@
-"""Scenario helpers shared by the CLI adapters' test suites (they need ``harness-core[testing]``
+"""Scenario helpers shared by the CLI adapters' test suites (they need ``harnessplane[testing]``
 and pytest; imported by tests only).
 
 A suite describes its harness once (:class:`CliUnderTest`) and runs the common scenarios with
