@@ -5,7 +5,7 @@ Importing this package starts nothing and imports no runtime: only pluggy, attrs
 
 from __future__ import annotations
 
-from .errors import MESSAGES, REASONS, HarnessError, Reason
+from .errors import MESSAGES, REASONS, RUNTIME_REASONS, HarnessError, Reason
 from .events import (
     ADAPTER_TYPES,
     EVENT_TYPES,
@@ -56,9 +56,11 @@ from .models import (
     assert_supported,
 )
 from .protocols import (
+    CommitsOnAppend,
     CredentialResolver,
     HarnessAdapter,
     LedgerStore,
+    NotifyingStore,
     ProcessHandle,
     SandboxProvider,
     SessionContext,
@@ -76,12 +78,14 @@ __all__ = [
     "PROJECT_NAME",
     "PROTOCOL_VERSION",
     "REASONS",
+    "RUNTIME_REASONS",
     "TARGETS",
     "TERMINAL_TYPES",
     "WORKSPACE_SCOPES",
     "Artifact",
     "CancelTurnRequest",
     "CloseSessionRequest",
+    "CommitsOnAppend",
     "Credential",
     "CredentialRequest",
     "CredentialResolver",
@@ -92,6 +96,7 @@ __all__ = [
     "LedgerStore",
     "MessageCompleted",
     "MessageDelta",
+    "NotifyingStore",
     "OpenSessionRequest",
     "Payload",
     "PermissionRequested",
