@@ -5,7 +5,13 @@
 - a stream that ends without a terminal is recorded as ``failed``, never ``completed``;
 - a raised exception is ``provider-failed`` with no raw text; deadlines are ``timeout``;
   event-count limits are ``limit-exceeded``; cancel reaches the caller as ``turn.cancelled``;
-- close is idempotent; resume works from a complete :class:`SessionRef` in a new controller.
+- close is idempotent; resume works from a complete :class:`SessionRef` in a new controller;
+- durable before delivered: the turn's iterator and observers see an event only after the
+  ledger made it durable (concurrent turns share one commit: the SQLite writer batches what
+  queued while its last commit ran);
+- one writer per session: open and resume claim the session in the ledger (``session-busy``
+  while another live process holds it, nothing appended); resume closes a turn a dead process
+  left without a terminal with ``turn.failed(reason="interrupted")``.
 
 Turns are pulled, not pushed: ``async with controller.turn(...) as turn: async for event in turn``
 advances the adapter's iterator inside a cancel scope entered and left within each step, so
@@ -30,6 +36,7 @@ import anyio
 import anyio.abc
 import attrs
 from harness_hookspecs import (
+    TERMINAL_TYPES,
     CancelTurnRequest,
     CloseSessionRequest,
     Credential,
@@ -55,7 +62,7 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .context import RuntimeSessionContext, state_dir_for
-from .ledger import flush_async, open_ledger
+from .ledger import durable_waiter, flusher, open_ledger
 from .plugins import Plugins, get_plugins
 from .redaction import Redactor
 from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
@@ -117,6 +124,9 @@ class Controller:
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
+        self._flush = flusher(self.ledger)  # full flush (terminal, close)
+        self._durable = durable_waiter(self.ledger)  # what delivery waits for
+        self._undelivered: list[Event] = []  # recorded, not yet shown to observers
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self.observer_errors = 0
@@ -141,6 +151,7 @@ class Controller:
         with anyio.CancelScope(shield=True):
             for live in list(self._live.values()):
                 await self._release(live, closing=False)
+                self.ledger.release(live.ref.session_id)
             self._live.clear()
         assert self._task_group is not None
         self._task_group.cancel_scope.cancel()
@@ -148,7 +159,8 @@ class Controller:
         # in `async with Controller()` reaches the host as itself, not wrapped in a group.
         await self._task_group.__aexit__(None, None, None)
         self._task_group = None
-        await flush_async(self.ledger)
+        await self._deliver()
+        await self._flush()
         if self._owns_ledger:
             self.ledger.close()
         return None
@@ -194,6 +206,7 @@ class Controller:
             call=lambda context: self.hook.harness_open_session(request=request, context=context),
         )
         self._create_record(live.ref, request)
+        self.ledger.claim(live.ref.session_id)
         self._emit(
             live,
             None,
@@ -206,6 +219,7 @@ class Controller:
                 network=request.sandbox.network,
             ),
         )
+        await self._deliver()
         return live.ref
 
     async def resume_session(
@@ -247,6 +261,24 @@ class Controller:
             raise HarnessError("invalid-request", "the session ref does not match the ledger")
         descriptor = self.describe(ref.provider)
         assert_supported(descriptor, ref.target, "resume")
+        # Claimed before the adapter starts anything: a second process gets session-busy and
+        # leaves no trace.
+        self.ledger.claim(ref.session_id)
+        try:
+            live = await self._resume_attached(descriptor, request, record)
+        except BaseException:
+            self.ledger.release(ref.session_id)
+            raise
+        await self._deliver()
+        return live.ref
+
+    async def _resume_attached(
+        self,
+        descriptor: HarnessDescriptor,
+        request: ResumeSessionRequest,
+        record: SessionRecord | None,
+    ) -> LiveSession:
+        ref = request.session
         live = await self._attach(
             descriptor,
             session_id=ref.session_id,
@@ -264,8 +296,19 @@ class Controller:
         if record is None:
             self._create_record(ref, request)
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
+        self._close_interrupted(live)
         self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
-        return live.ref
+        return live
+
+    def _close_interrupted(self, live: LiveSession) -> None:
+        """End a turn a dead process left without a terminal (we hold the claim, so its owner
+        is gone): the one terminal it lacks, authored by the runtime."""
+        last = live.next_sequence - 1
+        if last < 1:
+            return
+        tail = self.ledger.events(live.ref.session_id, after=last - 1, limit=1)
+        if tail and tail[0].turn_id is not None and tail[0].type not in TERMINAL_TYPES:
+            self._emit(live, tail[0].turn_id, TurnFailed(reason="interrupted"))
 
     def _create_record(
         self, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
@@ -497,6 +540,7 @@ class Controller:
             raise HarnessError("turn-not-found")
         assert_supported(live.descriptor, live.ref.target, "cancel")
         request = CancelTurnRequest(session=live.ref, turn_id=turn.turn_id)
+        turn.cancel_requested = "host"  # a harness answering the cancel itself: the host's
         with anyio.move_on_after(PROVIDER_CANCEL_WAIT):
             try:
                 awaitable = self.hook.harness_cancel_turn(request=request, context=live.context)
@@ -527,7 +571,9 @@ class Controller:
             record = self.ledger.get_session(session_id)
             if record is not None:
                 self.ledger.update_session(attrs.evolve(record, status="closed", updated_at=now()))
-            await flush_async(self.ledger)
+            await self._deliver()
+            await self._flush()
+            self.ledger.release(session_id)
         live.closed = True
 
     async def _release(self, live: LiveSession, *, closing: bool) -> None:
@@ -580,13 +626,20 @@ class Controller:
         live.next_sequence = sequence + 1
         self.ledger.append((event,))
         if self.hook.on_event.get_hookimpls():
+            self._undelivered.append(event)
+        return event
+
+    async def _deliver(self) -> None:
+        """Wait until everything recorded so far is durable, then show it to observers."""
+        batch, self._undelivered = self._undelivered, []
+        await self._durable()
+        for event in batch:
             try:
                 self.hook.on_event(event=event)
             except Exception:
                 self.observer_errors += 1
                 if self.observer_errors == 1:
                     print("harness: an on_event observer failed; continuing", file=sys.stderr)
-        return event
 
     # -- reading back -----------------------------------------------------------------------
 

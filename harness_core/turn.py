@@ -16,6 +16,7 @@ import anyio
 from attrs import define, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
+    RUNTIME_REASONS,
     TERMINAL_TYPES,
     Event,
     HarnessDescriptor,
@@ -34,7 +35,6 @@ from harness_hookspecs import (
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .context import RuntimeSessionContext
-from .ledger import flush_async
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -48,6 +48,32 @@ def as_error(error: BaseException) -> HarnessError:
     if isinstance(error, ValueError | TypeError):
         return HarnessError("invalid-request")
     return HarnessError("provider-failed")
+
+
+def harness_failure(error: BaseException) -> HarnessError:
+    """What a harness's own exception means for its turn (the request was already valid).
+
+    A ``ValueError`` there is the harness's fault (often an invalid event), not a bad request; a
+    ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` raised by the
+    harness) ends the turn like any other failure instead of taking the runtime down.
+    """
+    if isinstance(error, HarnessError):
+        return error
+    for known in (ValueError, TypeError, SystemExit, KeyboardInterrupt, GeneratorExit):
+        if isinstance(error, known):  # the class name only: never the exception's text
+            return HarnessError("provider-failed", f"the harness raised {known.__name__}")
+    return HarnessError("provider-failed")
+
+
+def believed(payload: Payload, cancel_requested: str | None) -> Payload:
+    """A harness's terminal as the runtime records it: who cancelled and which limit or deadline
+    fired are the runtime's to say, never taken from the harness's output."""
+    if isinstance(payload, TurnCancelled):
+        by = cancel_requested or "harness"
+        return payload if payload.by == by else TurnCancelled(by=by)
+    if isinstance(payload, TurnFailed) and payload.reason in RUNTIME_REASONS:
+        return TurnFailed(reason="provider-failed", hint="the harness claimed a runtime reason")
+    return payload
 
 
 @frozen
@@ -102,10 +128,14 @@ class Turn:
         self._pending: deque[Event] = deque()
         self._scope: anyio.CancelScope | None = None
         self._scope_type: type[anyio.CancelScope] | None = None
+        self._cancelled: type[BaseException] = BaseException  # the backend's, set on 1st step
         # A flag, not an anyio.Lock: acquiring a lock is a checkpoint on every event.
         self._stepping = False
         self._idle: anyio.Event | None = None
         self._cancel_by: str | None = None
+        #: who asked for a cancel the harness may answer itself (before the runtime cancels)
+        self.cancel_requested: str | None = None
+        self._fresh = False  # events recorded since the last delivery flush
         self._adapter_events = 0
         self._carry = ""  # streamed text held back while it could be the start of a secret
         self.terminal: Event | None = None
@@ -137,6 +167,10 @@ class Turn:
                     self._idle = None
         if not self._pending:
             raise StopAsyncIteration
+        if self._fresh:
+            # Durable before delivered: nobody sees an event the ledger could still lose.
+            await self.controller._deliver()
+            self._fresh = False
         return self._pending.popleft()
 
     async def _guarded_step(self) -> None:
@@ -162,6 +196,7 @@ class Turn:
         event = self.controller._emit(self._live, self.turn_id, payload)
         self.events.append(event)
         self._pending.append(event)
+        self._fresh = True
         return event
 
     async def _step(self) -> None:
@@ -177,6 +212,8 @@ class Turn:
         scope_type = self._scope_type
         if scope_type is None:
             scope_type = self._scope_type = type(anyio.CancelScope())
+            self._cancelled = anyio.get_cancelled_exc_class()
+        cancelled = self._cancelled
         deadline = self._deadline
         with scope_type() if deadline is None else scope_type(deadline=deadline) as scope:
             self._scope = scope
@@ -186,8 +223,10 @@ class Turn:
                 failure = HarnessError(
                     "provider-failed", "the stream ended without a terminal event"
                 )
-            except Exception as error:
-                failure = as_error(error)
+            except cancelled:
+                raise
+            except BaseException as error:  # a harness raising SystemExit: its failure
+                failure = harness_failure(error)
         self._scope = None
         if scope.cancel_called:
             if self._cancel_by is not None:
@@ -202,7 +241,7 @@ class Turn:
             await self._finish(TurnFailed(reason="provider-failed", hint="non-canonical event"))
             return
         if payload.TYPE in TERMINAL_TYPES:
-            await self._finish(payload)
+            await self._finish(believed(payload, self._cancel_by or self.cancel_requested))
             return
         self._adapter_events += 1
         if self._max_events is not None and self._adapter_events > self._max_events:
@@ -254,7 +293,7 @@ class Turn:
             live.context.deadline = None
             if live.active is self:
                 live.active = None
-            await flush_async(self.controller.ledger)
+            await self.controller._flush()
 
     async def cancel(self, by: str = "host") -> None:
         """Request cancellation; the iterator then yields ``turn.cancelled``."""

@@ -1,10 +1,13 @@
-"""What every store shares: the gap-free sequence check done at append time."""
+"""What every store shares: the gap-free sequence check done at append time, and the rule
+for taking over a session's claim."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from harness_hookspecs import Event, HarnessError
+
+from .owner import owner_alive
 
 
 class SequenceGuard:
@@ -43,5 +46,22 @@ class SequenceGuard:
         """Record a session's last stored sequence when the store already knows it."""
         self._last.setdefault(session_id, last)
 
+    def reset(self, session_id: str, last: int) -> None:
+        """Take ``last`` as the session's last sequence (another writer may have appended)."""
+        self._last[session_id] = last
+
     def last(self, session_id: str) -> int | None:
         return self._last.get(session_id)
+
+
+#: Seconds an owner on another host keeps a claim without renewing it (same-host owners are
+#: checked exactly: process id and start time).
+LEASE = 60.0
+
+
+def holder_alive(owner: str | None, renewed_at: float, now: float) -> bool:
+    """Whether a recorded claim still holds: its owner process lives (or its lease runs)."""
+    if not owner:
+        return False
+    alive = owner_alive(owner.rsplit("#", 1)[0])
+    return alive if alive is not None else now - renewed_at < LEASE

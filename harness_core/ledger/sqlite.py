@@ -27,6 +27,8 @@ import os
 import queue
 import sqlite3
 import threading
+import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -34,9 +36,10 @@ from typing import Any
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import _PAYLOAD_JSON, dumps_record, loads_record, payload_from_dict
-from ._base import SequenceGuard
+from ._base import LEASE, SequenceGuard, holder_alive
+from .owner import this_process
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Session records written through this store kept for get_session (most recent first out).
 RECORD_CACHE = 4096
 #: Queue items the writer takes into one transaction at most.
@@ -74,6 +77,17 @@ CREATE TRIGGER events_no_delete BEFORE DELETE ON events
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 """
 
+# Who may write a session (see ``SqliteStore.claim``): one row per session ever claimed; the
+# epoch only grows, ``owner`` is NULL once released.
+_CLAIMS = """
+CREATE TABLE claims (
+    session_id  TEXT PRIMARY KEY,
+    epoch       INTEGER NOT NULL,
+    owner       TEXT,
+    renewed_at  REAL NOT NULL
+);
+"""
+
 # Version 1 kept the whole envelope as JSON in ``body``; move it into columns.
 _MIGRATE_1_TO_2 = (
     "ALTER TABLE events RENAME TO events_v1;"
@@ -86,6 +100,9 @@ INSERT INTO events SELECT session_id, sequence, event_id, turn_id, type, timesta
 DROP TABLE events_v1;
 """
 )
+
+_EXPECTED_TABLES = {1: {"sessions", "events"}, 2: {"sessions", "events"}}
+_EXPECTED_TABLES[SCHEMA_VERSION] = {"sessions", "events", "claims"}
 
 _INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _SELECT_EVENTS = (
@@ -104,6 +121,14 @@ class _Notify:
         self.set = callback
 
 
+class _Release:
+    __slots__ = ("epoch", "session_id")
+
+    def __init__(self, session_id: str, epoch: int) -> None:
+        self.session_id = session_id
+        self.epoch = epoch
+
+
 class _Session:
     __slots__ = ("record", "upsert")
 
@@ -115,12 +140,48 @@ class _Session:
 _STOP = object()
 
 
-def _connect(path: str) -> sqlite3.Connection:
+def _connect(path: str, *, configure: bool = True) -> sqlite3.Connection:
     connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     connection.execute("PRAGMA busy_timeout=30000")
+    if configure:
+        _configure(connection)
+    return connection
+
+
+def _configure(connection: sqlite3.Connection) -> None:
     connection.execute("PRAGMA journal_mode=WAL")
     connection.execute("PRAGMA synchronous=NORMAL")  # durable for WAL: see the module docstring
-    return connection
+
+
+def _validate(connection: sqlite3.Connection) -> None:
+    """Refuse a file that is not a harness ledger, or is damaged, before anything writes to it.
+
+    Reads only: a foreign or corrupted file is left byte for byte as it was (no WAL switch, no
+    migration). ``quick_check`` reads every page once (O(size), no index cross-check).
+    """
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    tables = {
+        row[0]
+        for row in connection.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    }
+    if version == 0 and not tables:
+        return  # a new, empty file: ours to create
+    if version > SCHEMA_VERSION or version < 0:
+        raise HarnessError(
+            "ledger-failed",
+            f"the ledger schema version {version} is newer than this harness-core "
+            f"supports ({SCHEMA_VERSION})",
+        )
+    if not _EXPECTED_TABLES.get(version, set()) <= tables or not tables <= {
+        "sessions",
+        "events",
+        "claims",
+    }:
+        raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
+    if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+        raise HarnessError("ledger-failed", "the SQLite ledger is damaged")
 
 
 def _event_of(row: tuple[Any, ...]) -> Event:
@@ -154,7 +215,9 @@ class SqliteStore:
         reader: sqlite3.Connection | None = None
         writer: sqlite3.Connection | None = None
         try:
-            reader = _connect(path)
+            reader = _connect(path, configure=False)
+            _validate(reader)
+            _configure(reader)
             self._migrate(reader)
             writer = _connect(path)
         except sqlite3.Error:
@@ -175,6 +238,9 @@ class SqliteStore:
         self._created: set[str] = set()
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._closed = False
+        self._token = uuid.uuid4().hex[:12]  # this store instance, within its process
+        self._epochs: dict[str, int] = {}  # sessions this store claimed -> writer epoch
+        self._renewed: dict[str, float] = {}  # when the writer last renewed each claim
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
         self._writer.start()
 
@@ -200,9 +266,11 @@ class SqliteStore:
                 ).fetchone()[0]
                 if tables:
                     raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
-                script = _SESSIONS + _EVENTS
+                script = _SESSIONS + _EVENTS + _CLAIMS
             elif version == 1:
-                script = _MIGRATE_1_TO_2
+                script = _MIGRATE_1_TO_2 + _CLAIMS
+            elif version == 2:
+                script = _CLAIMS
             else:
                 script = ""
             for statement in _statements(script):
@@ -317,6 +385,7 @@ class SqliteStore:
                 pass
             rows: list[tuple[Any, ...]] = []
             sessions: list[_Session] = []
+            releases: list[_Release] = []
             waiters: list[threading.Event | _Notify] = []
             stop = False
             try:
@@ -342,6 +411,8 @@ class SqliteStore:
                         waiters.append(item)
                     elif kind is _Session:
                         sessions.append(item)
+                    elif kind is _Release:
+                        releases.append(item)
                     elif item is _STOP:
                         stop = True
                     else:  # any other sequence of events
@@ -360,8 +431,8 @@ class SqliteStore:
                             )
                             for e in item
                         ]
-                if rows or sessions:
-                    self._commit(connection, rows, sessions)
+                if rows or sessions or releases:
+                    self._commit(connection, rows, sessions, releases)
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the SQLite writer failed")
             finally:
@@ -378,13 +449,23 @@ class SqliteStore:
                 return
 
     def _commit(
-        self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]], sessions: list[_Session]
+        self,
+        connection: sqlite3.Connection,
+        rows: list[tuple[Any, ...]],
+        sessions: list[_Session],
+        releases: list[_Release],
     ) -> None:
         try:
-            connection.execute("BEGIN")
+            connection.execute("BEGIN IMMEDIATE")
+            rows = self._fence(connection, rows)
             for session in sessions:
                 self._write_session(connection, session)
             connection.executemany(_INSERT_EVENT, rows)
+            for release in releases:
+                connection.execute(
+                    "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
+                    (release.session_id, release.epoch),
+                )
             connection.execute("COMMIT")
             return
         except (sqlite3.Error, ValueError):  # ValueError: a str SQLite can't encode
@@ -392,7 +473,8 @@ class SqliteStore:
         # Keep every good row: redo the batch one statement at a time in one transaction
         # (a refused statement doesn't end the transaction) and report the first failure.
         try:
-            connection.execute("BEGIN")
+            connection.execute("BEGIN IMMEDIATE")
+            rows = self._fence(connection, rows)
             for session in sessions:
                 try:
                     self._write_session(connection, session)
@@ -403,6 +485,11 @@ class SqliteStore:
                     connection.execute(_INSERT_EVENT, row)
                 except (sqlite3.Error, ValueError):
                     self._fail("an event could not be stored (duplicate sequence or event id)")
+            for release in releases:
+                connection.execute(
+                    "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
+                    (release.session_id, release.epoch),
+                )
             connection.execute("COMMIT")
         except sqlite3.Error:
             _rollback(connection)
@@ -428,6 +515,90 @@ class SqliteStore:
             )
         else:
             connection.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", values)
+
+    # -- ownership --------------------------------------------------------------------------
+
+    def claim(self, session_id: str) -> int:
+        """Become the session's writer (``session-busy`` while a live owner holds it).
+
+        One ``BEGIN IMMEDIATE`` transaction reads the claim and takes it, so of several
+        processes claiming at once exactly one wins. The owner is ``HOST:PID:START#STORE``.
+        """
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+        held = self._epochs.get(session_id)
+        if held is not None:
+            return held
+        owner = f"{this_process()}#{self._token}"
+        stamp = time.time()
+        try:
+            with self._read_lock:
+                connection = self._reader
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    row = connection.execute(
+                        "SELECT epoch, owner, renewed_at FROM claims WHERE session_id = ?",
+                        (session_id,),
+                    ).fetchone()
+                    if row is not None and holder_alive(row[1], row[2], stamp):
+                        raise HarnessError("session-busy")
+                    epoch = (row[0] if row is not None else 0) + 1
+                    connection.execute(
+                        "INSERT INTO claims VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE "
+                        "SET epoch=excluded.epoch, owner=excluded.owner, "
+                        "renewed_at=excluded.renewed_at",
+                        (session_id, epoch, owner, stamp),
+                    )
+                    connection.execute("COMMIT")
+                except BaseException:
+                    _rollback(connection)
+                    raise
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be written") from None
+        self._epochs[session_id] = epoch
+        self._renewed[session_id] = stamp
+        with self._append_lock:  # the previous owner may have appended since we last looked
+            self._guard.reset(session_id, self._stored_last(session_id))
+        return epoch
+
+    def release(self, session_id: str) -> None:
+        """Give the claim up once everything appended before now is committed."""
+        epoch = self._epochs.pop(session_id, None)
+        self._renewed.pop(session_id, None)
+        if epoch is not None and not self._closed:
+            self._queue.put(_Release(session_id, epoch))
+
+    def claimed(self, session_id: str) -> bool:
+        if session_id in self._epochs:
+            return True
+        rows = self._read(
+            "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+        )
+        return bool(rows) and holder_alive(rows[0][0], rows[0][1], time.time())
+
+    def _fence(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Any]:
+        """``rows`` less those of sessions another writer holds (inside the transaction)."""
+        refused: set[str] = set()
+        now = time.time()
+        for session_id in {row[0] for row in rows}:
+            claim = connection.execute(
+                "SELECT epoch, owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            mine = self._epochs.get(session_id)
+            if mine is not None:
+                if claim is None or claim[0] != mine:
+                    refused.add(session_id)  # taken over: we are fenced off
+                elif now - self._renewed.get(session_id, now) > LEASE / 3:
+                    connection.execute(
+                        "UPDATE claims SET renewed_at = ? WHERE session_id = ?", (now, session_id)
+                    )
+                    self._renewed[session_id] = now
+            elif claim is not None and holder_alive(claim[1], claim[2], now):
+                refused.add(session_id)  # another live writer holds it
+        if not refused:
+            return rows
+        self._fail("the session is claimed by another writer")
+        return [row for row in rows if row[0] not in refused]
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -467,6 +638,8 @@ class SqliteStore:
         """Flush, stop the writer thread and close both connections (idempotent)."""
         if self._closed:
             return
+        for session_id in list(self._epochs):
+            self.release(session_id)
         try:
             self.flush()
         finally:

@@ -230,10 +230,12 @@ class CommitsOnAppend(Protocol):
 
     The runtime then skips the flush before delivering an event (no thread hop). The memory
     store is one (it promises nothing past the process), and so is the JSONL store for a crash
-    of the process (``flush`` adds the fsync).
+    of the process (its ``flush`` adds the fsync: ``syncs_on_flush``, so the runtime runs it in
+    a worker thread; a store whose flush does nothing more is not flushed at all).
     """
 
     commits_on_append: bool
+    syncs_on_flush: bool
 
 
 @runtime_checkable
