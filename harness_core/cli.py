@@ -183,6 +183,12 @@ def _active_file(state_root: Any, session_id: str) -> Any:
     return state_root / "active" / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
 
 
+def _active_record(turn_id: str) -> dict[str, Any]:
+    from .ledger.owner import process_start
+
+    return {"pid": os.getpid(), "start": process_start(os.getpid()), "turn_id": turn_id}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -273,7 +279,7 @@ async def _run_turn(
         if signalled.is_set():
             await controller.cancel_turn(ref, turn.turn_id)
         active.parent.mkdir(parents=True, exist_ok=True)
-        active.write_text(json.dumps({"pid": os.getpid(), "turn_id": turn.turn_id}))
+        active.write_text(json.dumps(_active_record(turn.turn_id)))
         try:
             async for event in turn:
                 emit(event)
@@ -340,7 +346,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         store.close()
     text = json.dumps(bundle, ensure_ascii=False, indent=2) + "\n"
     if args.output and args.output != "-":
-        with open(args.output, "w", encoding="utf-8") as handle:
+        with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(text)
         print(f"wrote {args.output} ({len(bundle.get('events', []))} events)", file=sys.stderr)
     else:
@@ -350,12 +356,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from .controller import default_state_root
+    from .ledger.owner import same_process
 
     active = _active_file(default_state_root(), args.session)
     try:
         info = json.loads(active.read_text())
+        # A run killed with -9 leaves its file; its PID may now be another process's. Signal
+        # only the process that wrote the file (same PID and start time).
+        if not same_process(int(info["pid"]), info.get("start")):
+            active.unlink(missing_ok=True)
+            raise ProcessLookupError
         os.kill(int(info["pid"]), signal.SIGINT)
-    except (FileNotFoundError, ProcessLookupError, ValueError, KeyError):
+    except (FileNotFoundError, ProcessLookupError, ValueError, KeyError, TypeError):
         raise CliError("turn-not-found: no such active turn") from None
     print(f"cancel requested for turn {info.get('turn_id', '?')}", file=sys.stderr)
     return EXIT_OK
@@ -455,6 +467,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Non-UTF-8 argv arrives as surrogate escapes, and a stdout may be strict: never crash on
+    # writing back what we were given or what an older ledger holds.
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -463,7 +480,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from harness_hookspecs import HarnessError
 
     try:
-        return int(args.func(args))
+        try:
+            return int(args.func(args))
+        except BaseExceptionGroup as group:  # a task group's wrapper around our one error
+            raise _only_error(group, (HarnessError, CliError)) from None
     except HarnessError as error:
         return _fail(str(error))
     except CliError as error:
@@ -478,6 +498,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(
             f"internal error ({type(error).__name__}); set HARNESS_DEBUG=1 for details", 70
         )
+
+
+def _only_error(group: BaseExceptionGroup, kinds: tuple[type[Exception], ...]) -> BaseException:
+    """The one HarnessError/CliError a task group wrapped, else the group itself."""
+    leaves: list[BaseException] = []
+
+    def walk(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                walk(inner)
+        else:
+            leaves.append(error)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 and isinstance(leaves[0], kinds) else group
 
 
 if __name__ == "__main__":
