@@ -124,9 +124,11 @@ class Controller:
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
-        self._flush = flusher(self.ledger)  # full flush (terminal, close)
-        self._durable = durable_waiter(self.ledger)  # what delivery waits for
+        self._store_flush = flusher(self.ledger)  # full flush (terminal, close)
+        self._store_durable = durable_waiter(self.ledger, self._store_flush)  # before delivery
         self._undelivered: list[Event] = []  # recorded, not yet shown to observers
+        self._appended = 0  # events appended by this controller
+        self._covered = 0  # of those, how many a finished flush covered
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self.observer_errors = 0
@@ -502,16 +504,17 @@ class Controller:
             if iterator is None or not hasattr(iterator, "__anext__"):
                 raise HarnessError("provider-failed", "the adapter returned no event stream")
             turn._iterator = iterator
+            turn.start()
         except Exception as error:
             failure = as_error(error)
             await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
         try:
             yield turn
         finally:
-            if not turn.finished:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if not turn.finished:
                     await turn.cancel("host")
-                    await turn.settle()
+                await turn.settle()
 
     async def run_turn(
         self,
@@ -625,14 +628,22 @@ class Controller:
         )
         live.next_sequence = sequence + 1
         self.ledger.append((event,))
+        self._appended += 1
         if self.hook.on_event.get_hookimpls():
             self._undelivered.append(event)
         return event
 
-    async def _deliver(self) -> None:
-        """Wait until everything recorded so far is durable, then show it to observers."""
+    async def _deliver(self, *, seen: bool = False) -> None:
+        """Show what was recorded to observers once it is durable.
+
+        ``seen``: the caller is about to hand events out too (a turn's iterator), so wait for
+        durability even when no observer is waiting.
+        """
         batch, self._undelivered = self._undelivered, []
-        await self._durable()
+        if (batch or seen) and self._covered < self._appended:
+            mark = self._appended
+            await self._store_durable()
+            self._covered = max(self._covered, mark)
         for event in batch:
             try:
                 self.hook.on_event(event=event)
@@ -640,6 +651,13 @@ class Controller:
                 self.observer_errors += 1
                 if self.observer_errors == 1:
                     print("harness: an on_event observer failed; continuing", file=sys.stderr)
+
+    async def _flush(self) -> None:
+        """Make everything recorded durable as far as the store can (its fsync included)."""
+        mark = self._appended
+        if self._covered < mark or self._store_flush is not self._store_durable:
+            await self._store_flush()
+            self._covered = max(self._covered, mark)
 
     # -- reading back -----------------------------------------------------------------------
 

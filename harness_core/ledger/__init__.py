@@ -73,12 +73,15 @@ def flusher(store: LedgerStore) -> Callable[[], Awaitable[None]]:
     return lambda: anyio.to_thread.run_sync(store.flush)
 
 
-def durable_waiter(store: LedgerStore) -> Callable[[], Awaitable[None]]:
+def durable_waiter(
+    store: LedgerStore, flush: Callable[[], Awaitable[None]] | None = None
+) -> Callable[[], Awaitable[None]]:
     """What to await before delivering what was appended: nothing for a store that commits on
-    append (its events already survive a crash of the process), else a flush."""
+    append (its events already survive a crash of the process), else its flush (``flush``,
+    the store's :func:`flusher`, when the caller has it already)."""
     if isinstance(store, CommitsOnAppend) and store.commits_on_append:
         return _nothing
-    return flusher(store)
+    return flush if flush is not None else flusher(store)
 
 
 async def _nothing() -> None:

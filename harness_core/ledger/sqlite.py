@@ -73,6 +73,18 @@ class _Release:
         self.epoch = epoch
 
 
+class _Claim:
+    """The first claim of a session this store just created: nobody else can hold it yet, so
+    it rides with the writer's next transaction instead of one of its own."""
+
+    __slots__ = ("owner", "session_id", "stamp")
+
+    def __init__(self, session_id: str, owner: str, stamp: float) -> None:
+        self.session_id = session_id
+        self.owner = owner
+        self.stamp = stamp
+
+
 class _Session:
     __slots__ = ("record", "upsert")
 
@@ -82,6 +94,14 @@ class _Session:
 
 
 _STOP = object()
+
+
+def _insert_claims(connection: sqlite3.Connection, claims: list[_Claim]) -> None:
+    if claims:
+        connection.executemany(
+            "INSERT INTO claims VALUES (?, 1, ?, ?) ON CONFLICT(session_id) DO NOTHING",
+            [(claim.session_id, claim.owner, claim.stamp) for claim in claims],
+        )
 
 
 def _event_of(row: tuple[Any, ...]) -> Event:
@@ -139,7 +159,10 @@ class SqliteStore:
         self._records: OrderedDict[str, SessionRecord] = OrderedDict()
         self._closed = False
         self._token = uuid.uuid4().hex[:12]  # this store instance, within its process
+        self._owner_pid = 0
+        self._owner_text = ""
         self._epochs: dict[str, int] = {}  # sessions this store claimed -> writer epoch
+        self._new: set[str] = set()  # sessions this store created and has not claimed yet
         self._renewed: dict[str, float] = {}  # when the writer last renewed each claim
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
         self._writer.start()
@@ -176,6 +199,7 @@ class SqliteStore:
             if session_id in self._created or self._stored_session(session_id):
                 raise HarnessError("ledger-failed", "the session already exists")
             self._created.add(session_id)
+            self._new.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._remember(record)
             self._queue.put(_Session(record, False))
@@ -251,6 +275,7 @@ class SqliteStore:
             rows: list[tuple[Any, ...]] = []
             sessions: list[_Session] = []
             releases: list[_Release] = []
+            claims: list[_Claim] = []
             waiters: list[threading.Event | _Notify] = []
             stop = False
             try:
@@ -278,6 +303,8 @@ class SqliteStore:
                         sessions.append(item)
                     elif kind is _Release:
                         releases.append(item)
+                    elif kind is _Claim:
+                        claims.append(item)
                     elif item is _STOP:
                         stop = True
                     else:  # any other sequence of events
@@ -296,8 +323,8 @@ class SqliteStore:
                             )
                             for e in item
                         ]
-                if rows or sessions or releases:
-                    self._commit(connection, rows, sessions, releases)
+                if rows or sessions or releases or claims:
+                    self._commit(connection, rows, sessions, releases, claims)
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the SQLite writer failed")
             finally:
@@ -319,9 +346,11 @@ class SqliteStore:
         rows: list[tuple[Any, ...]],
         sessions: list[_Session],
         releases: list[_Release],
+        claims: list[_Claim],
     ) -> None:
         try:
             connection.execute("BEGIN IMMEDIATE")
+            _insert_claims(connection, claims)
             rows = self._fence(connection, rows)
             for session in sessions:
                 self._write_session(connection, session)
@@ -339,6 +368,7 @@ class SqliteStore:
         # (a refused statement doesn't end the transaction) and report the first failure.
         try:
             connection.execute("BEGIN IMMEDIATE")
+            _insert_claims(connection, claims)
             rows = self._fence(connection, rows)
             for session in sessions:
                 try:
@@ -394,8 +424,14 @@ class SqliteStore:
         held = self._epochs.get(session_id)
         if held is not None:
             return held
-        owner = f"{this_process()}#{self._token}"
+        owner = self._owner()
         stamp = time.time()
+        if session_id in self._new:
+            self._new.discard(session_id)
+            self._epochs[session_id] = 1
+            self._renewed[session_id] = stamp
+            self._queue.put(_Claim(session_id, owner, stamp))
+            return 1
         try:
             with self._read_lock:
                 connection = self._reader
@@ -426,6 +462,14 @@ class SqliteStore:
             self._guard.reset(session_id, self._stored_last(session_id))
         return epoch
 
+    def _owner(self) -> str:
+        """This store in this process: ``HOST:PID:START#STORE`` (a fork is another owner)."""
+        pid = os.getpid()
+        if self._owner_pid != pid:
+            self._owner_pid = pid
+            self._owner_text = f"{this_process()}#{self._token}"
+        return self._owner_text
+
     def release(self, session_id: str) -> None:
         """Give the claim up once everything appended before now is committed."""
         epoch = self._epochs.pop(session_id, None)
@@ -445,21 +489,21 @@ class SqliteStore:
         """``rows`` less those of sessions another writer holds (inside the transaction)."""
         refused: set[str] = set()
         now = time.time()
+        me = self._owner()
         for session_id in {row[0] for row in rows}:
             claim = connection.execute(
-                "SELECT epoch, owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+                "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
             ).fetchone()
-            mine = self._epochs.get(session_id)
-            if mine is not None:
-                if claim is None or claim[0] != mine:
-                    refused.add(session_id)  # taken over: we are fenced off
-                elif now - self._renewed.get(session_id, now) > LEASE / 3:
+            if claim is None:
+                continue
+            if claim[0] == me:  # ours (rows queued before a release still are)
+                if now - self._renewed.get(session_id, now) > LEASE / 3:
                     connection.execute(
                         "UPDATE claims SET renewed_at = ? WHERE session_id = ?", (now, session_id)
                     )
                     self._renewed[session_id] = now
-            elif claim is not None and holder_alive(claim[1], claim[2], now):
-                refused.add(session_id)  # another live writer holds it
+            elif session_id in self._epochs or holder_alive(claim[0], claim[1], now):
+                refused.add(session_id)  # taken over from us, or another live writer holds it
         if not refused:
             return rows
         self._fail("the session is claimed by another writer")
