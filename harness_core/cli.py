@@ -228,7 +228,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                 tg.cancel_scope.cancel()
         if result.status == "completed":
             return EXIT_OK
-        return EXIT_CANCELLED if result.status == "cancelled" else EXIT_TURN_FAILED
+        # 130 only when the host interrupted the turn; a harness ending it itself is a failure.
+        by = getattr(result.events[-1].payload, "by", None) if result.events else None
+        return EXIT_CANCELLED if by == "host" else EXIT_TURN_FAILED
 
     return anyio.run(main)
 

@@ -516,6 +516,8 @@ class SqliteStore:
         try:
             with self._read_lock:
                 return self._reader.execute(sql, args).fetchall()
+        except UnicodeEncodeError:  # an id no ledger row can have (surrogate-escaped argv)
+            return []
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
 
