@@ -6,23 +6,15 @@
 - a raised exception is ``provider-failed`` with no raw text; deadlines are ``timeout``;
   event-count limits are ``limit-exceeded``; cancel reaches the caller as ``turn.cancelled``;
 - close is idempotent; resume works from a complete :class:`SessionRef` in a new controller;
-- durable before delivered: the turn's iterator and observers see an event only after the
-  ledger made it durable (concurrent turns share one commit: the SQLite writer batches what
-  queued while its last commit ran);
-- one writer per session: open and resume claim the session in the ledger (``session-busy``
-  while another live process holds it, nothing appended); resume closes a turn a dead process
-  left without a terminal with ``turn.failed(reason="interrupted")``.
-
-Turns are pulled, not pushed: ``async with controller.turn(...) as turn: async for event in turn``
-advances the adapter's iterator inside a cancel scope entered and left within each step, so
-cancel and deadlines are structured (anyio) without a background task per turn.
+- durable before delivered (:mod:`.delivery`); a producer task drives each turn (:mod:`.turn`);
+- one writer per session: open and resume claim it in the ledger (``session-busy``, nothing
+  appended); resume ends a turn a dead process left open with ``turn.failed(interrupted)``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -36,7 +28,6 @@ import anyio
 import anyio.abc
 import attrs
 from harness_hookspecs import (
-    TERMINAL_TYPES,
     CancelTurnRequest,
     CloseSessionRequest,
     Credential,
@@ -62,10 +53,19 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .context import RuntimeSessionContext, state_dir_for
-from .ledger import durable_waiter, flusher, open_ledger
+from .delivery import Delivery
+from .ledger import open_ledger
 from .plugins import Plugins, get_plugins
 from .redaction import Redactor
-from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
+from .turn import (
+    CLEANUP_GRACE,
+    LiveSession,
+    NotStarted,
+    Turn,
+    TurnResult,
+    as_error,
+    dangling_turn,
+)
 
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
 
@@ -124,14 +124,11 @@ class Controller:
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
-        self._store_flush = flusher(self.ledger)  # full flush (terminal, close)
-        self._store_durable = durable_waiter(self.ledger, self._store_flush)  # before delivery
-        self._undelivered: list[Event] = []  # recorded, not yet shown to observers
-        self._appended = 0  # events appended by this controller
-        self._covered = 0  # of those, how many a finished flush covered
+        self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
+        self._deliver = self.delivery.deliver
+        self._flush = self.delivery.flush
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
-        self.observer_errors = 0
 
     @property
     def hook(self) -> Any:
@@ -263,8 +260,7 @@ class Controller:
             raise HarnessError("invalid-request", "the session ref does not match the ledger")
         descriptor = self.describe(ref.provider)
         assert_supported(descriptor, ref.target, "resume")
-        # Claimed before the adapter starts anything: a second process gets session-busy and
-        # leaves no trace.
+        # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
             live = await self._resume_attached(descriptor, request, record)
@@ -298,19 +294,12 @@ class Controller:
         if record is None:
             self._create_record(ref, request)
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
-        self._close_interrupted(live)
+        # A turn a dead process left open (we hold the claim: its owner is gone) gets its end.
+        dangling = dangling_turn(self.ledger, ref.session_id, live.next_sequence - 1)
+        if dangling is not None:
+            self._emit(live, dangling, TurnFailed(reason="interrupted"))
         self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
         return live
-
-    def _close_interrupted(self, live: LiveSession) -> None:
-        """End a turn a dead process left without a terminal (we hold the claim, so its owner
-        is gone): the one terminal it lacks, authored by the runtime."""
-        last = live.next_sequence - 1
-        if last < 1:
-            return
-        tail = self.ledger.events(live.ref.session_id, after=last - 1, limit=1)
-        if tail and tail[0].turn_id is not None and tail[0].type not in TERMINAL_TYPES:
-            self._emit(live, tail[0].turn_id, TurnFailed(reason="interrupted"))
 
     def _create_record(
         self, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
@@ -628,36 +617,8 @@ class Controller:
         )
         live.next_sequence = sequence + 1
         self.ledger.append((event,))
-        self._appended += 1
-        if self.hook.on_event.get_hookimpls():
-            self._undelivered.append(event)
+        self.delivery.recorded(event)
         return event
-
-    async def _deliver(self, *, seen: bool = False) -> None:
-        """Show what was recorded to observers once it is durable.
-
-        ``seen``: the caller is about to hand events out too (a turn's iterator), so wait for
-        durability even when no observer is waiting.
-        """
-        batch, self._undelivered = self._undelivered, []
-        if (batch or seen) and self._covered < self._appended:
-            mark = self._appended
-            await self._store_durable()
-            self._covered = max(self._covered, mark)
-        for event in batch:
-            try:
-                self.hook.on_event(event=event)
-            except Exception:
-                self.observer_errors += 1
-                if self.observer_errors == 1:
-                    print("harness: an on_event observer failed; continuing", file=sys.stderr)
-
-    async def _flush(self) -> None:
-        """Make everything recorded durable as far as the store can (its fsync included)."""
-        mark = self._appended
-        if self._covered < mark or self._store_flush is not self._store_durable:
-            await self._store_flush()
-            self._covered = max(self._covered, mark)
 
     # -- reading back -----------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""One turn: the pulled event stream and the guarantees it keeps.
+"""One turn: its event stream and the guarantees it keeps.
 
-A :class:`Turn` advances the adapter's iterator one step at a time inside a cancel scope entered
-and left within that step, so cancel and deadlines are structured (anyio) without a background
-task per turn; it records every payload through its controller and ends with exactly one
-terminal event, after which it releases what the turn held (processes, the active slot).
+A :class:`Turn`'s producer task drives the adapter's iterator inside one cancel scope (cancel
+and the deadline are structured, anyio), records every payload through its controller and ends
+with exactly one terminal event, after which it releases what the turn held (processes, the
+active slot); iterating the turn hands the events out once the ledger made them durable.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from harness_hookspecs import (
     Event,
     HarnessDescriptor,
     HarnessError,
+    LedgerStore,
     MessageCompleted,
     MessageDelta,
     Payload,
@@ -65,6 +66,15 @@ def harness_failure(error: BaseException) -> HarnessError:
         if isinstance(error, known):  # the class name only: never the exception's text
             return HarnessError("provider-failed", f"the harness raised {known.__name__}")
     return HarnessError("provider-failed")
+
+
+def dangling_turn(ledger: LedgerStore, session_id: str, last: int) -> str | None:
+    """The turn a session's last event belongs to if that turn has no terminal (its process
+    died mid-turn: one active turn per session, and a terminal is always a turn's last event)."""
+    tail = ledger.events(session_id, after=last - 1, limit=1) if last > 0 else []
+    if tail and tail[0].turn_id is not None and tail[0].type not in TERMINAL_TYPES:
+        return tail[0].turn_id
+    return None
 
 
 def believed(payload: Payload, cancel_requested: str | None) -> Payload:
