@@ -305,18 +305,22 @@ def _open_store(args: argparse.Namespace) -> Any:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    from .export import open_turn
     from .serialize import record_to_dict
 
     store = _open_store(args)
     try:
         records = store.list_sessions(limit=args.limit)
+        # An open session whose last turn a dead process left without an end: "interrupted".
+        turns = {r.ref.session_id: open_turn(store, r.ref.session_id) for r in records}
     finally:
         store.close()
     if args.json:
-        _print_json([record_to_dict(r) for r in records])
+        _print_json([record_to_dict(r) | {"turn": turns[r.ref.session_id]} for r in records])
         return EXIT_OK
     for r in records:
-        print(f"{r.ref.session_id}  {r.ref.provider:<14} {r.status:<7} {r.created_at}")
+        status = turns[r.ref.session_id] or r.status
+        print(f"{r.ref.session_id}  {r.ref.provider:<14} {status:<7} {r.created_at}")
     return EXIT_OK
 
 

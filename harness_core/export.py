@@ -24,6 +24,15 @@ EXPORT_VERSION = 1
 _STATUS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
 
 
+def open_turn(store: LedgerStore, session_id: str) -> str | None:
+    """``running`` or ``interrupted`` when the session's last turn has no terminal, else None."""
+    from .turn import dangling_turn
+
+    if dangling_turn(store, session_id, store.last_sequence(session_id)) is None:
+        return None
+    return "running" if store.claimed(session_id) else "interrupted"
+
+
 def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
     record = store.get_session(session_id)
     if record is None:

@@ -188,14 +188,15 @@ class Turn:
                     self._pulled.set()
                     self._pulled = None
                 await self._ready.wait()
+            event = pending[0]
+            if event is self.terminal and self._started:
+                # The turn's processes are gone before its end is seen; the producer flushed.
+                await self._done.wait()
             if self._delivered >= self._durable:
                 # Durable before delivered: nobody sees an event the ledger could still lose.
                 covered = len(self.events)
                 await self.controller._deliver(seen=True)
                 self._durable = covered
-            event = pending[0]
-            if event is self.terminal and self._started:
-                await self._done.wait()  # the turn's processes are gone before its end is seen
             pending.popleft()
             self._delivered += 1
             if self._room is not None and len(pending) <= PENDING_MAX // 2:
@@ -235,16 +236,23 @@ class Turn:
             await self._finish(terminal)
         except BaseException as error:
             # Never into the controller's task group: the iterator raises it instead.
+            stopped = isinstance(error, anyio.get_cancelled_exc_class())
             failure: BaseException = error
             with anyio.CancelScope(shield=True):
                 if self.terminal is None:
                     try:
-                        await self._finish(TurnCancelled(by=self._cancel_by or "close"))
+                        await self._finish(
+                            TurnCancelled(by=self._cancel_by or "close")
+                            if stopped
+                            else TurnFailed(reason=as_error(error).reason)
+                        )
                     except BaseException as late:  # the ledger failed too
                         failure = late
-            if isinstance(error, anyio.get_cancelled_exc_class()):
+            if stopped:
                 raise
-            self._error = failure if isinstance(failure, HarnessError) else as_error(failure)
+            failure = failure if isinstance(failure, HarnessError) else as_error(failure)
+            if self.terminal is None or failure.reason == "ledger-failed":
+                self._error = failure  # the caller must know what the ledger may lack
         finally:
             self._done.set()
             if self._ready is not None:
@@ -362,7 +370,9 @@ class Turn:
             live.context.deadline = None
             if live.active is self:
                 live.active = None
+            covered = len(self.events)
             await self.controller._flush()
+            self._durable = covered  # the terminal's delivery needs no flush of its own
 
     async def cancel(self, by: str = "host") -> None:
         """Request cancellation; the iterator then yields ``turn.cancelled``."""

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from harness_core import Controller
+from harness_core.export import export_session, open_turn
 from harness_core.ledger import open_ledger
 from harness_core.serialize import event_to_dict
 
@@ -129,7 +130,15 @@ def test_kill_9_mid_turn_loses_nothing_and_the_next_run_closes_the_turn(kind, tm
 
         store = open_ledger(ledger)
         stored = {e.event_id: event_to_dict(e) for e in store.events(session_id)}
+        # Before anyone resumes it, readers show the killed turn as interrupted.
+        assert open_turn(store, session_id) == "interrupted"
+        assert [t["status"] for t in export_session(store, session_id)["turns"]] == ["interrupted"]
         store.close()
+        if run == 0:
+            listed = subprocess.run(
+                [*HARNESS, "sessions"], capture_output=True, text=True, env=env, timeout=60
+            )
+            assert f"{session_id}  stdio-jsonl    interrupted" in listed.stdout
         missing = [e["event_id"] for e in printed if stored.get(e["event_id"]) != e]
         assert not missing, f"run {run}: {len(missing)} printed events not in the ledger"
         _check_integrity(ledger, tmp_path)
