@@ -259,10 +259,12 @@ async def _run_turn(
         extra: dict[str, Any] = {"config": _parse_config(args.config)}
         if args.workspace:
             extra["workspace"] = os.path.abspath(args.workspace)
+        shown = controller.ledger.last_sequence(args.session)  # then what resume appended
         ref = await controller.resume_session(args.session, **extra)
         if ref.provider != args.name:
             raise CliError(f"invalid-request: session belongs to harness {ref.provider}")
     else:
+        shown = 0
         ref = await controller.open_session(
             harness=args.name,
             config=_parse_config(args.config),
@@ -272,9 +274,9 @@ async def _run_turn(
         )
     running["ref"] = ref
     controller.ledger.flush()
-    last = controller.ledger.last_sequence(ref.session_id)
-    for event in controller.events(ref.session_id, after=last - 1):
-        emit(event)  # session.opened / session.resumed
+    # session.opened, or what resume appended (a dead run's turn ended as interrupted, resumed)
+    for event in controller.events(ref.session_id, after=shown):
+        emit(event)
     active = _active_file(controller.state_root, ref.session_id)
     async with controller.turn(ref, args.prompt) as turn:
         running["turn"] = turn

@@ -177,6 +177,8 @@ class SqliteStore:
                 row = self._reader.execute(
                     "SELECT MAX(sequence) FROM events WHERE session_id = ?", (session_id,)
                 ).fetchone()
+        except UnicodeEncodeError:  # an id no ledger row can have
+            return 0
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return int(row[0] or 0)
