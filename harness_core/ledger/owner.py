@@ -15,7 +15,8 @@ import socket
 
 
 def process_start(pid: int) -> str | None:
-    """The start time of ``pid`` (``/proc/PID/stat`` field 22), ``None`` if it is gone."""
+    """The start time of ``pid`` (``/proc/PID/stat`` field 22), ``None`` if it is gone (or a
+    zombie)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read()
@@ -23,7 +24,9 @@ def process_start(pid: int) -> str | None:
         return None
     # Field 2 (the command) is in parentheses and may hold spaces or ')': split after the last.
     fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[19].decode() if len(fields) > 19 else None
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None  # a zombie is dead, only not yet reaped by its parent
+    return fields[19].decode()
 
 
 @functools.cache
