@@ -138,7 +138,8 @@ def test_kill_9_mid_turn_loses_nothing_and_the_next_run_closes_the_turn(kind, tm
             listed = subprocess.run(
                 [*HARNESS, "sessions"], capture_output=True, text=True, env=env, timeout=60
             )
-            assert f"{session_id}  stdio-jsonl    interrupted" in listed.stdout
+            (row,) = [line.split() for line in listed.stdout.splitlines() if session_id in line]
+            assert row[:3] == [session_id, "stdio-jsonl", "interrupted"]
         missing = [e["event_id"] for e in printed if stored.get(e["event_id"]) != e]
         assert not missing, f"run {run}: {len(missing)} printed events not in the ledger"
         _check_integrity(ledger, tmp_path)
