@@ -92,6 +92,8 @@ class ReadOnlySqlite:
             return []
         try:
             return self._db.execute(sql, args).fetchall()
+        except UnicodeEncodeError:  # a key SQLite cannot encode (non-UTF-8 argv) matches no row
+            return []
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
 

@@ -266,7 +266,7 @@ def test_cancel_never_signals_a_process_that_reused_the_pid(env, tmp_path):
         out = harness(env, "cancel", session_id)
         assert out.returncode == 2
         assert out.stderr.decode().splitlines() == [
-            "harness: error: turn-not-found: no such active turn"
+            "harness: error: turn-not-found: no harness run is running a turn in that session"
         ]
         assert innocent.poll() is None  # not signalled
         assert not (active / name).exists()  # the stale file is gone
