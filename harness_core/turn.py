@@ -250,7 +250,9 @@ class Turn:
                         await aclose()
                 except BaseException:
                     pass
-            await live.context.kill_processes("turn", CLEANUP_GRACE)
+            await live.context.kill_processes(
+                "turn", CLEANUP_GRACE, stopped=terminal.TYPE != TurnCompleted.TYPE
+            )
             live.context.deadline = None
             if live.active is self:
                 live.active = None

@@ -1,0 +1,277 @@
+"""Finding every process a spawn started, wherever it went, and killing it (Linux ``/proc``).
+
+A harness may leave its process group: ``setsid``, a double fork, a daemon. Three ties survive
+that, and a process matching any one of them belongs to the spawn:
+
+- **the owner tag**: every spawned process gets ``HARNESS_PROCESS_OWNER=<owner>/<n>`` in its
+  environment (``<owner>`` is this controller process's pid and start time); children inherit it
+  through ``setsid`` and double forks alike (a process that also clears its environment loses it);
+- **ancestry**: descendants of the leader by parent pid (the controller is a child subreaper, so
+  orphans are re-parented to it instead of init and stay reachable);
+- **group and session**: members of the leader's process group or session.
+
+Killing is done in rounds (signal everything found, look again) so a process forking while it is
+being killed is found in the next round. Zombies re-parented to the controller are reaped here;
+only processes attributed to a spawn are waited for, never another child of the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterable
+from typing import NamedTuple
+
+#: The environment variable carrying a spawned process's owner tag.
+OWNER_ENV = "HARNESS_PROCESS_OWNER"
+PR_SET_CHILD_SUBREAPER = 36
+KILL_ROUNDS = 50
+_OWNER_KEY = (OWNER_ENV + "=").encode()
+
+_subreaper_pid: int | None = None
+_owner: tuple[int, str] | None = None
+
+
+class ProcInfo(NamedTuple):
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    zombie: bool
+    start: int  # clock ticks after boot: with the pid, names one process for good
+
+
+def read_stat(pid: int | str) -> ProcInfo | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses: split after the last ')'.
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return ProcInfo(
+            int(pid), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] == b"Z",
+            int(fields[19]),
+        )  # fmt: skip
+    except (IndexError, ValueError):
+        return None
+
+
+def snapshot() -> dict[int, ProcInfo]:
+    """Every process visible in ``/proc`` (an empty table where there is no ``/proc``)."""
+    table: dict[int, ProcInfo] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return table
+    for entry in entries:
+        if entry.isdigit():
+            info = read_stat(entry)
+            if info is not None:
+                table[info.pid] = info
+    return table
+
+
+def owner_tag(pid: int) -> str | None:
+    """The ``HARNESS_PROCESS_OWNER`` value in a live process's environment, if readable."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    for item in data.split(b"\0"):
+        if item.startswith(_OWNER_KEY):
+            return item[len(_OWNER_KEY) :].decode("ascii", "replace")
+    return None
+
+
+def owner() -> str:
+    """This process's owner token: ``<pid>-<start time>`` (unique even after pid reuse)."""
+    global _owner
+    pid = os.getpid()
+    if _owner is None or _owner[0] != pid:  # recomputed in a forked child
+        info = read_stat(pid)
+        _owner = (pid, f"{pid}-{info.start if info is not None else int(time.time())}")
+    return _owner[1]
+
+
+def become_subreaper() -> bool:
+    """Make this process the child subreaper of its descendants (Linux); once per process."""
+    global _subreaper_pid
+    if _subreaper_pid == os.getpid():
+        return True
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    _subreaper_pid = os.getpid()
+    return True
+
+
+def members(
+    table: dict[int, ProcInfo],
+    leaders: Iterable[tuple[int, int]],
+    tag: str,
+    *,
+    prefix: bool = False,
+) -> set[int]:
+    """Processes tied to ``leaders`` (pid, start time) or carrying ``tag`` (``prefix``: any tag
+    starting with it). A leader counts only while its pid still names the same process."""
+    roots = {pid for pid, start in leaders if pid in table and table[pid].start == start}
+    # A pid in use as a group or session id is never reused, so these ties stay valid after the
+    # leader is gone.
+    groups = {pid for pid, _ in leaders}
+    found = {p.pid for p in table.values() if p.pid in roots or p.pgid in groups or p.sid in groups}
+    for info in table.values():
+        if info.pid in found or info.zombie:
+            continue
+        value = owner_tag(info.pid)
+        if value is not None and (value.startswith(tag) if prefix else value == tag):
+            found.add(info.pid)
+    # Descendants by ancestry (children of the subreaper orphans included).
+    children: dict[int, list[int]] = {}
+    for info in table.values():
+        children.setdefault(info.ppid, []).append(info.pid)
+    stack = list(found)
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    # A dead session or group leader re-parented to us (the middle of a double fork) is known
+    # by who it led.
+    me = os.getpid()
+    led = {table[p].sid for p in found} | {table[p].pgid for p in found}
+    found |= {pid for pid in led if pid in table and table[pid].zombie and table[pid].ppid == me}
+    found.discard(me)
+    return found
+
+
+def signal_all(pids: Iterable[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def reap(pids: Iterable[int]) -> None:
+    """Wait for those of ``pids`` that are zombies re-parented to this process."""
+    me = os.getpid()
+    for pid in pids:
+        info = read_stat(pid)
+        if info is not None and info.zombie and info.ppid == me:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(pid, os.WNOHANG)
+
+
+def kill_all(
+    leaders: Iterable[tuple[int, int]],
+    tag: str,
+    *,
+    prefix: bool = False,
+    signalled: Iterable[int] = (),
+) -> set[int]:
+    """SIGKILL everything tied to ``leaders`` or ``tag`` until nothing is left; reap our zombies
+    among those and ``signalled`` (found and signalled earlier: a zombie has no tag to find).
+
+    Returns the pids that were killed. Never signals this process.
+    """
+    leaders = tuple(leaders)
+    # The leaders themselves are waited for by whoever spawned them (anyio), never here.
+    spawned = {pid for pid, _ in leaders}
+    killed: set[int] = set()
+    for _ in range(KILL_ROUNDS):
+        table = snapshot()
+        found = members(table, leaders, tag, prefix=prefix)
+        live = {pid for pid in found if not table[pid].zombie}
+        reap(found - live - spawned)
+        if not live:
+            break
+        signal_all(live, signal.SIGKILL)
+        killed |= live
+        time.sleep(0.002)
+    _reap_when_dead((killed | set(signalled)) - spawned)
+    return killed
+
+
+def _reap_when_dead(pids: set[int], timeout: float = 2.0) -> None:
+    """SIGKILL is delivered asynchronously: wait for each to die, reaping those that are ours."""
+    deadline = time.monotonic() + timeout
+    me = os.getpid()
+    while pids and time.monotonic() < deadline:
+        for pid in list(pids):
+            info = read_stat(pid)
+            if info is None or (info.zombie and info.ppid != me):
+                pids.discard(pid)  # gone, or someone else's to reap
+            elif info.zombie:
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)
+        if pids:
+            time.sleep(0.002)
+
+
+def alive(pid: int) -> bool:
+    info = read_stat(pid)
+    return info is not None and not info.zombie
+
+
+# -- the watchdog: kills what a crashed controller left behind -------------------------------
+
+_watchdog: tuple[int, object, int] | None = None  # (owner pid, Popen, write end of its pipe)
+
+
+def ensure_watchdog() -> None:
+    """Start this process's watchdog once: a small process in its own session that waits for
+    EOF on a pipe only we hold, then kills every process carrying our owner tag. It covers the
+    crash the controller cannot clean up after (``kill -9``); PR_SET_PDEATHSIG covers leaders."""
+    global _watchdog
+    if _watchdog is not None and _watchdog[0] == os.getpid():
+        return
+    if not sys.platform.startswith("linux"):
+        return
+    import subprocess
+
+    read_end, write_end = os.pipe()  # both close-on-exec: no harness process inherits them
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", owner()],
+            stdin=read_end,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        os.close(write_end)
+        return
+    finally:
+        os.close(read_end)
+    _watchdog = (os.getpid(), process, write_end)
+
+
+def watchdog_pid() -> int | None:
+    if _watchdog is None or _watchdog[0] != os.getpid():
+        return None
+    return int(getattr(_watchdog[1], "pid", 0)) or None
+
+
+def _watch(owner_token: str) -> int:
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # a terminal's Ctrl-C must not take us first
+    stdin = sys.stdin.buffer
+    while stdin.read(4096):
+        pass
+    kill_all((), owner_token + "/", prefix=True)
+    return 0
+
+
+if __name__ == "__main__" and len(sys.argv) == 3 and sys.argv[1] == "--watch":
+    sys.exit(_watch(sys.argv[2]))
