@@ -158,3 +158,38 @@ def test_silent_program_dies_with_a_killed_harness_run(tmp_path: Path, pids: Pat
         run.send_signal(signal.SIGKILL)
         run.wait()
     assert left(recorded(pids), timeout=10, host_reaps=True) == []
+
+
+async def test_function_harness_spawn_is_controlled(tmp_path: Path, pids: Path) -> None:
+    """``session.spawn`` runs through the session's process layer: cancel kills the daemon too."""
+    from harness_core import harness
+    from harness_core.function_harness import ADAPTER_ATTRIBUTE
+
+    started = anyio.Event()
+
+    @harness("spawner")
+    async def spawner(message, session):
+        proc = await session.spawn(
+            [PYTHON, HOSTILE, "--pids", str(pids)], stdin=True, env={"MARK": "x"}
+        )
+        await proc.send(b'{"type": "turn", "prompt": "hang"}\n')
+        async for line in proc.lines():
+            started.set()
+            yield line.decode()
+
+    adapter = getattr(spawner, ADAPTER_ATTRIBUTE)
+    async with Controller(
+        plugins=plugins_from([adapter]),
+        ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
+        state_dir=tmp_path / "state",
+    ) as c:
+        ref = await c.open_session(harness="spawner", workspace=str(tmp_path))
+        async with c.turn(ref, "go") as turn:
+            async for event in turn:
+                if event.type == "message.delta":
+                    await wait_for_files(pids, 2)
+                    await c.cancel_turn(ref)
+        assert turn.result().status == "cancelled"
+        made = recorded(pids)
+        assert len(made) == 2
+        assert left(made) == []
