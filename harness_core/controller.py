@@ -57,7 +57,7 @@ from harness_hookspecs.protocols import LedgerStore
 from .context import RuntimeSessionContext, state_dir_for
 from .ledger import flush_async, open_ledger
 from .plugins import Plugins, get_plugins
-from .redaction import Redactor
+from .redaction import Redactor, add_known_secrets
 from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
 
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
@@ -327,6 +327,7 @@ class Controller:
         except Exception:
             raise HarnessError("sandbox-failed") from None
         redactor = Redactor()
+        add_known_secrets(redactor, self.plugins.credential_resolvers.values())
         context: RuntimeSessionContext | None = None
         try:
             credentials = await self._credentials(descriptor, agent, user)

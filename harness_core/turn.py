@@ -222,7 +222,8 @@ class Turn:
             if len(text) > keep:
                 self._record(MessageDelta(text=text[: len(text) - keep]))
             return
-        self._release_carry()
+        # The carry stays held across other events (a secret split by a status line between
+        # its pieces); it is released before the terminal.
         self._record(payload)
 
     def _release_carry(self) -> None:
