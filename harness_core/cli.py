@@ -247,6 +247,8 @@ async def _run_turn(
     signalled: Any,
     emit: Callable[[Event], None],
 ) -> Any:
+    from . import proctree
+
     if args.session:
         extra: dict[str, Any] = {"config": _parse_config(args.config)}
         if args.workspace:
@@ -273,7 +275,7 @@ async def _run_turn(
         if signalled.is_set():
             await controller.cancel_turn(ref, turn.turn_id)
         active.parent.mkdir(parents=True, exist_ok=True)
-        active.write_text(json.dumps({"pid": os.getpid(), "turn_id": turn.turn_id}))
+        active.write_text(json.dumps({"owner": proctree.owner(), "turn_id": turn.turn_id}))
         try:
             async for event in turn:
                 emit(event)
@@ -349,12 +351,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
+    from . import proctree
     from .controller import default_state_root
 
     active = _active_file(default_state_root(), args.session)
     try:
         info = json.loads(active.read_text())
-        os.kill(int(info["pid"]), signal.SIGINT)
+        # "<pid>-<start time>": a file left by a killed run names a pid that may belong to
+        # another process by now; only the process that wrote it is signalled.
+        pid, _, start = str(info["owner"]).partition("-")
+        process = proctree.read_stat(int(pid))
+        if process is None or str(process.start) != start or process.zombie:
+            active.unlink(missing_ok=True)
+            raise ProcessLookupError
+        os.kill(int(pid), signal.SIGINT)
     except (FileNotFoundError, ProcessLookupError, ValueError, KeyError):
         raise CliError("turn-not-found: no such active turn") from None
     print(f"cancel requested for turn {info.get('turn_id', '?')}", file=sys.stderr)

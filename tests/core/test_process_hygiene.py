@@ -193,3 +193,31 @@ async def test_function_harness_spawn_is_controlled(tmp_path: Path, pids: Path) 
         made = recorded(pids)
         assert len(made) == 2
         assert left(made) == []
+
+
+def test_cancel_never_signals_a_process_that_reused_a_dead_runs_pid(tmp_path: Path) -> None:
+    """A killed run's active file stays; its pid may now be another process's: not signalled."""
+    import hashlib
+    import json
+
+    state = tmp_path / "state"
+    session_id = "s-stale"
+    active = state / "active" / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
+    active.parent.mkdir(parents=True)
+    innocent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        stale = {"owner": f"{innocent.pid}-1", "turn_id": "turn_x"}  # same pid, other start time
+        active.write_text(json.dumps(stale))
+        done = subprocess.run(
+            [sys.executable, "-m", "harness_core.cli", "cancel", session_id],
+            env={**os.environ, "HARNESS_STATE_DIR": str(state)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode != 0 and "turn-not-found" in done.stderr
+        assert innocent.poll() is None  # still alive: never signalled
+        assert not active.exists()
+    finally:
+        innocent.kill()
+        innocent.wait()
