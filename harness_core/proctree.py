@@ -47,11 +47,16 @@ class ProcInfo(NamedTuple):
 
 
 def read_stat(pid: int | str) -> ProcInfo | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
+    try:  # os-level calls: a scan reads every process's stat, file objects cost 3x
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        data = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # The command name may contain spaces and parentheses: split after the last ')'.
     fields = data[data.rfind(b")") + 2 :].split()
     try:
@@ -127,13 +132,17 @@ def members(
 ) -> set[int]:
     """Processes tied to ``leaders`` (pid, start time) or carrying ``tag`` (``prefix``: any tag
     starting with it). A leader counts only while its pid still names the same process."""
+    leaders = tuple(leaders)
     roots = {pid for pid, start in leaders if pid in table and table[pid].start == start}
+    # Only a process started after the leader (or, for a whole owner, after the controller) can
+    # carry its tag: the environment of older ones is not read (that is most of the cost).
+    since = min((start for _, start in leaders), default=_tag_start(tag))
     # A pid in use as a group or session id is never reused, so these ties stay valid after the
     # leader is gone.
     groups = {pid for pid, _ in leaders}
     found = {p.pid for p in table.values() if p.pid in roots or p.pgid in groups or p.sid in groups}
     for info in table.values():
-        if info.pid in found or info.zombie:
+        if info.pid in found or info.zombie or info.start < since:
             continue
         value = owner_tag(info.pid)
         if value is not None and (value.startswith(tag) if prefix else value == tag):
@@ -155,6 +164,12 @@ def members(
     found |= {pid for pid in led if pid in table and table[pid].zombie and table[pid].ppid == me}
     found.discard(me)
     return found
+
+
+def _tag_start(tag: str) -> int:
+    """The owner's start time from a tag ``<pid>-<start>/...`` (0 when it has none)."""
+    start = tag.split("/", 1)[0].rpartition("-")[2]
+    return int(start) if start.isdigit() else 0
 
 
 def signal_all(pids: Iterable[int], sig: int) -> None:
