@@ -234,11 +234,6 @@ def _reap_when_dead(pids: set[int], timeout: float = 2.0) -> None:
             time.sleep(0.002)
 
 
-def alive(pid: int) -> bool:
-    info = read_stat(pid)
-    return info is not None and not info.zombie
-
-
 # -- the watchdog: kills what a crashed controller left behind -------------------------------
 
 _watchdog: tuple[int, object, int] | None = None  # (owner pid, Popen, write end of its pipe)

@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import time
 
-
-def _stat(pid: int | str) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            # The command name may contain spaces and parentheses: split after the last ')'.
-            return handle.read().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return None
+from ..proctree import read_stat, snapshot  # the runtime's own /proc reader
 
 
 def alive(pid: int) -> bool:
     """True when ``pid`` exists and is not a zombie."""
-    fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
+    info = read_stat(pid)
+    return info is not None and not info.zombie
 
 
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes whose process group is ``pgid``."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fields = _stat(entry)
-            if fields is not None and fields[0] != "Z" and int(fields[2]) == pgid:
-                members.append(int(entry))
-    return members
+    return [p.pid for p in snapshot().values() if not p.zombie and p.pgid == pgid]
 
 
 def wait_gone(pgid: int, timeout: float = 5.0) -> list[int]:
