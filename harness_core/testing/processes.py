@@ -26,3 +26,20 @@ def wait_gone(pgid: int, timeout: float = 5.0) -> list[int]:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.02)
+
+
+def with_marker(marker: str) -> list[int]:
+    """Pids (other than this process) whose command line contains ``marker``."""
+    import os
+
+    found = []
+    for pid in snapshot():
+        if pid == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                if marker.encode() in handle.read():
+                    found.append(pid)
+        except OSError:
+            pass
+    return found

@@ -16,6 +16,7 @@ from sandbox_bubblewrap import BubblewrapSandboxProvider
 from harness_core import Controller, harness, plugins_from
 from harness_core.function_harness import ADAPTER_ATTRIBUTE
 from harness_core.testing import hostile
+from harness_core.testing.processes import with_marker
 
 PYTHON = os.path.realpath(sys.executable)
 HOSTILE = os.path.realpath(hostile.__file__)
@@ -29,19 +30,6 @@ class _Provider:
     @hookimpl
     def register_sandbox_providers(self, register) -> None:
         register(self.provider)
-
-
-def with_marker(marker: str) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) != os.getpid():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return found
 
 
 def test_function_harness_spawn_runs_sandboxed_and_cancel_kills_everything(bwrap, tmp_path):
