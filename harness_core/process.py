@@ -154,8 +154,8 @@ async def spawn(
     """Start ``argv`` in a new session (and so its own process group), tagged and tied to us."""
     if not argv:
         raise HarnessError("invalid-request", "empty command")
+    proctree.ensure_watchdog()  # first: it must not be re-parented to us
     proctree.become_subreaper()
-    proctree.ensure_watchdog()
     tag = f"{proctree.owner()}/{tag_prefix}{next(_serial)}"
     env = {**env, proctree.OWNER_ENV: tag}
     command = list(argv)

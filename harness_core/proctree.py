@@ -252,25 +252,26 @@ def ensure_watchdog() -> None:
 
     read_end, write_end = os.pipe()  # both close-on-exec: no harness process inherits them
     try:
+        # It detaches (forks, the parent exits at once): not a child of ours, so it never shows
+        # among the processes a harness started. Call this before become_subreaper, or the
+        # detached watchdog would be re-parented to us.
+        # (A shell backgrounds it and exits at once: waiting for the shell costs ~1 ms.)
+        # (A background job's stdin is /dev/null: the pipe goes through fd 3.)
         process = subprocess.Popen(
-            [sys.executable, "-I", "-S", os.path.abspath(__file__), "--watch", owner()],
+            ["/bin/sh", "-c", 'exec 3<&0; "$@" <&3 3<&- &', "sh", sys.executable, "-I", "-S",
+             os.path.abspath(__file__), "--watch", owner()],
             stdin=read_end,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
-        )
-    except OSError:
+        )  # fmt: skip
+        process.wait(timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
         os.close(write_end)
         return
     finally:
         os.close(read_end)
     _watchdog = (os.getpid(), process, write_end)
-
-
-def watchdog_pid() -> int | None:
-    if _watchdog is None or _watchdog[0] != os.getpid():
-        return None
-    return int(getattr(_watchdog[1], "pid", 0)) or None
 
 
 def _watch(owner_token: str) -> int:
