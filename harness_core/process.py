@@ -46,6 +46,8 @@ class Process:
         self._process = process
         self._stderr = stderr_file
         self.tag = tag
+        # Its own cgroup where possible (moved in before the program has had time to fork).
+        self._cgroup = proctree.place(process.pid, tag.partition("/")[2]) if tag else None
         info = proctree.read_stat(process.pid)
         self._leader = (process.pid, info.start if info is not None else -1)
         #: Set when reading or writing was cancelled mid-way: the program's stream position is
@@ -117,6 +119,10 @@ class Process:
     def _tree(self) -> set[int]:
         return proctree.members(proctree.snapshot(), (self._leader,), self.tag)
 
+    def _kill_everything(self, tree: set[int]) -> None:
+        proctree.kill_cgroup(self._cgroup, spawned=(self._leader[0],))
+        proctree.kill_all((self._leader,), self.tag, signalled=tree)
+
     async def terminate(self, grace: float = 2.0, *, linger: float = 0.0) -> None:
         """Wait ``linger`` seconds for a voluntary exit, SIGTERM the group and everything it
         started, SIGKILL all of it after ``grace`` seconds; always reaps."""
@@ -134,9 +140,7 @@ class Process:
                     await self._process.wait()
             # The leader may be gone while children live on in its group, or left it.
             self.kill_group(signal.SIGKILL)
-            await anyio.to_thread.run_sync(
-                lambda: proctree.kill_all((self._leader,), self.tag, signalled=tree)
-            )
+            await anyio.to_thread.run_sync(self._kill_everything, tree)
             if self._process.returncode is None:
                 await self._process.wait()
             await self._process.aclose()

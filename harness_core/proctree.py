@@ -25,6 +25,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import NamedTuple
 
 #: The environment variable carrying a spawned process's owner tag.
@@ -234,6 +235,108 @@ def _reap_when_dead(pids: set[int], timeout: float = 2.0) -> None:
             time.sleep(0.002)
 
 
+# -- a cgroup (v2) per spawn, where the hierarchy is writable ---------------------------------
+#
+# ``cgroup.kill`` takes every process that was ever started inside, whatever it did to its
+# ancestry, group, session or environment. Used where this process may create cgroups below its
+# own (typically root); elsewhere the tag/ancestry/group ties above do the work alone.
+
+_cgroup_base: tuple[int, Path | None] | None = None
+
+
+def _cgroup2_root() -> Path | None:
+    try:
+        with open("/proc/self/mounts") as handle:
+            mounts = [line.split() for line in handle]
+        with open("/proc/self/cgroup") as handle:
+            own = next((line[3:].strip() for line in handle if line.startswith("0::")), None)
+    except OSError:
+        return None
+    mount = next((m[1] for m in mounts if len(m) > 2 and m[2] == "cgroup2"), None)
+    if mount is None or own is None:
+        return None
+    return Path(mount) / own.lstrip("/")
+
+
+def cgroup_base(owner_token: str | None = None) -> Path | None:
+    """``<our cgroup>/harness-<owner>``, created on first use; None where not writable."""
+    global _cgroup_base
+    if owner_token is not None:  # the watchdog: another process's owner
+        root = _cgroup2_root()
+        return root / f"harness-{owner_token}" if root is not None else None
+    if _cgroup_base is not None and _cgroup_base[0] == os.getpid():
+        return _cgroup_base[1]
+    base: Path | None = None
+    root = _cgroup2_root()
+    if root is not None and os.access(root / "cgroup.procs", os.W_OK):
+        candidate = root / f"harness-{owner()}"
+        try:
+            candidate.mkdir(exist_ok=True)
+            if (candidate / "cgroup.kill").exists():
+                base = candidate
+            else:
+                candidate.rmdir()  # a kernel without cgroup.kill (< 5.14)
+        except OSError:
+            base = None
+    _cgroup_base = (os.getpid(), base)
+    return base
+
+
+def place(pid: int, name: str) -> Path | None:
+    """Move ``pid`` into a fresh cgroup ``name`` below :func:`cgroup_base` (None: not possible)."""
+    base = cgroup_base()
+    if base is None:
+        return None
+    path = base / name.replace("/", "_")
+    try:
+        path.mkdir()
+        (path / "cgroup.procs").write_text(str(pid))
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        return None
+    return path
+
+
+def _cgroup_pids(path: Path) -> set[int]:
+    try:
+        return {int(x) for x in (path / "cgroup.procs").read_text().split()}
+    except (OSError, ValueError):
+        return set()
+
+
+def kill_cgroup(path: Path | None, spawned: Iterable[int] = ()) -> None:
+    """Kill everything in the cgroup, reap our zombies among it (not ``spawned``), remove it."""
+    if path is None:
+        return
+    pids = _cgroup_pids(path)
+    if pids:
+        with contextlib.suppress(OSError):
+            (path / "cgroup.kill").write_text("1")
+        _reap_when_dead(pids - set(spawned))
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # still populated for a moment after the kill
+            time.sleep(0.005)
+
+
+def kill_cgroups(owner_token: str) -> None:
+    """Kill and remove every cgroup of an owner, then its base (the watchdog's sweep)."""
+    base = cgroup_base(owner_token)
+    if base is None or not base.is_dir():
+        return
+    for child in base.iterdir():
+        if child.is_dir():
+            kill_cgroup(child)
+    with contextlib.suppress(OSError):
+        base.rmdir()
+
+
 # -- the watchdog: kills what a crashed controller left behind -------------------------------
 
 _watchdog: tuple[int, object, int] | None = None  # (owner pid, Popen, write end of its pipe)
@@ -280,6 +383,7 @@ def _watch(owner_token: str) -> int:
     stdin = sys.stdin.buffer
     while stdin.read(4096):
         pass
+    kill_cgroups(owner_token)
     kill_all((), owner_token + "/", prefix=True)
     return 0
 

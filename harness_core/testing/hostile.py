@@ -8,7 +8,8 @@ the prompt:
 ``complete``  one delta and ``turn.completed``;
 ``hang``      writes one delta and then nothing, ignoring the cancel line and SIGTERM;
 ``crash``     one delta, then exits with status 3 (no terminal);
-``silent``    never writes anything (and ignores SIGTERM).
+``silent``    never writes anything (and ignores SIGTERM);
+``scrub``     like ``hang``, and the grandchild re-executes itself with an empty environment.
 
 With ``--session`` it serves turn after turn (session mode); otherwise one turn and exit.
 """
@@ -22,7 +23,7 @@ import sys
 import time
 
 
-def _daemonize() -> None:
+def _daemonize(scrub: bool = False) -> None:
     read_end, write_end = os.pipe()
     if os.fork() == 0:  # child: new session, then the grandchild, then exit (double fork)
         os.close(read_end)
@@ -36,6 +37,9 @@ def _daemonize() -> None:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
+            if scrub:  # leave no trace in the environment either (no owner tag)
+                code = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                os.execve(sys.executable, [sys.executable, "-c", code + "time.sleep(3600)"], {})
             while True:
                 time.sleep(3600)
         os._exit(0)
@@ -59,7 +63,7 @@ def _send(**event: object) -> None:
 
 
 def _turn(prompt: str) -> None:
-    _daemonize()
+    _daemonize(scrub=prompt == "scrub")
     if prompt == "complete":
         _send(type="message.delta", text="ok")
         _send(type="turn.completed", text="ok")
@@ -68,7 +72,7 @@ def _turn(prompt: str) -> None:
     if prompt == "crash":
         _send(type="message.delta", text="about to crash")
         os._exit(3)
-    if prompt == "hang":
+    if prompt in ("hang", "scrub"):
         _send(type="message.delta", text="working")
     while True:
         time.sleep(3600)

@@ -221,3 +221,23 @@ def test_cancel_never_signals_a_process_that_reused_a_dead_runs_pid(tmp_path: Pa
     finally:
         innocent.kill()
         innocent.wait()
+
+
+async def test_a_daemon_that_scrubs_its_environment_is_gone_where_cgroups_work(
+    tmp_path: Path, pids: Path
+) -> None:
+    """Double fork + setsid + an empty environment: no tag, no ancestry, no group left - only
+    the spawn's cgroup still holds it."""
+    if proctree.cgroup_base() is None:
+        pytest.skip("no writable cgroup v2 hierarchy with cgroup.kill here")
+    async with controller(tmp_path) as c:
+        session = await open_hostile(c, tmp_path)
+        async with c.turn(session, "scrub") as turn:
+            async for event in turn:
+                if event.type == "message.delta":
+                    await wait_for_files(pids, 2)
+                    await anyio.sleep(0.3)  # the grandchild has re-executed by now
+                    await c.cancel_turn(session)
+        made = recorded(pids)
+        assert proctree.owner_tag(made[1]) is None or proctree.read_stat(made[1]) is None
+        assert left(made) == []
