@@ -1,20 +1,17 @@
-"""``harness worker``: run a Temporal worker for harness sessions."""
+"""``harness worker``: run a Temporal worker for harness sessions (arguments added to the core
+CLI's parser; importing this module stays cheap: Temporal loads only when the worker runs)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
-from collections.abc import Sequence
 
-from .worker import NAMESPACE, TASK_QUEUE
+from harness_hookspecs import HarnessError
+
+from .shapes import NAMESPACE, TASK_QUEUE
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="harness worker",
-        description="Run sessions' turns from a Temporal task queue on the shared ledger.",
-    )
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default="127.0.0.1:7233", help="Temporal frontend host:port")
     p.add_argument("--namespace", default=NAMESPACE)
     p.add_argument("--task-queue", default=TASK_QUEUE)
@@ -26,21 +23,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--state-dir", help="this worker's adapter state root")
     p.add_argument(
         "--shared-state",
+        metavar="DIR",
         help="a directory every worker mounts: adapters' state_dir snapshots travel through it",
     )
-    return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     import anyio
 
     from .worker import run_worker
 
-    args = parser().parse_args(argv)
     if not args.ledger:
-        print("harness: invalid-request: the worker needs --ledger (a shared ledger URL)",
-              file=sys.stderr)  # fmt: skip
-        return 2
+        raise HarnessError("invalid-request", "the worker needs --ledger (a shared ledger URL)")
 
     def ready() -> None:
         print(f"worker ready on {args.task_queue} at {args.address}", flush=True)

@@ -31,6 +31,8 @@ from harness_core.ledger.tail import follow
 from harness_core.plugin_manager import get_plugins
 
 from .shapes import (
+    NAMESPACE,
+    TASK_QUEUE,
     ApprovalDecision,
     ExecutorOptions,
     SessionSpec,
@@ -38,7 +40,6 @@ from .shapes import (
     TurnRequest,
     TurnSummary,
 )
-from .worker import NAMESPACE, TASK_QUEUE
 from .workflow import SessionWorkflow
 
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+TASK_QUEUE = "harness-sessions"
+NAMESPACE = "default"
+
 #: Activity names (the workflow names them; the worker registers them).
 OPEN_SESSION = "harness.open_session"
 RUN_TURN = "harness.run_turn"

@@ -14,14 +14,14 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 import anyio
+from harness_hookspecs import HarnessError
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from .activities import SessionActivities
+from .shapes import NAMESPACE, TASK_QUEUE
 from .workflow import SessionWorkflow
 
-TASK_QUEUE = "harness-sessions"
-NAMESPACE = "default"
 HEARTBEAT_THROTTLE = timedelta(seconds=0.5)
 STICKY_TIMEOUT = timedelta(seconds=1)
 
@@ -58,7 +58,10 @@ async def run_worker(
     on_ready: Callable[[], None] | None = None,
 ) -> None:
     """Serve until SIGINT / SIGTERM; then finish (cancel) what runs and release every session."""
-    client = await Client.connect(address, namespace=namespace)
+    try:
+        client = await Client.connect(address, namespace=namespace)
+    except RuntimeError:  # the SDK's connection failure
+        raise HarnessError("provider-unavailable", "cannot reach the Temporal service") from None
     activities = SessionActivities(
         ledger=ledger,
         state_dir=state_dir,
