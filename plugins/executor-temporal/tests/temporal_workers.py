@@ -13,7 +13,16 @@ HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
 class WorkerProcess:
-    def __init__(self, name: str, address: str, queue: str, ledger: str, root: Path, **extra: str):
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        queue: str,
+        ledger: str,
+        root: Path,
+        env: dict[str, str] | None = None,
+        **extra: str,
+    ):
         self.name = name
         self.log = root / f"{name}.log"
         argv = [HARNESS, "worker", "--address", address, "--task-queue", queue,
@@ -21,7 +30,9 @@ class WorkerProcess:
         for key, value in extra.items():
             argv += ["--" + key.replace("_", "-"), value]
         with open(self.log, "w") as log:
-            self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            )
         self.pid = self.process.pid
 
     def wait_ready(self, timeout: float = 60.0) -> None:
