@@ -17,7 +17,8 @@ attempt (``turn.restarted``); if the lost attempt had already ended the turn, it
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +119,8 @@ class SessionActivities:
             await self._claim(start.session_id)
             record = await anyio.to_thread.run_sync(self.ledger.get_session, start.session_id)
             if record is not None:  # an earlier attempt opened it before its worker was lost
-                attached = await self._attach(start.session_id, spec)
-                ref = attached.controller.ledger.get_session(start.session_id)
-                assert ref is not None
-                return _shape(ref.ref)
+                await self._attach(start.session_id, spec)
+                return _shape(record.ref)
             attached = await self._new_controller(start.session_id, spec.harness)
             ref = await attached.controller.open_session(
                 session_id=start.session_id,
@@ -279,19 +278,16 @@ async def _drive(controller: Controller, session_id: str, turn: Any, last: list[
         group.cancel_scope.cancel()
 
 
-class _as_application_error:
+@contextmanager
+def _as_application_error() -> Iterator[None]:
     """A ``HarnessError`` leaves the activity as an ``ApplicationError`` typed by its reason;
     the deterministic reasons are non-retryable (another attempt would fail the same way)."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> bool:
-        if isinstance(error, HarnessError):
-            raise ApplicationError(
-                error.reason, type=error.reason, non_retryable=error.reason in NON_RETRYABLE
-            ) from None
-        return False
+    try:
+        yield
+    except HarnessError as error:
+        raise ApplicationError(
+            error.reason, type=error.reason, non_retryable=error.reason in NON_RETRYABLE
+        ) from None
 
 
 def _shape(ref: Any) -> SessionRefShape:

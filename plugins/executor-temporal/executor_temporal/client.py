@@ -9,8 +9,8 @@ shared ledger's live tail (never through Temporal); its result is the workflow's
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -35,6 +35,7 @@ from .shapes import (
     TASK_QUEUE,
     ApprovalDecision,
     ExecutorOptions,
+    SessionRefShape,
     SessionSpec,
     SessionStart,
     TurnRequest,
@@ -134,7 +135,9 @@ class TemporalController:
             handle = await self.client.start_workflow(
                 SessionWorkflow.run, start, id=session_id, task_queue=self.task_queue
             )
-            shape = await handle.execute_update(SessionWorkflow.open)
+            shape: SessionRefShape = await handle.execute_update(
+                "open", result_type=SessionRefShape
+            )
         return SessionRef(provider=shape.provider, target=shape.target, session_id=shape.session_id)
 
     @asynccontextmanager
@@ -184,7 +187,7 @@ class TemporalController:
         """Close the session (idempotent): its workflow then completes."""
         try:
             with _refusals():
-                await self._handle(session).execute_update(SessionWorkflow.close)
+                await self._handle(session).execute_update("close")
         except HarnessError as error:
             if error.reason != "session-closed":
                 raise
@@ -203,23 +206,20 @@ class TemporalController:
         return self.ledger.events(session_id, after=after, limit=limit)
 
 
-class _refusals:
+@contextmanager
+def _refusals() -> Iterator[None]:
     """A workflow's refusal (validator, failed update) becomes the HarnessError it names."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, error: BaseException | None, tb: Any) -> bool:
-        if isinstance(error, WorkflowUpdateFailedError):
-            cause = error.cause
-            while cause is not None and not isinstance(cause, ApplicationError):
-                cause = cause.__cause__
-            reason = cause.type if isinstance(cause, ApplicationError) and cause.type else None
-            raise HarnessError(reason or "provider-failed") from None
-        if isinstance(error, RPCError) and "already completed" in error.message:
+    try:
+        yield
+    except WorkflowUpdateFailedError as error:
+        cause: BaseException | None = error.cause
+        while cause is not None and not isinstance(cause, ApplicationError):
+            cause = cause.__cause__
+        reason = cause.type if isinstance(cause, ApplicationError) and cause.type else None
+        raise HarnessError(reason or "provider-failed") from None
+    except RPCError as error:
+        if "already completed" in error.message:
             raise HarnessError("session-closed") from None  # the workflow ends at close
-        if isinstance(error, RPCError) and error.status == RPCStatusCode.NOT_FOUND:
+        if error.status == RPCStatusCode.NOT_FOUND:
             raise HarnessError("session-not-found") from None
-        if isinstance(error, RPCError):
-            raise HarnessError("provider-unavailable", "the Temporal service refused") from None
-        return False
+        raise HarnessError("provider-unavailable", "the Temporal service refused") from None

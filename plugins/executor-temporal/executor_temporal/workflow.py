@@ -132,7 +132,8 @@ class SessionWorkflow:
             await workflow.wait_condition(lambda: handle.done() or self._cancel is not None)
             if not handle.done():
                 handle.cancel()
-            return await handle
+            summary: TurnSummary = await handle
+            return summary
         except ActivityError as error:
             if isinstance(error.cause, CancelledError):
                 return TurnSummary(request.turn_id, "cancelled", "host")
