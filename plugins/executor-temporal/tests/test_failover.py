@@ -52,9 +52,30 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     assert types.count("turn.started") == 1 and types.count("turn.restarted") == 1
     assert sum(t in ("turn.completed", "turn.failed", "turn.cancelled") for t in types) == 1
     assert types[-1] == "turn.completed"
+    # no write from the dead worker's epoch after the takeover: epochs never go back in sequence
+    # order, and the retry writes under a newer epoch than the lost attempt
+    epochs = writer_epochs(postgresql_ledger_url, events[0].session_id)[: len(events)]
+    assert epochs == sorted(epochs), epochs
+    by_sequence = dict(zip([e.sequence for e in events], epochs, strict=True))
+    restarted_event = next(e for e in turn if e.type == "turn.restarted")
+    started_event = next(e for e in turn if e.type == "turn.started")
+    assert by_sequence[restarted_event.sequence] > by_sequence[started_event.sequence]
+    assert all(by_sequence[e.sequence] == by_sequence[restarted_event.sequence]
+               for e in turn if e.sequence > restarted_event.sequence)  # fmt: skip
     restarted = types.index("turn.restarted")
     assert types[:restarted].count("message.delta") >= 3  # the dead attempt's committed deltas
     assert types[restarted:].count("message.delta") == 10  # the retry ran the whole turn
+
+
+def writer_epochs(ledger_url: str, session_id: str) -> list[int]:
+    import psycopg
+
+    with psycopg.connect(ledger_url) as connection:
+        rows = connection.execute(
+            "SELECT writer_epoch FROM ledger_events WHERE session_id = %s ORDER BY sequence",
+            (session_id,),
+        ).fetchall()
+    return [int(row[0]) for row in rows]
 
 
 async def failover(address, ledger_url, queue, workers, workspace, steps_config, pid_dir):
