@@ -118,6 +118,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--timeout", type=_positive_seconds, help="turn deadline in seconds")
     p.add_argument("--max-events", type=_count(1), help="event-count limit for the turn")
     p.add_argument("--close", action="store_true", help="close the session after the turn")
+    p.add_argument("--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)")
     p.add_argument("--events", action="store_true", help="one line per event instead")
     p.add_argument(
         "--config",

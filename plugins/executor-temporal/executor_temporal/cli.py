@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import Any
 
 from harness_hookspecs import HarnessError
 
@@ -51,3 +52,65 @@ def run(args: argparse.Namespace) -> int:
         )
     )
     return 0
+
+
+def run_on_temporal(
+    args: argparse.Namespace,
+    prompt: str,
+    config: dict[str, Any],
+    workspace: str | None,
+    printer: Any,
+) -> int:
+    """``harness run --temporal ADDRESS``: the turn runs on a worker; events come from the
+    ledger (``--ledger`` must be the workers' shared ledger). Ctrl-C cancels the turn."""
+    import signal
+    import time
+
+    import anyio
+    from harness_hookspecs import Usage
+
+    from harness_core.cli.errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED
+
+    from .client import TemporalController
+
+    async def main() -> int:
+        controller = await TemporalController.connect(args.temporal, ledger=args.ledger)
+        async with controller, anyio.create_task_group() as group:
+            if args.session:
+                ref: Any = args.session
+            else:
+                ref = await controller.open_session(
+                    harness=args.name,
+                    workspace=workspace,
+                    model=args.model,
+                    posture=args.posture or "auto",
+                    agent=args.agent,
+                    user=args.user,
+                    config=config,
+                )
+                printer.session(controller.events(ref.session_id)[-1])
+            started = time.monotonic()
+            async with controller.turn(ref, prompt) as turn:
+
+                async def cancel_on_signal() -> None:
+                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            await controller.cancel_turn(ref, turn.turn_id)
+
+                group.start_soon(cancel_on_signal)
+                async for event in turn:
+                    if event.type != "turn.started" or printer.mode != "readable":
+                        printer.event(event)
+                summary = await turn.result()
+            if args.close:
+                await controller.close_session(ref)
+            group.cancel_scope.cancel()
+        usage = Usage(**summary.usage) if summary.usage else None
+        if printer.mode == "readable":
+            printer.view.summary(summary.status, usage, time.monotonic() - started)
+        if summary.status == "completed":
+            return EXIT_OK
+        return EXIT_CANCELLED if summary.status == "cancelled" else EXIT_TURN_FAILED
+
+    code: int = anyio.run(main)
+    return code

@@ -87,25 +87,37 @@ class TemporalController:
         self,
         client: Client,
         *,
-        ledger: LedgerStore | str,
+        ledger: LedgerStore | str | None,
         task_queue: str = TASK_QUEUE,
         options: ExecutorOptions | None = None,
     ) -> None:
         self.client = client
         self.task_queue = task_queue
         self.options = options if options is not None else ExecutorOptions()
-        self._owns_ledger = isinstance(ledger, str)
+        self._owns_ledger = ledger is None or isinstance(ledger, str)
         self.ledger: LedgerStore = (
             open_ledger(ledger, schemes=get_plugins().ledger_schemes)
-            if isinstance(ledger, str)
+            if ledger is None or isinstance(ledger, str)
             else ledger
         )
 
     @classmethod
     async def connect(
-        cls, address: str, *, ledger: LedgerStore | str, namespace: str = NAMESPACE, **kw: Any
+        cls,
+        address: str,
+        *,
+        ledger: LedgerStore | str | None,
+        namespace: str = NAMESPACE,
+        **kw: Any,
     ) -> TemporalController:
-        return cls(await Client.connect(address, namespace=namespace), ledger=ledger, **kw)
+        """Connect to Temporal at ``address``; ``ledger``: the workers' shared ledger."""
+        try:
+            client = await Client.connect(address, namespace=namespace)
+        except RuntimeError:  # the SDK's connection failure
+            raise HarnessError(
+                "provider-unavailable", "cannot reach the Temporal service"
+            ) from None
+        return cls(client, ledger=ledger, **kw)
 
     async def __aenter__(self) -> TemporalController:
         return self
