@@ -137,8 +137,15 @@ class SessionWorkflow:
         except ActivityError as error:
             if isinstance(error.cause, CancelledError):
                 return TurnSummary(request.turn_id, "cancelled", "host")
-            reason = error.cause.type if isinstance(error.cause, ApplicationError) else None
-            return TurnSummary(request.turn_id, "failed", reason or "interrupted")
+            if isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
+                # refused before it started (as the local controller raises): the update fails
+                raise ApplicationError(error.cause.message, type=error.cause.type) from None
+            # every attempt was lost (workers died) or failed: the ledger holds what they wrote
+            cause = error.cause
+            reason = cause.type if isinstance(cause, ApplicationError) else None
+            return TurnSummary(
+                request.turn_id, "failed", reason or "interrupted", attempt=options.max_attempts
+            )
         finally:
             self._active, self._cancel = None, None
             self._turns += 1

@@ -162,3 +162,29 @@ def test_approval_update_lands_refuses_unknown_ids_and_times_out_to_deny(
 
     session_id = anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
     replay_all(temporal_address, [session_id])
+
+
+def test_a_refused_turn_raises_like_locally_and_is_not_retried(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
+):
+    async def body(controller, client, queue):
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        before = len(controller.events(ref.session_id))
+        with pytest.raises(HarnessError) as refused:
+            await controller.run_turn(ref, "")  # an empty prompt: invalid-request
+        assert refused.value.reason == "invalid-request"
+        # nothing of that turn was recorded (the worker's resume may add session.resumed)
+        assert all(e.turn_id is None for e in controller.events(ref.session_id)[before:])
+        history = await client.get_workflow_handle(ref.session_id).fetch_history()
+        started = [
+            e for e in history.events if e.HasField("activity_task_started_event_attributes")
+        ]
+        attempts = [e.activity_task_started_event_attributes.attempt for e in started]
+        assert attempts == [1, 1]  # open, then the refused turn once: not retried
+        following = await controller.run_turn(ref, "still usable")
+        assert following.status == "completed", following
+        await controller.close_session(ref)
+
+    anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)

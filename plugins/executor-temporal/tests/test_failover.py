@@ -78,9 +78,10 @@ def writer_epochs(ledger_url: str, session_id: str) -> list[int]:
     return [int(row[0]) for row in rows]
 
 
-async def failover(address, ledger_url, queue, workers, workspace, steps_config, pid_dir):
+async def failover(address, ledger_url, queue, workers, workspace, steps_config, pid_dir,
+                   max_attempts=2):  # fmt: skip
     client = await Client.connect(address)
-    options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT)
+    options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, max_attempts=max_attempts)
     async with TemporalController(
         client, ledger=ledger_url, task_queue=queue, options=options
     ) as controller:
@@ -103,8 +104,37 @@ async def failover(address, ledger_url, queue, workers, workspace, steps_config,
                         await anyio.sleep(0.02)
                     if not alive(program):
                         program_gone_after = time.monotonic() - killed_at
+                    if max_attempts == 1:
+                        break  # no retry will come: leave the tail (the update still answers)
             took = time.monotonic() - killed_at
             summary = await turn.result()
+        if max_attempts == 1:  # the session stays usable: the next turn runs on the survivor
+            following = await controller.run_turn(ref, "after the loss")
+            assert following.status == "completed", following
         events = controller.events(ref.session_id)
         await controller.close_session(ref)
         return events, turn.turn_id, summary, restarted_after, took, program_gone_after
+
+
+def test_a_turn_whose_attempts_are_all_lost_fails_as_interrupted(
+    temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
+):
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    workers = [
+        WorkerProcess(name, temporal_address, queue, postgresql_ledger_url, tmp_path)
+        for name in ("a", "b")
+    ]
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        outcome = anyio.run(failover, temporal_address, postgresql_ledger_url, queue, workers,
+                            workspace, steps_config, pid_dir, 1)  # fmt: skip
+    finally:
+        for worker in workers:
+            worker.stop()
+    events, turn_id, summary, _, _, program_gone_after = outcome
+    assert (summary.status, summary.reason, summary.attempt) == ("failed", "interrupted", 1)
+    assert program_gone_after is not None and program_gone_after <= 1.0
+    lost = [e.type for e in events if e.turn_id == turn_id]
+    assert "turn.restarted" not in lost  # not retried (max_attempts=1)
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
