@@ -90,13 +90,21 @@ class SessionWorkflow:
     async def open(self) -> SessionRefShape:
         if self._opened and self._ref is not None:
             return self._ref
-        ref: SessionRefShape = await workflow.execute_activity(
-            OPEN_SESSION,
-            self._start,
-            result_type=SessionRefShape,
-            start_to_close_timeout=CONTROL_TIMEOUT,
-            retry_policy=CONTROL_RETRY,
-        )
+        try:
+            ref: SessionRefShape = await workflow.execute_activity(
+                OPEN_SESSION,
+                self._start,
+                result_type=SessionRefShape,
+                start_to_close_timeout=CONTROL_TIMEOUT,
+                retry_policy=CONTROL_RETRY,
+            )
+        except ActivityError as error:
+            self._closed = True  # nothing to run or close: the workflow ends
+            cause = error.cause
+            reason = cause.type if isinstance(cause, ApplicationError) else None
+            raise ApplicationError(
+                "the session did not open", type=reason or "provider-failed"
+            ) from None
         self._ref, self._opened = ref, True
         return ref
 

@@ -188,3 +188,20 @@ def test_a_refused_turn_raises_like_locally_and_is_not_retried(
         await controller.close_session(ref)
 
     anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
+
+
+def test_a_session_that_cannot_open_is_refused_and_its_workflow_ends(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace
+):
+    async def body(controller, client, queue):
+        with pytest.raises(HarnessError) as refused:
+            await controller.open_session(harness="no-such-harness", workspace=workspace)
+        assert refused.value.reason == "invalid-request"
+        for _ in range(100):  # visibility catches up within moments
+            runs = [w async for w in client.list_workflows(f"TaskQueue = '{queue}'")]
+            if runs and runs[0].status is not None and runs[0].status.name == "COMPLETED":
+                break
+            await anyio.sleep(0.05)
+        assert [w.status.name for w in runs if w.status] == ["COMPLETED"]
+
+    anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
