@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from executor_temporal.testing import DevServer, TemporalUnavailable
 
@@ -22,8 +23,26 @@ def temporal_address() -> Iterator[str]:
         pytest.skip(f"Temporal dev server unavailable: {error}")
     try:
         yield server.address
+        # every workflow history the tests recorded replays without a nondeterminism error
+        failures = anyio.run(replay_every_history, server.address)
+        assert not failures, failures
     finally:
         server.stop()
+
+
+async def replay_every_history(address: str) -> dict[str, str]:
+    from executor_temporal.workflow import SessionWorkflow
+    from temporalio.client import Client
+    from temporalio.worker import Replayer
+
+    client = await Client.connect(address)
+    runs = client.list_workflows("WorkflowType = 'SessionWorkflow'")
+    histories = [history async for history in runs.map_histories()]
+    results = await Replayer(workflows=[SessionWorkflow]).replay_workflows(
+        histories, raise_on_replay_failure=False
+    )
+    print(f"replayed {len(histories)} workflow histories")
+    return {run: repr(error) for run, error in results.replay_failures.items()}
 
 
 @pytest.fixture
