@@ -50,6 +50,7 @@ def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(
                 if event.type == "turn.cancelled":
                     cancelled_after = time.monotonic() - asked
             summary = await turn.result()
+        print(f"cancel: turn.cancelled in the ledger {cancelled_after:.3f} s after the signal")
         assert summary.status == "cancelled", summary
         assert cancelled_after < 1.0, cancelled_after
         await anyio.sleep(0.5)
@@ -143,6 +144,7 @@ def test_approval_update_lands_refuses_unknown_ids_and_times_out_to_deny(
         started = time.monotonic()
         decision = await controller.approve(ref, "req-1", True)
         landed = time.monotonic() - started
+        print(f"approval: the answer update landed in {landed:.3f} s")
         assert decision.allow and decision.by == "host"
         assert landed < 0.5, landed
         with pytest.raises(HarnessError) as unknown:
