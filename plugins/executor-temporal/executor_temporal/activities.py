@@ -35,6 +35,7 @@ from harness_core.context import state_dir_for
 from harness_core.controller import Controller, default_state_root
 from harness_core.ledger import flush_async, open_ledger
 from harness_core.plugin_manager import Plugins, get_plugins
+from harness_core.retry import turn_ended
 
 from .shapes import (
     CLOSE_SESSION,
@@ -246,7 +247,7 @@ class SessionActivities:
 
     def _ended(self, session_id: str, turn_id: str) -> list[Event] | None:
         earlier = [e for e in self.ledger.events(session_id) if e.turn_id == turn_id]
-        return earlier if any(e.type in TERMINAL_TYPES for e in earlier) else None
+        return earlier if turn_ended(earlier) else None
 
 
 async def _drive(controller: Controller, session_id: str, turn: Any, last: list[int]) -> None:

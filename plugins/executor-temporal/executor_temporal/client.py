@@ -29,6 +29,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from harness_core.ledger import open_ledger
 from harness_core.ledger.tail import follow
 from harness_core.plugin_manager import get_plugins
+from harness_core.retry import turn_ended
 
 from .shapes import (
     NAMESPACE,
@@ -71,7 +72,8 @@ class RemoteTurn:
                 continue
             self.events.append(event)
             yield event
-            if event.type in TERMINAL_TYPES:
+            # The crash recovery's ``interrupted`` ends a lost attempt: its retry follows.
+            if event.type in TERMINAL_TYPES and turn_ended([event]):
                 self.terminal = event
                 return
 
