@@ -24,6 +24,8 @@ from harness_hookspecs import (
     MessageDelta,
     OpenSessionRequest,
     Payload,
+    PermissionDecision,
+    PermissionRequest,
     ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
@@ -34,6 +36,8 @@ from harness_hookspecs import (
     assert_supported,
 )
 from harness_hookspecs.events import PAYLOAD_TYPES
+
+from .budgets import add_usage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -71,6 +75,22 @@ class FunctionSession:
     env: Any
     history: list[tuple[str, str]] = field(factory=list)
     state: dict[str, Any] = field(factory=dict)
+    context: SessionContext | None = field(default=None, repr=False)
+
+    async def request_permission(
+        self, request: PermissionRequest | None = None, /, **tool: Any
+    ) -> PermissionDecision:
+        """Ask the host before a tool call: ``await session.request_permission(tool="Bash",
+        kind="shell", command="make test")`` (or a :class:`PermissionRequest`); returns the
+        decision (recorded as ``permission.requested``/``permission.resolved``)."""
+        if self.context is None:
+            raise HarnessError("invalid-request", "the session has no runtime context")
+        if request is None:
+            try:
+                request = PermissionRequest.for_tool(**tool)
+            except (TypeError, ValueError):
+                raise HarnessError("invalid-request", "bad permission request fields") from None
+        return await self.context.request_permission(request)
 
 
 class FunctionHarness:
@@ -116,6 +136,7 @@ class FunctionHarness:
                 model=context.model,
                 config=context.config,
                 env=context.env,
+                context=context,
             )
             self._sessions[ref.session_id] = session
         return session
@@ -173,7 +194,7 @@ class FunctionHarness:
                     if item.text:
                         text_parts.append(item.text)
                         yield MessageDelta(text=item.text)
-                    usage = item.usage or usage
+                    usage = add_usage(usage, item.usage)
                 elif type(item) in _PAYLOAD_CLASSES and item.TYPE in ADAPTER_TYPES:
                     yield item
                     if item.TYPE in TERMINAL_TYPES:
