@@ -137,3 +137,49 @@ async def _answer_of(call: Callable[[], Any]) -> PermissionDecision | None:
     if answer is None or isinstance(answer, PermissionDecision):
         return answer
     return _FAILED
+
+
+class PendingApprovals:
+    """A host handler that parks each request until someone answers it by id (``harness
+    serve``'s approve endpoint, a UI): pass the instance as the controller's
+    ``permission_handler``. Unanswered requests are denied by the approval timeout."""
+
+    def __init__(self, on_request: Callable[[PermissionRequest], Any] | None = None) -> None:
+        self.on_request = on_request
+        self._waiting: dict[tuple[str | None, str], _Slot] = {}
+
+    async def __call__(self, request: PermissionRequest) -> PermissionDecision | None:
+        slot = _Slot(request)
+        key = (request.session_id, request.request_id)
+        self._waiting[key] = slot
+        try:
+            if self.on_request is not None:
+                self.on_request(request)
+            await slot.answered.wait()
+            return slot.decision
+        finally:
+            if self._waiting.get(key) is slot:
+                del self._waiting[key]
+
+    def pending(self, session_id: str | None = None) -> list[PermissionRequest]:
+        return [
+            slot.request
+            for (session, _), slot in self._waiting.items()
+            if session_id is None or session == session_id
+        ]
+
+    def answer(self, session_id: str | None, request_id: str, decision: PermissionDecision) -> bool:
+        """Answer a waiting request; ``False`` when none waits under that id."""
+        slot = self._waiting.get((session_id, request_id))
+        if slot is None or slot.answered.is_set():
+            return False
+        slot.decision = decision
+        slot.answered.set()
+        return True
+
+
+class _Slot:
+    def __init__(self, request: PermissionRequest) -> None:
+        self.request = request
+        self.answered = anyio.Event()
+        self.decision: PermissionDecision | None = None

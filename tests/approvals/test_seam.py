@@ -159,3 +159,34 @@ async def test_a_session_command_policy_replaces_the_controllers():
     bad = _Context("auto", config={"command_policy": {"deny": "make*"}})
     decision, _ = await _resolve(Approvals(), _bash("ls"), bad)
     assert decision.behavior == "deny"
+
+
+async def test_pending_approvals_park_until_answered_by_id():
+    from harness_core.approvals import PendingApprovals
+
+    seen: list[str] = []
+    pending = PendingApprovals(on_request=lambda request: seen.append(request.request_id))
+    approvals = Approvals(handler=pending, timeout=5)
+    request = attrs_evolve(_bash("touch x"), session_id="s1")
+    results: list = []
+
+    async def ask():
+        results.append(await approvals.resolve(request, _Context()))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask)
+        with anyio.fail_after(2):
+            while not pending.pending("s1"):
+                await anyio.sleep(0.01)
+        assert pending.pending("other") == [] and seen == [request.request_id]
+        assert not pending.answer("s1", "nope", PermissionDecision.allow())
+        assert pending.answer("s1", request.request_id, PermissionDecision.allow())
+    assert results[0].allowed and results[0].source == "host"
+    assert pending.pending() == []
+    assert not pending.answer("s1", request.request_id, PermissionDecision.allow())
+
+
+def attrs_evolve(instance, **changes):
+    import attrs
+
+    return attrs.evolve(instance, **changes)
