@@ -74,6 +74,10 @@ def call_facts(name: str, arguments: Any) -> tuple[str, str | None, str | None]:
             command = _command_of(arguments.get(key))
             if command is not None:
                 break
+        batch = arguments.get("commands")  # a list of shell lines (cline's run_commands)
+        lines = batch if isinstance(batch, list) and batch else None
+        if command is None and lines and all(isinstance(line, str) for line in lines):
+            command = "; ".join(lines)
         for key in _PATH_KEYS:
             value = arguments.get(key)
             if isinstance(value, str) and value:
