@@ -6,7 +6,7 @@ Importing this package starts nothing and imports no runtime: only pluggy, attrs
 from __future__ import annotations
 
 from .diagnostics import stderr_diagnostics
-from .errors import MESSAGES, REASONS, HarnessError, Reason
+from .errors import MESSAGES, REASONS, RUNTIME_REASONS, HarnessError, Reason
 from .events import (
     ADAPTER_TYPES,
     EVENT_TYPES,
@@ -67,9 +67,11 @@ from .permissions import (
     summarize_input,
 )
 from .protocols import (
+    CommitsOnAppend,
     CredentialResolver,
     HarnessAdapter,
     LedgerStore,
+    NotifyingStore,
     PermissionHandler,
     ProcessHandle,
     SandboxProvider,
@@ -89,6 +91,7 @@ __all__ = [
     "PROJECT_NAME",
     "PROTOCOL_VERSION",
     "REASONS",
+    "RUNTIME_REASONS",
     "TARGETS",
     "TERMINAL_TYPES",
     "TOOL_KINDS",
@@ -96,6 +99,7 @@ __all__ = [
     "Artifact",
     "CancelTurnRequest",
     "CloseSessionRequest",
+    "CommitsOnAppend",
     "ConformanceProfile",
     "Credential",
     "CredentialRequest",
@@ -107,6 +111,7 @@ __all__ = [
     "LedgerStore",
     "MessageCompleted",
     "MessageDelta",
+    "NotifyingStore",
     "OpenSessionRequest",
     "Payload",
     "PermissionDecision",
