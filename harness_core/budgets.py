@@ -125,3 +125,43 @@ def sum_usage(reports: Iterable[Usage]) -> Usage | None:
     for usage in reports:
         total = add_usage(total, usage)
     return total
+
+
+@attrs.define
+class SessionLimits:
+    """One live session's budget and what it has used so far (turns, usage, wall clock)."""
+
+    budget: Budget = attrs.field(factory=Budget)
+    #: ``anyio.current_time()`` when the session was opened or resumed here
+    started: float = 0.0
+    turns: int = 0
+    usage: Usage | None = None
+
+    def load(self, events: Iterable[Any]) -> None:
+        """Count what a resumed session used before (turns started, usage reported)."""
+        for event in events:
+            if event.type == "turn.started":
+                self.turns += 1
+            elif event.type == "usage":
+                self.usage = add_usage(self.usage, event.payload.usage)
+
+    def before_turn(self, now: float) -> None:
+        """Refuse a turn once a limit is spent (``limit-exceeded``, the hint names it)."""
+        hint = self.budget.before_turn(self.turns, now - self.started, self.usage)
+        if hint is not None:
+            raise HarnessError("limit-exceeded", hint)
+
+    def deadline(self, deadline: float | None) -> tuple[float | None, str | None]:
+        """The turn's deadline with the session's wall clock; the hint when that is the
+        earlier one (reaching it is ``limit-exceeded``, not ``timeout``)."""
+        if self.budget.max_wall_clock is None:
+            return deadline, None
+        wall = self.started + self.budget.max_wall_clock
+        if deadline is not None and deadline <= wall:
+            return deadline, None
+        return wall, f"max_wall_clock {self.budget.max_wall_clock:g}s exceeded"
+
+    def add(self, usage: Usage, now: float) -> str | None:
+        """Count a usage report; the limit it crossed, if any."""
+        self.usage = add_usage(self.usage, usage)
+        return self.budget.spent(now - self.started, self.usage)

@@ -21,7 +21,7 @@ NO = ("n", "no", "")
 def open_terminal() -> IO[str]:
     """The controlling terminal for reading answers (``invalid-request`` without one)."""
     try:
-        return open("/dev/tty", encoding="utf-8", errors="replace")  # noqa: SIM115 - kept open
+        return open("/dev/tty", encoding="utf-8", errors="replace")
     except OSError:
         raise CliError("invalid-request", "--approve needs a terminal to ask on") from None
 
