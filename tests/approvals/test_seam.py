@@ -190,3 +190,22 @@ def attrs_evolve(instance, **changes):
     import attrs
 
     return attrs.evolve(instance, **changes)
+
+
+def test_audit_summaries_are_bounded_one_line_and_mask_credentials():
+    from harness_cli_kit.calls import audit_summary, call_facts, outcome_summary
+
+    line = audit_summary("Bash", {"command": "API_KEY=sk-123 make\n\x1b[2Jdeploy " + "x" * 500})
+    assert line.startswith("Bash: API_KEY=*** make [2Jdeploy") and len(line) == 240
+    assert "sk-123" not in line and "\n" not in line
+    assert audit_summary("write", {"filePath": "/ws/a.txt", "content": "secret"}) == (
+        "write: /ws/a.txt"
+    )
+    assert audit_summary("Read", {"pattern": "x"}) is None
+    assert call_facts("exec_command", {"cmd": ["bash", "-lc", "make test"]}) == (
+        "shell",
+        "make test",
+        None,
+    )
+    assert call_facts("run_commands", {"commands": ["a", "b"]})[1] == "a; b"
+    assert outcome_summary(exit_code=2) == "exit code 2" and outcome_summary() is None

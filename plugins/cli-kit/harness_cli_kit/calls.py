@@ -123,13 +123,11 @@ def permission_request(
     )
 
 
-def outcome_summary(ok: bool, *, exit_code: Any = None, size: Any = None) -> str | None:
-    """``tool.completed``'s bounded outcome: an exit code or a byte count where known."""
+def outcome_summary(*, exit_code: Any = None, size: Any = None) -> str | None:
+    """``tool.completed``'s bounded outcome detail: an exit code or a byte count where known."""
     parts = []
     if isinstance(exit_code, int) and not isinstance(exit_code, bool):
         parts.append(f"exit code {exit_code}")
     if isinstance(size, int) and not isinstance(size, bool) and size >= 0:
         parts.append(f"{size} bytes")
-    if not parts:
-        return None
-    return ("ok: " if ok else "failed: ") + ", ".join(parts)
+    return ", ".join(parts) or None

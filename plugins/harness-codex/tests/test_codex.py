@@ -78,7 +78,10 @@ def test_parse_stream_maps_native_lines_and_hides_provider_text():
     assert payloads[0].message == "codex thread started"
     assert payloads[1] == MessageCompleted(text="Hi.")
     assert isinstance(payloads[2], ToolStarted) and isinstance(payloads[3], ToolCompleted)
-    assert not payloads[3].ok and "secret" not in repr(payloads)
+    # the audit line names the command and the outcome its exit code; the output never crosses
+    assert payloads[2].summary == "shell: rm -rf /secret"
+    assert payloads[3].summary == "the shell call failed (exit code 1)"
+    assert not payloads[3].ok and "secret" not in repr(payloads[3:])
     assert payloads[-2].usage.input_tokens == 3 and payloads[-2].usage.cache_read_tokens == 1
     assert payloads[-2].usage.cost_usd is None
     assert payloads[-1] == TurnCompleted(text="Hi.")
