@@ -11,9 +11,16 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from harness_hookspecs import HarnessError, SandboxHandle
+import attrs
+from harness_hookspecs import (
+    HarnessError,
+    PermissionDecision,
+    PermissionRequest,
+    SandboxHandle,
+)
 
 from . import proctree
+from .approvals import Approvals, Recorder
 from .process import Process, base_environment, spawn
 from .redaction import Redactor
 
@@ -45,6 +52,7 @@ class RuntimeSessionContext:
         redactor: Redactor,
         task_group: anyio.abc.TaskGroup | None,
         env_passthrough: Sequence[str] = (),
+        approvals: Approvals | None = None,
     ) -> None:
         self.session_id = session_id
         self.harness = harness
@@ -60,6 +68,10 @@ class RuntimeSessionContext:
         self._task_group = task_group
         self._passthrough = tuple(env_passthrough)
         self.deadline: float | None = None
+        self.approvals = approvals if approvals is not None else Approvals()
+        #: set by the controller while a turn runs: records a payload in that turn
+        self.recorder: Recorder | None = None
+        self.turn_id: str | None = None
         self.turn_processes: list[Process] = []
         self.session_processes: list[Process] = []
         self.background_scopes: list[anyio.CancelScope] = []
@@ -79,6 +91,13 @@ class RuntimeSessionContext:
 
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
+        """Ask the host (see :mod:`harness_core.approvals`); recorded in the running turn."""
+        if not isinstance(request, PermissionRequest):
+            raise HarnessError("invalid-request", "request_permission takes a PermissionRequest")
+        request = attrs.evolve(request, session_id=self.session_id, turn_id=self.turn_id)
+        return await self.approvals.resolve(request, self, self.recorder)
 
     async def spawn(
         self,

@@ -37,6 +37,7 @@ from harness_hookspecs import (
     HarnessError,
     OpenSessionRequest,
     Payload,
+    PermissionHandler,
     ResumeSessionRequest,
     RunTurnRequest,
     SandboxHandle,
@@ -52,6 +53,9 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.protocols import LedgerStore
 
+from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
+from .budgets import Budget, SessionLimits
+from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, state_dir_for
 from .delivery import Delivery
 from .ledger import open_ledger
@@ -113,7 +117,15 @@ class Controller:
         turn_timeout: float | None = None,
         max_events_per_turn: int | None = None,
         env_passthrough: Sequence[str] = (),
+        permission_handler: PermissionHandler | None = None,
+        permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
+        command_policy: CommandPolicy | None = None,
+        budget: Budget | Mapping[str, Any] | None = None,
     ) -> None:
+        """``permission_handler`` answers the harness's permission requests (see
+        :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
+        ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
+        ``budget`` limits every session (see :mod:`.budgets`)."""
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -125,6 +137,13 @@ class Controller:
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
+        self.approvals = Approvals(
+            handler=permission_handler,
+            timeout=permission_timeout,
+            policy=command_policy or CommandPolicy(),
+            hook=self.plugins.pm.hook,
+        )
+        self.budget = Budget.of(budget)
         self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
         self._deliver = self.delivery.deliver
         self._flush = self.delivery.flush
@@ -186,12 +205,15 @@ class Controller:
         /,
         *,
         session_id: str | None = None,
+        budget: Budget | Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> SessionRef:
         """Open a session: ``open_session(OpenSessionRequest(...))`` or keyword fields.
-        ``session_id``: a UUID to propose (e.g. a Temporal workflow id); by default a new one."""
+        ``session_id``: a UUID to propose (e.g. a Temporal workflow id); by default a new one.
+        ``budget`` adds this session's limits to the controller's."""
         if session_id is not None and not _is_uuid(session_id):
             raise HarnessError("invalid-request", "the session id is a UUID")
+        limits = self.budget.tighter(Budget.of(budget))
         if request is None:
             try:
                 request = OpenSessionRequest(**fields)
@@ -199,6 +221,7 @@ class Controller:
                 raise HarnessError("invalid-request", _safe_hint(error)) from None
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
+        require_asking(descriptor, request.posture)
         proposed = session_id if session_id is not None else str(uuid.uuid4())
         live = await self._attach(
             descriptor,
@@ -213,6 +236,7 @@ class Controller:
             config=request.config,
             call=lambda context: self.hook.harness_open_session(request=request, context=context),
         )
+        live.limits.budget = limits
         self._create_record(live.ref, request)
         self.ledger.claim(live.ref.session_id)
         self._emit(
@@ -234,9 +258,13 @@ class Controller:
         self,
         session: SessionRef | str | ResumeSessionRequest,
         /,
+        *,
+        budget: Budget | Mapping[str, Any] | None = None,
         **fields: Any,
     ) -> SessionRef:
-        """Reattach to a session from its complete ref (or its id, looked up in the ledger)."""
+        """Reattach to a session from its complete ref (or its id, looked up in the ledger);
+        ``budget`` as for :meth:`open_session` (what the session used before counts)."""
+        limits = self.budget.tighter(Budget.of(budget))
         record = self.ledger.get_session(
             session if isinstance(session, str) else _ref_of(session).session_id
         )
@@ -269,10 +297,13 @@ class Controller:
             raise HarnessError("invalid-request", "the session ref does not match the ledger")
         descriptor = self.describe(ref.provider)
         assert_supported(descriptor, ref.target, "resume")
+        require_asking(descriptor, request.posture)
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
             live = await self._resume_attached(descriptor, request, record)
+            live.limits.budget = limits
+            live.limits.load(self.ledger.events(ref.session_id))
         except BaseException:
             self.ledger.release(ref.session_id)
             raise
@@ -390,6 +421,7 @@ class Controller:
                 redactor=redactor,
                 task_group=self._task_group,
                 env_passthrough=self.env_passthrough,
+                approvals=self.approvals,
             )
             ref = await call(context)
             if not isinstance(ref, SessionRef):
@@ -416,6 +448,7 @@ class Controller:
             context=context,
             sandbox=sandbox,
             prefix="ev_" + hashlib.sha1(ref.session_id.encode()).hexdigest()[:16] + "_",
+            limits=SessionLimits(started=anyio.current_time()),
         )
         self._live[ref.session_id] = live
         return live
@@ -484,6 +517,7 @@ class Controller:
         live = self._live_session(session)
         if live.active is not None:
             raise HarnessError("turn-active")
+        live.limits.before_turn(anyio.current_time())
         retried = turn_id is not None
         turn_id = "turn_" + uuid.uuid4().hex[:24] if turn_id is None else turn_id
         try:
@@ -497,6 +531,7 @@ class Controller:
             )
         timeout = timeout if timeout is not None else self.turn_timeout
         deadline = anyio.current_time() + timeout if timeout is not None else None
+        deadline, limit_hint = live.limits.deadline(deadline)
         live.context.deadline = deadline
         turn = Turn(
             self,
@@ -507,6 +542,9 @@ class Controller:
             max_events if max_events is not None else self.max_events_per_turn,
         )
         live.active = turn
+        turn.limit_hint = limit_hint
+        live.limits.turns += 1
+        live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
         turn._record(opening)
         try:
             iterator = self.hook.harness_run_turn(request=request, context=live.context)
@@ -670,6 +708,15 @@ def _is_uuid(text: str) -> bool:
         return str(uuid.UUID(text)) == text
     except (TypeError, ValueError, AttributeError):
         return False
+
+
+def require_asking(descriptor: HarnessDescriptor, posture: str) -> None:
+    """The strict posture asks the host for every tool call: refused on a harness that cannot
+    ask (rather than run unchecked)."""
+    if posture == "strict" and "permissions" not in descriptor.features:
+        raise HarnessError(
+            "unsupported-feature", f"{descriptor.provider} cannot ask the host (strict posture)"
+        )
 
 
 def _ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:

@@ -2,7 +2,9 @@
 
 ``{"format": "harness-core.export", "version": 1, "exported_at", "session": record, "turns":
 [{turn_id, status (completed/failed/cancelled/running/interrupted), started_sequence,
-terminal_sequence, text[, reason][, attempt]}], "events": [event_to_dict...]}``. A turn's ``text``
+terminal_sequence, text, usage[, reason][, attempt]}], "usage", "events": [event_to_dict...]}``;
+``usage`` (per turn and for the session) is the sum of the usage reports, ``None`` when none
+was reported. A turn's ``text``
 is the terminal's text when it has one, else its streamed deltas, else its completed assistant
 messages; a retried turn (``turn.restarted``) keeps only its last attempt's output and says which
 attempt that was. A turn without a terminal is ``running`` while a live process holds the session and
@@ -14,9 +16,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from harness_hookspecs import HarnessError, LedgerStore, MessageDelta, TurnCompleted
+import attrs
+from harness_hookspecs import (
+    HarnessError,
+    LedgerStore,
+    MessageDelta,
+    TurnCompleted,
+    Usage,
+    UsageReported,
+)
 from harness_hookspecs.events import MessageCompleted, TurnFailed, TurnRestarted
 
+from .budgets import add_usage
 from .serialize import event_to_dict, record_to_dict
 
 EXPORT_FORMAT = "harness-core.export"
@@ -34,6 +45,11 @@ def open_turn(store: LedgerStore, session_id: str) -> str | None:
     return "running" if store.claimed(session_id) else "interrupted"
 
 
+def usage_dict(usage: Usage | None) -> dict[str, Any] | None:
+    """Summed usage as JSON (``None``: nothing reported; a ``None`` field: unknown)."""
+    return None if usage is None else attrs.asdict(usage)
+
+
 def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
     record = store.get_session(session_id)
     if record is None:
@@ -41,7 +57,11 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
     events = store.events(session_id)
     turns: dict[str, dict[str, Any]] = {}
     messages: dict[str, list[str]] = {}
+    usage: dict[str | None, Usage | None] = {None: None}  # per turn; None: the session's
     for event in events:
+        if isinstance(event.payload, UsageReported):  # every report counts (it was spent)
+            usage[None] = add_usage(usage[None], event.payload.usage)
+            usage[event.turn_id] = add_usage(usage.get(event.turn_id), event.payload.usage)
         if event.turn_id is None:
             continue
         turn = turns.get(event.turn_id)
@@ -71,6 +91,7 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
     for turn in turns.values():
         if turn["status"] is None:
             turn["status"] = open_status
+        turn["usage"] = usage_dict(usage.get(turn["turn_id"]))
     for turn_id, texts in messages.items():
         if not turns[turn_id]["text"]:
             turns[turn_id]["text"] = "\n".join(texts)
@@ -79,6 +100,7 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
         "version": EXPORT_VERSION,
         "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
         "session": record_to_dict(record),
+        "usage": usage_dict(usage[None]),
         "turns": list(turns.values()),
         "events": [event_to_dict(event) for event in events],
     }

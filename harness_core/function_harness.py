@@ -24,6 +24,8 @@ from harness_hookspecs import (
     MessageDelta,
     OpenSessionRequest,
     Payload,
+    PermissionDecision,
+    PermissionRequest,
     ProcessHandle,
     ResumeSessionRequest,
     RunTurnRequest,
@@ -36,6 +38,8 @@ from harness_hookspecs import (
 )
 from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
+
+from .budgets import add_usage
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -100,6 +104,26 @@ class FunctionSession:
         if self._context is None:
             raise HarnessError("invalid-request", "the session has no runtime context")
         return await self._context.spawn(argv, env=env, cwd=cwd, stdin=stdin, lifetime=lifetime)
+
+    @property
+    def context(self) -> SessionContext | None:
+        """The runtime's context for this session (what an adapter gets)."""
+        return self._context
+
+    async def request_permission(
+        self, request: PermissionRequest | None = None, /, **tool: Any
+    ) -> PermissionDecision:
+        """Ask the host before a tool call: ``await session.request_permission(tool="Bash",
+        kind="shell", command="make test")`` (or a :class:`PermissionRequest`); returns the
+        decision (recorded as ``permission.requested``/``permission.resolved``)."""
+        if self._context is None:
+            raise HarnessError("invalid-request", "the session has no runtime context")
+        if request is None:
+            try:
+                request = PermissionRequest.for_tool(**tool)
+            except (TypeError, ValueError):
+                raise HarnessError("invalid-request", "bad permission request fields") from None
+        return await self._context.request_permission(request)
 
 
 class FunctionHarness:
@@ -205,7 +229,7 @@ class FunctionHarness:
                     if item.text:
                         text_parts.append(item.text)
                         yield MessageDelta(text=_fits(item.text))
-                    usage = item.usage or usage
+                    usage = add_usage(usage, item.usage)
                 elif type(item) in _PAYLOAD_CLASSES and item.TYPE in ADAPTER_TYPES:
                     yield item
                     if item.TYPE in TERMINAL_TYPES:

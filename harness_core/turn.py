@@ -14,7 +14,7 @@ from typing import Protocol
 
 import anyio
 import anyio.abc
-from attrs import define, frozen
+from attrs import define, field, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
     RUNTIME_REASONS,
@@ -36,6 +36,7 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.events import PAYLOAD_TYPES
 
+from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 
 CLEANUP_GRACE = 0.25
@@ -109,8 +110,11 @@ class TurnResult:
     status: str  # completed | failed | cancelled
     events: tuple[Event, ...]
     text: str | None = None
+    #: the sum of the turn's usage reports (``None``: none reported, unknown)
     usage: Usage | None = None
     reason: str | None = None
+    #: the session's running total after this turn (every turn's usage, resumed ones too)
+    session_usage: Usage | None = None
 
     @property
     def ok(self) -> bool:
@@ -128,6 +132,7 @@ class LiveSession:
     active: Turn | None = None
     outcome: str = "success"
     closed: bool = False
+    limits: SessionLimits = field(factory=SessionLimits)
 
 
 class Turn:
@@ -172,6 +177,8 @@ class Turn:
         #: who asked for a cancel the harness may answer itself (before the runtime cancels)
         self.cancel_requested: str | None = None
         self._adapter_events = 0
+        #: set when the deadline is the session's wall-clock budget (then limit-exceeded)
+        self.limit_hint: str | None = None
         self._carry = ""  # streamed text held back while it could be the start of a secret
         self.terminal: Event | None = None
         self.events: list[Event] = []
@@ -332,11 +339,17 @@ class Turn:
                         self._record_holding_back(payload)
                     else:
                         self._record(payload)
+                    if outcome is None and type(payload) is UsageReported:
+                        crossed = self._live.limits.add(payload.usage, anyio.current_time())
+                        if crossed is not None:  # the budget is spent: end the turn here
+                            outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
         if scope.cancel_called and outcome is None:
             if self._cancel_by is not None:
                 return TurnCancelled(by=self._cancel_by)
             self._timed_out = True
+            if self.limit_hint is not None:
+                return TurnFailed(reason="limit-exceeded", hint=self.limit_hint)
             return TurnFailed(reason="timeout")
         assert outcome is not None
         return outcome
@@ -353,6 +366,13 @@ class Turn:
         # The carry stays held across other events (a secret split by a status line between
         # its pieces); it is released before the terminal.
         self._record(payload)
+
+    def record_runtime(self, payload: Payload) -> None:
+        """Record a payload the runtime authors inside the running turn (the approval seam's
+        ``permission.requested``/``permission.resolved``); dropped once the turn has ended."""
+        if self.terminal is None:
+            self._release_carry()
+            self._record(payload)
 
     def _release_carry(self) -> None:
         if self._carry:
@@ -383,6 +403,8 @@ class Turn:
                 "turn", CLEANUP_GRACE, stopped=terminal.TYPE != TurnCompleted.TYPE
             )
             live.context.deadline = None
+            if live.context.recorder == self.record_runtime:
+                live.context.turn_id, live.context.recorder = None, None
             if live.active is self:
                 live.active = None
             covered = len(self.events)
@@ -415,7 +437,7 @@ class Turn:
             elif isinstance(payload, MessageCompleted) and payload.role == "assistant":
                 completed_text = payload.text
             elif isinstance(payload, UsageReported):
-                usage = payload.usage
+                usage = add_usage(usage, payload.usage)
             elif isinstance(payload, TurnCompleted) and payload.text is not None:
                 completed_text = payload.text
         terminal = self.terminal
@@ -434,6 +456,7 @@ class Turn:
             reason=terminal.payload.reason
             if terminal is not None and isinstance(terminal.payload, TurnFailed)
             else None,
+            session_usage=self._live.limits.usage,
         )
 
 

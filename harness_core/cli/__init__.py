@@ -39,6 +39,16 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ArgumentTypeError("must be a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ArgumentTypeError("must be a positive number")
+    return value
+
+
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
@@ -117,6 +127,15 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--user", help="the user the agent works for (agent-user workspaces)")
     p.add_argument("--timeout", type=_positive_seconds, help="turn deadline in seconds")
     p.add_argument("--max-events", type=_count(1), help="event-count limit for the turn")
+    p.add_argument(
+        "--approve",
+        action="store_true",
+        help="ask on the terminal (y/n) before each tool call (implies --posture strict)",
+    )
+    p.add_argument("--max-turns", type=_count(1), help="session budget: turns (all runs)")
+    p.add_argument("--max-cost", type=_positive_number, metavar="USD", help="session budget")
+    p.add_argument("--max-tokens", type=_count(1), help="session budget: input + output tokens")
+    p.add_argument("--max-wall-clock", type=_positive_seconds, metavar="SECONDS")
     p.add_argument("--close", action="store_true", help="close the session after the turn")
     p.add_argument("--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)")
     p.add_argument("--events", action="store_true", help="one line per event instead")

@@ -141,7 +141,7 @@ class ReadOnlySqlite:
 
     def summaries(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
         """What :func:`~harness_core.cli.reading.summarize` computes, in four queries (no event
-        is decoded in Python): turns, last prompt, last event time, per-turn-last usage summed."""
+        is decoded in Python): turns, last prompt, last event time, every usage report summed."""
         result = {
             sid: {
                 "turns": 0,
@@ -172,12 +172,11 @@ class ReadOnlySqlite:
         ):
             result[sid]["last_event_at"] = stamp
         for sid, tin, tout, cost in self._rows(
-            "SELECT e.session_id, SUM(json_extract(e.payload, '$.usage.input_tokens')), "
-            "SUM(json_extract(e.payload, '$.usage.output_tokens')), "
-            "SUM(json_extract(e.payload, '$.usage.cost_usd')) FROM events e JOIN ("
-            "SELECT session_id, MAX(sequence) AS seq FROM events WHERE type = 'usage' AND "
-            f"turn_id IS NOT NULL AND session_id IN ({ids}) GROUP BY session_id, turn_id) u "
-            "ON e.session_id = u.session_id AND e.sequence = u.seq GROUP BY e.session_id",
+            # SUM of NULLs is NULL: a total nobody reported stays unknown
+            "SELECT session_id, SUM(json_extract(payload, '$.usage.input_tokens')), "
+            "SUM(json_extract(payload, '$.usage.output_tokens')), "
+            "SUM(json_extract(payload, '$.usage.cost_usd')) FROM events WHERE type = 'usage' "
+            f"AND session_id IN ({ids}) GROUP BY session_id",
             args,
         ):
             result[sid]["usage"] = {"input_tokens": tin, "output_tokens": tout, "cost_usd": cost}

@@ -56,9 +56,9 @@ def parse_since(text: str, now: datetime | None = None) -> str:
 
 
 def summarize(store: Any, session_id: str) -> dict[str, Any]:
-    """Turns, usage totals (each turn's last usage report, summed), last prompt, last activity."""
+    """Turns, usage totals (every usage report summed), last prompt, last activity."""
     turns = 0
-    per_turn: dict[str, Any] = {}
+    reports: list[Any] = []
     last_prompt = ""
     last_at = ""
     for event in store.events(session_id):
@@ -66,11 +66,11 @@ def summarize(store: Any, session_id: str) -> dict[str, Any]:
         if event.type == "turn.started":
             turns += 1
             last_prompt = event.payload.prompt
-        elif event.type == "usage" and event.turn_id is not None:
-            per_turn[event.turn_id] = event.payload.usage
+        elif event.type == "usage":
+            reports.append(event.payload.usage)
     totals: dict[str, Any] = {}
     for name in ("input_tokens", "output_tokens", "cost_usd"):
-        values = [getattr(u, name) for u in per_turn.values() if getattr(u, name) is not None]
+        values = [getattr(u, name) for u in reports if getattr(u, name) is not None]
         totals[name] = sum(values) if values else None
     return {"turns": turns, "usage": totals, "last_prompt": last_prompt, "last_event_at": last_at}
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .approve import TerminalApprover, open_terminal
 from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
 from .output import Out, print_json
 from .prompt import check_names, check_workspace, parse_pairs, read_prompt, sandbox_spec
@@ -133,6 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except ImportError:
             raise CliError("unsupported", "install harnessplane-executor-temporal") from None
         return run_on_temporal(args, prompt, config, workspace, printer)
+    approver = TerminalApprover(open_terminal()) if args.approve else None
 
     async def main() -> int:
         async with (
@@ -141,6 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 ledger=args.ledger,
                 turn_timeout=args.timeout,
                 max_events_per_turn=args.max_events,
+                permission_handler=approver,
+                budget=budget_of(args),
             ) as controller,
             anyio.create_task_group() as tg,
         ):
@@ -190,7 +194,7 @@ async def _open(
             config=config,
             workspace=workspace,
             model=args.model,
-            posture=args.posture or "auto",
+            posture=args.posture or ("strict" if args.approve else "auto"),
             sandbox=spec,
             agent=args.agent,
             user=args.user,
@@ -201,9 +205,20 @@ async def _open(
     for key in ("model", "agent", "user"):
         if getattr(args, key) is not None:
             extra[key] = getattr(args, key)
-    if args.posture is not None:
-        extra["posture"] = args.posture
+    if args.posture is not None or args.approve:
+        extra["posture"] = args.posture or "strict"
     return await controller.resume_session(args.session, **extra)
+
+
+def budget_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The session budget from ``--max-turns/--max-cost/--max-tokens/--max-wall-clock``."""
+    limits = {
+        "max_turns": args.max_turns,
+        "max_cost_usd": args.max_cost,
+        "max_tokens": args.max_tokens,
+        "max_wall_clock": args.max_wall_clock,
+    }
+    return {name: value for name, value in limits.items() if value is not None}
 
 
 async def _run_turn(

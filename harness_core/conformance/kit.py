@@ -21,6 +21,7 @@ from harness_hookspecs import ConformanceProfile, LedgerStore
 from ..controller import Controller
 from ..plugin_manager import Plugins, plugins_from
 from ..registry import as_adapter
+from .approvals_phase import approvals_phase
 from .check import Evidence
 from .checks import ALL
 from .probe import PROBE_NAME, Probe
@@ -118,6 +119,7 @@ async def arun_conformance(
             )
             await run.first_controller()
             await run.second_controller()
+            await approvals_phase(run)
             stored, read_error = run.read_back()
             checks = await anyio.to_thread.run_sync(judge, Evidence(run, stored, read_error))
     finally:

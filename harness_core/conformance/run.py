@@ -88,6 +88,8 @@ class Run:
     export_session: str | None = None
     ledger_files_open: dict[str, bytes] = field(factory=dict)
     credential_injected: bool = False
+    #: what the approvals phase saw (:mod:`.approvals_phase`)
+    approvals: Any = None
 
     def controller(self) -> Controller:
         return self.factory(

@@ -12,7 +12,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from harness_hookspecs import HarnessError, PermissionRequested, PermissionResolved
+from harness_hookspecs import HarnessError, PermissionDecision
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -207,29 +207,29 @@ async def cancel(request: Request) -> Response:
 
 
 async def approve(request: Request) -> Response:
-    """Answer a pending permission request.
-
-    The runtime has no host approval seam yet (issue 13): a pending request is found and
-    checked, then refused with ``unsupported-feature`` rather than pretending to decide.
-    """
+    """Answer a permission request the session's running turn waits on (``allow``/``deny``,
+    optional ``reason`` shown to the harness on a deny)."""
     body = await json_body(request)
     request_id, decision = body.get("request_id"), body.get("decision")
     if not isinstance(request_id, str) or decision not in ("allow", "deny"):
         raise HarnessError("invalid-request", "request_id and decision (allow|deny) are required")
+    reason = body.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise HarnessError("invalid-request", "reason must be a string")
     server = server_of(request)
     session_id = request.path_params["id"]
     await server.record(session_id)
-    pending = False
-    for event in await server.events(session_id, after=0):
-        payload = event.payload
-        if (
-            isinstance(payload, PermissionRequested | PermissionResolved)
-            and payload.request_id == request_id
-        ):
-            pending = isinstance(payload, PermissionRequested)
-    if not pending:
+    if server.approvals is None:
+        raise HarnessError("unsupported-feature", "this server's host answers approvals itself")
+    answer = (
+        PermissionDecision.allow()
+        if decision == "allow"
+        else PermissionDecision.deny(reason or "denied in the viewer")
+    )
+    if not server.approvals.answer(session_id, request_id, answer):
         raise HarnessError("invalid-request", "no such pending permission request")
-    raise HarnessError("unsupported-feature", "host approvals are not wired in the runtime yet")
+    server.hub.notify(session_id)
+    return JSONResponse({"answered": True, "decision": decision})
 
 
 async def close(request: Request) -> Response:

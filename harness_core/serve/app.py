@@ -16,6 +16,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from ..approvals import PendingApprovals
 from ..controller import Controller
 from . import api, viewer
 from .runner import Server
@@ -75,6 +76,15 @@ async def _exit_on_signal(handle: Any) -> None:
             handle.should_exit = True
 
 
+def approval_queue(controller: Controller) -> PendingApprovals | None:
+    """The queue the approve endpoint answers: the controller's own handler when it is one,
+    installed when the controller has none (a host's own handler is left alone: ``None``)."""
+    handler = controller.approvals.handler
+    if handler is None:
+        handler = controller.approvals.handler = PendingApprovals()
+    return handler if isinstance(handler, PendingApprovals) else None
+
+
 async def serve(
     controller: Controller,
     *,
@@ -93,7 +103,14 @@ async def serve(
     bound = sock.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     async with anyio.create_task_group() as task_group:
-        state = Server(controller=controller, task_group=task_group, token=token)
+        state = Server(
+            controller=controller,
+            task_group=task_group,
+            token=token,
+            approvals=approval_queue(controller),
+        )
+        if state.approvals is not None:  # a request waiting for the viewer wakes its followers
+            state.approvals.on_request = lambda request: state.hub.notify(request.session_id or "")
         config = uvicorn.Config(
             create_app(state, host),
             log_level="warning",

@@ -17,6 +17,7 @@ import anyio.abc
 from attrs import define, field
 from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, UsageReported
 
+from ..approvals import PendingApprovals
 from ..controller import Controller
 from ..turn import Turn
 
@@ -87,6 +88,8 @@ class Server:
     task_group: anyio.abc.TaskGroup
     token: str
     hub: Hub = field(factory=Hub)
+    #: the permission requests waiting for an answer from the approve endpoint
+    approvals: PendingApprovals | None = None
     summaries: dict[str, Summary] = field(factory=dict)
 
     @property

@@ -120,6 +120,10 @@ class PermissionResolved:
     request_id: str = field(validator=_ident)
     decision: str = field(validator=_in(("allow", "deny")))
     source: str = field(default="host", validator=_in(("host", "policy", "timeout")))
+    #: the approver's safe reason (a deny's explanation), if any
+    reason: str | None = field(default=None, validator=_opt_status)
+    #: the call runs with an input the approver edited
+    edited: bool = False
 
 
 @frozen

@@ -361,7 +361,10 @@ class ConformanceProfile:
     - ``target``: the target the kit opens sessions on;
     - ``turn_timeout``: the per-turn deadline (``None``: the kit's ``timeout`` argument);
     - ``cancel_after``: seconds the kit waits, once the adapter is running the slow turn,
-      before it cancels.
+      before it cancels;
+    - ``approval_prompt``: a prompt whose turn asks the host for a permission (a harness that
+      claims ``permissions``); the kit runs it under the strict posture with a host that
+      denies, and checks each request is asked, denied and recorded.
     """
 
     prompt: str = field(
@@ -378,3 +381,7 @@ class ConformanceProfile:
     target: str = field(default="local", validator=attrs.validators.in_(TARGETS))
     turn_timeout: float | None = None
     cancel_after: float = 0.2
+    approval_prompt: str | None = field(
+        default=None,
+        validator=_bounds.optional_bounded(1, _bounds.TEXT_MAX, multiline=True),
+    )

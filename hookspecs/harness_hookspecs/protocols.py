@@ -8,7 +8,7 @@ sandbox and the runtime's process-group bookkeeping - adapters never hard-code e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from .events import Event, Payload
@@ -26,6 +26,11 @@ from .models import (
     SessionRecord,
     SessionRef,
 )
+from .permissions import PermissionDecision, PermissionRequest
+
+#: The host's approver given to the ``Controller``: an async callable (like the Agent SDK's
+#: ``can_use_tool``) answering a request, or returning ``None`` to leave it to the policy hooks.
+PermissionHandler = Callable[[PermissionRequest], Awaitable[PermissionDecision | None]]
 
 
 class ProcessHandle(Protocol):
@@ -121,6 +126,16 @@ class SessionContext(Protocol):
 
     def add_secret(self, value: str) -> None:
         """Register a value the adapter learned that must be redacted everywhere."""
+
+    async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
+        """Ask the host whether a tool call may run, and wait for the decision.
+
+        Answered by the host's handler, then the ``harness_permission_decide`` hook, then the
+        posture's default; no answer within the approval timeout is a deny with
+        ``source="timeout"``. Records ``permission.requested`` and ``permission.resolved`` in
+        the running turn. Never raises for a deny: the adapter tells its CLI.
+        """
+        ...
 
 
 @runtime_checkable

@@ -353,6 +353,15 @@ class IncompleteExport(Controller):
         return bundle
 
 
+class RunsStrictUnchecked(Controller):
+    """approvals: a runtime that runs the strict posture on a harness that cannot ask."""
+
+    async def open_session(self, request=None, /, **fields):
+        if fields.get("posture") == "strict":
+            fields["posture"] = "auto"
+        return await super().open_session(request, **fields)
+
+
 #: check -> (adapter class, extra run_conformance kwargs)
 BROKEN: dict[str, tuple[type[FakeAdapter], dict[str, Any]]] = {
     "descriptor": (BadProtocol, {}),
@@ -368,6 +377,7 @@ BROKEN: dict[str, tuple[type[FakeAdapter], dict[str, Any]]] = {
     "cancel": (LeaksTurnProcess, {}),
     "close": (LeaksSessionProcess, {}),
     "usage": (NegativeUsage, {}),
+    "approvals": (FakeAdapter, {"controller_factory": RunsStrictUnchecked}),
     "ledger-round-trip": (FakeAdapter, {"ledger": "lossy"}),
     "export": (FakeAdapter, {"controller_factory": IncompleteExport}),
     "canary": (LeaksHostEnv, {}),

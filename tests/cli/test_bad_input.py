@@ -31,6 +31,31 @@ CASES = [
     ),
     (["run", "echo", "hi", "--session", "nosuch"], "session-not-found: no such session", USAGE),
     (
+        ["run", "echo", "hi", "--max-cost", "-1"],
+        "invalid-request: argument --max-cost: must be a positive number",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--max-cost", "lots"],
+        "invalid-request: argument --max-cost: must be a number",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--max-turns", "0"],
+        "invalid-request: argument --max-turns: must be at least 1",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--max-tokens", "1.5"],
+        "invalid-request: argument --max-tokens: must be a whole number",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--max-wall-clock", "0"],
+        "invalid-request: argument --max-wall-clock: must be a positive number of seconds",
+        USAGE,
+    ),
+    (
         ["run", "echo", "hi", "--config", "notkv"],
         "invalid-request: --config needs KEY=VALUE, got 'notkv'",
         USAGE,

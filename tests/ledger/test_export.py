@@ -74,6 +74,7 @@ def test_export_bundle(store: LedgerStore) -> None:
         "started_sequence": 2,
         "terminal_sequence": 5,
         "text": "hello",
+        "usage": None,  # no usage reported: unknown, not zero
     }
     assert (turns["t2"]["status"], turns["t2"]["reason"]) == ("failed", "provider-failed")
     assert turns["t3"]["status"] == "cancelled"

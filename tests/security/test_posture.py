@@ -9,7 +9,7 @@ from harness_hookspecs import HarnessError, SandboxSpec
 from harness_core import Controller, harness, plugins_from
 
 
-@harness("poser")
+@harness("poser", features=("resume", "cancel", "permissions"))
 async def poser(message, session):
     return "ok"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from harness_hookspecs import (
-    PermissionRequested,
+    PermissionRequest,
     ToolCompleted,
     ToolStarted,
     Usage,
@@ -18,7 +18,7 @@ pytest.importorskip("uvicorn", reason="harness serve needs the serve extra (uvic
 XSS = '<script>window.__xss=1</script><img src=x onerror="window.__xss=2">'
 
 
-@harness("scripted")
+@harness("scripted", features=("resume", "cancel", "permissions"))
 async def scripted(message, session):
     """Streams what the prompt asks for: `slow N` chunks 0.2 s apart, a tool call with usage,
     a permission request, or markup that must be shown as text."""
@@ -37,8 +37,10 @@ async def scripted(message, session):
         yield UsageReported(usage=Usage(input_tokens=120, output_tokens=30, cost_usd=0.0021))
         return
     if prompt.startswith("permission"):
-        yield PermissionRequested(request_id="perm_1", summary="write to README.md", tool="edit")
-        await anyio.sleep(30)
+        decision = await session.request_permission(
+            PermissionRequest.for_tool("edit", kind="write", path="README.md", request_id="perm_1")
+        )
+        yield "allowed" if decision.allowed else f"denied: {decision.reason}"
         return
     if prompt.startswith("fail"):
         yield "Trying. "

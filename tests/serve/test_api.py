@@ -227,9 +227,15 @@ def test_bad_requests_get_a_fixed_reason(serve, workspace_dir):
         assert event_types(server, session_id) == ["session.opened"]
 
 
-def test_approve_finds_the_pending_request_but_approvals_are_not_wired(serve, workspace_dir):
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_approve_answers_the_waiting_request_and_the_turn_finishes(serve, workspace_dir, decision):
     with serve() as server:
-        session_id = open_session(server, workspace_dir)
+        _, opened = server.call(
+            "POST",
+            "/api/sessions",
+            {"harness": "scripted", "workspace": workspace_dir, "posture": "strict"},
+        )
+        session_id = opened["ref"]["session_id"]
         server.call(
             "POST", f"/api/sessions/{session_id}/turns", {"prompt": "permission", "stream": False}
         )
@@ -237,11 +243,25 @@ def test_approve_finds_the_pending_request_but_approvals_are_not_wired(serve, wo
         status, answer = server.call(
             "POST",
             f"/api/sessions/{session_id}/approve",
-            {"request_id": "perm_1", "decision": "allow"},
+            {"request_id": "perm_1", "decision": decision, "reason": "not now"},
         )
-        # Issue 13 brings the host approval seam; until then the API says so instead of faking it.
-        assert status == 501 and answer["error"]["reason"] == "unsupported-feature"
-        server.call("POST", f"/api/sessions/{session_id}/cancel", {})
+        assert status == 200 and answer == {"answered": True, "decision": decision}
+        wait_for(lambda: "turn.completed" in event_types(server, session_id))
+        _, got = server.call("GET", f"/api/sessions/{session_id}/events")
+        resolved = next(e for e in got["events"] if e["type"] == "permission.resolved")
+        assert (resolved["payload"]["decision"], resolved["payload"]["source"]) == (
+            decision,
+            "host",
+        )
+        text = "allowed" if decision == "allow" else "denied: not now"
+        assert any(e["payload"].get("text") == text for e in got["events"])
+        # answered once: a second answer finds nothing pending
+        status, again = server.call(
+            "POST",
+            f"/api/sessions/{session_id}/approve",
+            {"request_id": "perm_1", "decision": decision},
+        )
+        assert status == 400 and again["error"]["reason"] == "invalid-request"
 
 
 def test_session_page_escapes_event_text(serve, workspace_dir):

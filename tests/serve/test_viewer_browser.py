@@ -129,10 +129,12 @@ def test_viewer_shows_markup_from_events_as_text(serve, workspace_dir, browser):
         assert not dialogs
 
 
-def test_approval_button_reports_that_approvals_are_not_wired(serve, workspace_dir, browser):
+def test_the_allow_button_answers_the_request_and_the_turn_finishes(serve, workspace_dir, browser):
     with serve() as server:
         _, opened = server.call(
-            "POST", "/api/sessions", {"harness": "scripted", "workspace": workspace_dir}
+            "POST",
+            "/api/sessions",
+            {"harness": "scripted", "workspace": workspace_dir, "posture": "strict"},
         )
         session_id = opened["ref"]["session_id"]
         page = browser.new_page()
@@ -141,10 +143,8 @@ def test_approval_button_reports_that_approvals_are_not_wired(serve, workspace_d
             "POST", f"/api/sessions/{session_id}/turns", {"prompt": "permission", "stream": False}
         )
         page.locator(".permission button.allow").click(timeout=15000)
-        # Issue 13 (host approvals) is not built: the page says so rather than pretending.
-        page.wait_for_selector("#notice:has-text('unsupported-feature')", timeout=10000)
-        page.locator("#cancel").click()
-        page.wait_for_selector("article.turn[data-status='cancelled']", timeout=10000)
+        page.wait_for_selector("article.turn[data-status='completed']", timeout=10000)
+        assert "allowed" in page.locator("article.turn").last.inner_text()
 
 
 def test_sessions_list_shows_totals(serve, workspace_dir, browser):

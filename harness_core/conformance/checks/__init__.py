@@ -7,6 +7,7 @@ judging code; :data:`ALL` is the order the report shows them in.
 from __future__ import annotations
 
 from ..check import Check
+from .approvals import approvals
 from .canary import canary
 from .cancel import cancel
 from .canonical_types import canonical_types
@@ -38,6 +39,7 @@ ALL: tuple[Check, ...] = (
     cancel,
     close,
     usage,
+    approvals,
     ledger_round_trip,
     export,
     canary,

@@ -1,8 +1,8 @@
 """The hookspecs, one module per concern. ``harness_core`` adds them all to its plugin manager."""
 
-from . import conformance, credentials, lifecycle, observers, registration, sandbox
+from . import conformance, credentials, lifecycle, observers, permissions, registration, sandbox
 
-ALL = (registration, lifecycle, sandbox, credentials, observers, conformance)
+ALL = (registration, lifecycle, sandbox, credentials, observers, conformance, permissions)
 
 __all__ = [
     "ALL",
@@ -10,6 +10,7 @@ __all__ = [
     "credentials",
     "lifecycle",
     "observers",
+    "permissions",
     "registration",
     "sandbox",
 ]

@@ -44,6 +44,9 @@ class CliTurn:
     probe: str | None = None
     #: A status message once the process runs.
     started: str | None = None
+    #: Written to the process's stdin, which then stays open (a CLI that reads its prompt and
+    #: its permission answers there); ``None``: stdin is closed.
+    stdin: bytes | None = None
 
 
 class PerTurnCliAdapter:
@@ -122,8 +125,13 @@ class PerTurnCliAdapter:
         if unreachable is not None:
             yield unreachable
             return
-        # stdin stays closed (/dev/null): some CLIs wait for input forever on an open pipe.
-        process = await context.spawn(turn.argv, env=turn.env, cwd=workspace)
+        # stdin stays closed (/dev/null) unless the CLI reads it: some CLIs wait for input
+        # forever on an open pipe.
+        process = await context.spawn(
+            turn.argv, env=turn.env, cwd=workspace, stdin=turn.stdin is not None
+        )
+        if turn.stdin is not None:
+            await process.send(turn.stdin)
         if turn.started:
             yield Status(message=turn.started)
         async for payload in turn.stream.drive(process, session.remember):

@@ -111,6 +111,11 @@ class JsonLinesStream:
     def usage(self) -> UsageReported | None:
         return None
 
+    async def respond(self, process: ProcessHandle) -> list[Payload]:
+        """After each line: answer what the CLI asked on stdin (a permission request...);
+        returns payloads to yield. The default asks nothing (the parser stays pure)."""
+        return []
+
     def terminal(self, exit_code: int | None) -> Payload:
         raise NotImplementedError
 
@@ -156,6 +161,8 @@ class JsonLinesStream:
                 on_line()
             if self.failure is not None:
                 return
+            for payload in await self.respond(process):
+                yield payload
         self.exit_code = await process.wait()
 
     async def drive(

@@ -4,8 +4,9 @@ The official ``agent-client-protocol`` SDK provides the JSON-RPC connection (req
 responses, errors) and the request models; the adapter provides the transport (the runtime's
 :class:`~harness_hookspecs.ProcessHandle`, so the agent runs in the sandbox, in its own process
 group, killed on close) and the client side: ``session/update`` notifications become events,
-``session/request_permission`` becomes ``permission.requested``/``permission.resolved`` answered
-by the host's policy (default: reject), and file-system/terminal capabilities are off.
+``session/request_permission`` asks the runtime's approval seam (``context.request_permission``:
+the host's handler, policy plugins, the posture; recorded as ``permission.requested``/
+``permission.resolved``), and file-system/terminal capabilities are off.
 
 The connection's reader (``Connection.main_loop``) and each turn's ``session/prompt`` request run
 as session tasks through the runtime's ``start_soon``, each in a cancel scope the adapter owns and
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import attrs
 from acp import PROTOCOL_VERSION, RequestError
 from acp.connection import Connection
 from acp.schema import (
@@ -39,6 +41,7 @@ from acp.schema import (
 )
 from anyio.streams.memory import MemoryObjectSendStream
 from harness_cli_kit import NativeSession, preflight, require_workspace, usage_of
+from harness_cli_kit.calls import audit_summary, permission_request
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.safe import is_safe_name
 from harness_cli_kit.tools import ToolCalls, call_id_of
@@ -51,8 +54,7 @@ from harness_hookspecs import (
     MessageDelta,
     OpenSessionRequest,
     Payload,
-    PermissionRequested,
-    PermissionResolved,
+    PermissionRequest,
     ProcessHandle,
     ResumeSessionRequest,
     RunTurnRequest,
@@ -130,12 +132,10 @@ class ProcessTransport:
 
 
 class _Turn:
-    def __init__(self, sink: MemoryObjectSendStream[tuple[str, Any]], policy: str) -> None:
+    def __init__(self, sink: MemoryObjectSendStream[tuple[str, Any]]) -> None:
         self.sink = sink
-        self.policy = policy
         self.tools = ToolCalls(KIND_SUMMARIES)
         self.text: list[str] = []
-        self.permissions = 0
 
     def put(self, item: tuple[str, Any]) -> None:
         try:
@@ -199,11 +199,37 @@ def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
         name = _safe_tool_name(update)
         tool_kind = update.get("kind")
         summary = turn.tools.summary(tool_kind) if isinstance(tool_kind, str) else None
-        out += turn.tools.start(call_id, name, summary)
+        out += turn.tools.start(
+            call_id, name, audit_summary(name, update.get("rawInput")) or summary
+        )
         status = update.get("status")
         if status in ("completed", "failed"):
             out += turn.tools.finish(call_id, name, status == "completed", summary)
     return out
+
+
+_ACP_KINDS = {
+    "execute": "shell",
+    "edit": "write",
+    "delete": "write",
+    "move": "write",
+    "read": "read",
+    "search": "read",
+    "fetch": "fetch",
+}
+
+
+def permission_request_of(tool_call: Mapping[str, Any]) -> PermissionRequest:
+    """The approval request for an ACP ``toolCall`` (its ``rawInput`` names the command or
+    path; the ACP ``kind`` says what it does when the name does not)."""
+    name = _safe_tool_name(tool_call)
+    raw = tool_call.get("rawInput")
+    request = permission_request(name, raw if isinstance(raw, Mapping) else {})
+    call_id = call_id_of(tool_call.get("toolCallId"))
+    kind = _ACP_KINDS.get(str(tool_call.get("kind")), request.kind)
+    if request.kind == "other" and kind != "other":
+        request = attrs.evolve(request, kind=kind)
+    return attrs.evolve(request, request_id=call_id) if call_id else request
 
 
 def _usage(result: Mapping[str, Any]) -> UsageReported | None:
@@ -248,51 +274,25 @@ class AcpAdapter:
                     turn.put(("event", payload))
             return None
         if method == "session/request_permission":
-            return self._permission(session, params)
+            return await self._permission(session, params)
         if is_notification:
             return None
         # fs/* and terminal/* are not advertised; anything else is unknown.
         raise RequestError.method_not_found(method)
 
-    def _permission(self, session: _Session, params: Mapping[str, Any]) -> dict[str, Any]:
-        turn = session.turn
+    async def _permission(self, session: _Session, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Ask the runtime (the host, policy plugins, the posture) and select the agent's
+        option of the decided kind: options are picked by ``kind``, never by id (agents name
+        them differently, and codex-acp's ``abort`` would cancel the whole turn)."""
         options = [o for o in params.get("options") or [] if isinstance(o, Mapping)]
-        policy = turn.policy if turn is not None else "reject"
         tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), Mapping) else {}
-        request_id = tool_call.get("toolCallId") if isinstance(tool_call, Mapping) else None
-        if turn is not None:
-            turn.permissions += 1
-        if not isinstance(request_id, str) or not 0 < len(request_id) <= 200:
-            request_id = f"permission-{turn.permissions if turn else 0}"
-        else:
-            request_id = f"{request_id}:{turn.permissions if turn else 0}"
-        kind = tool_call.get("kind") if isinstance(tool_call, Mapping) else None
-        tool = _safe_tool_name(tool_call) if isinstance(tool_call, Mapping) else None
-        summary = "the agent asks to " + {
-            "execute": "run a command",
-            "edit": "edit a file",
-            "delete": "delete a file",
-            "move": "move a file",
-            "fetch": "fetch a resource",
-            "read": "read a file",
-        }.get(kind if isinstance(kind, str) else "", "use a tool")
+        assert isinstance(tool_call, Mapping)
+        request = permission_request_of(tool_call)
+        decision = await session.context.request_permission(request)
         wanted = (
-            ("allow_once", "allow_always")
-            if policy == "allow"
-            else ("reject_once", "reject_always")
+            ("allow_once", "allow_always") if decision.allowed else ("reject_once", "reject_always")
         )
         chosen = next((o for k in wanted for o in options if o.get("kind") == k), None)
-        decision = "allow" if policy == "allow" and chosen is not None else "deny"
-        if turn is not None:
-            turn.put(
-                ("event", PermissionRequested(request_id=request_id, summary=summary, tool=tool))
-            )
-            turn.put(
-                (
-                    "event",
-                    PermissionResolved(request_id=request_id, decision=decision, source="policy"),
-                )
-            )
         if chosen is None or not isinstance(chosen.get("optionId"), str):
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}}
@@ -302,7 +302,9 @@ class AcpAdapter:
         home.mkdir(parents=True, exist_ok=True)
         launch = self.agent.setup(context, home)
         session.base_url = launch.base_url
-        env = dict(launch.env)
+        # An inherited IS_SANDBOX=1 makes Claude Code (as root) skip its permission prompts,
+        # and claude-code-acp then fails session/new: blank it unless the config sets it.
+        env = {"IS_SANDBOX": "", **launch.env}
         if context.workspace:
             env["PWD"] = context.workspace
         process = await context.spawn(
@@ -413,9 +415,8 @@ class AcpAdapter:
         if unreachable is not None:
             yield unreachable
             return
-        policy = str(context.config.get("permissions", "reject"))
         send, receive = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
-        turn = _Turn(send, "allow" if policy == "allow" else "reject")
+        turn = _Turn(send)
         session.turn = turn
         prompt = PromptRequest(
             session_id=session.native_id,

@@ -19,6 +19,7 @@ The stream's mapping to contract payloads is in :mod:`.stream`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -59,6 +60,7 @@ DETAILS = {
     "wire_api": "anthropic-messages",
     "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
     "dangerous=bypassPermissions (acceptEdits+all tools as root)",
+    "approvals": "strict and auto ask the host via --permission-prompt-tool stdio",
 }
 #: ``dangerous`` when ``bypassPermissions`` is refused (root): every built-in tool allowed.
 ALL_TOOLS = (*AUTO_TOOLS, "WebFetch", "WebSearch")
@@ -89,10 +91,25 @@ def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str],
             ",".join(tools),
         ], "acceptEdits"
     tools = list(allowed) if allowed is not None else list(AUTO_TOOLS)
+    if asks_host(posture):
+        # Shell commands go through the approval seam (the command policy reads them).
+        tools = [tool for tool in tools if tool != "Bash"]
     args = ["--permission-mode", "acceptEdits"]
     if tools:
         args += ["--allowedTools", ",".join(tools)]
     return args, "acceptEdits"
+
+
+def asks_host(posture: str) -> bool:
+    """Whether a turn asks the runtime (``--permission-prompt-tool stdio``): every posture but
+    ``dangerous``, which allows without asking."""
+    return posture != "dangerous"
+
+
+def user_message(prompt: str) -> bytes:
+    """The prompt as the ``--input-format stream-json`` user message line."""
+    message = {"type": "user", "message": {"role": "user", "content": prompt}}
+    return json.dumps(message).encode() + b"\n"
 
 
 def transcript_exists(config_dir: Path, session_id: str) -> bool:
@@ -111,11 +128,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     binary = BINARY
     vendor = "anthropic"
     features = ("resume", "cancel", "usage", "permissions")
-    details = {
-        "wire_api": "anthropic-messages",
-        "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
-        "dangerous=bypassPermissions (acceptEdits+all tools as root)",
-    }
+    details = DETAILS
 
     def _home(self, context: SessionContext) -> Path:
         home = Path(context.state_dir) / "home"
@@ -160,6 +173,11 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         perms, _mode = permission_args(context.posture, context.config)
         argv = [session.cli, "-p", "--output-format", "stream-json", "--verbose"]
         argv += ["--include-partial-messages", *perms]
+        asking = asks_host(context.posture)
+        if asking:
+            # Claude asks on stdout (control_request can_use_tool) and reads the answer on
+            # stdin, where the prompt goes too (the Agent SDKs' protocol).
+            argv += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
             argv += ["--model", model]
@@ -167,9 +185,18 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             argv += ["--resume", session_id]
         else:
             argv += ["--session-id", session_id]
-        argv += ["--", safe_prompt(prompt)]
+        if not asking:
+            argv += ["--", safe_prompt(prompt)]
+        stream = ClaudeStream(
+            expected=session_id, approver=context.request_permission if asking else None
+        )
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
-        return CliTurn(argv, self._env(context, home), ClaudeStream(expected=session_id))
+        return CliTurn(
+            argv,
+            self._env(context, home),
+            stream,
+            stdin=user_message(prompt) if asking else None,
+        )
 
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeStream", "classify_result", "parse_stream"]

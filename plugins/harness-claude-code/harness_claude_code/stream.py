@@ -1,23 +1,29 @@
-"""Claude Code's ``stream-json`` lines -> contract payloads (pure: no I/O).
+"""Claude Code's ``stream-json`` lines -> contract payloads (the parsing is pure; only
+:meth:`ClaudeStream.respond` does I/O: the permission answers on stdin).
 
 Failures are classified from the stream, never forwarded: the CLI's error text stays here.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, safe_id, usage_of
 from harness_cli_kit import safe_name as tool_name
+from harness_cli_kit.calls import audit_summary, permission_request
 from harness_cli_kit.classify import reason_from
 from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
     Payload,
+    PermissionDecision,
+    PermissionRequest,
     PermissionRequested,
     PermissionResolved,
+    ProcessHandle,
     Status,
     ToolCompleted,
     ToolStarted,
@@ -25,6 +31,8 @@ from harness_hookspecs import (
     TurnFailed,
     UsageReported,
 )
+
+Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 #: Adapter-authored summaries per Claude Code tool (never the tool's input or output).
 TOOL_SUMMARIES = {
@@ -76,8 +84,13 @@ class ClaudeStream(JsonLinesStream):
 
     cli = "claude"
 
-    def __init__(self, expected: str | None = None) -> None:
+    def __init__(self, expected: str | None = None, approver: Approver | None = None) -> None:
         super().__init__()
+        #: ``context.request_permission`` when the CLI asks on stdout (``--permission-prompt-tool
+        #: stdio``) and reads the answers on stdin
+        self.approver = approver
+        self._asks: list[Mapping[str, Any]] = []
+        self._stdin_open = approver is not None
         #: The session id the turn runs under (``--session-id``/``--resume``).
         self.expected = expected
         self.result: dict[str, Any] | None = None
@@ -104,7 +117,44 @@ class ClaudeStream(JsonLinesStream):
             return self._system(data)
         if kind == "result":
             self.result = data
+        if kind == "control_request" and self.approver is not None:
+            request = data.get("request")
+            if isinstance(request, Mapping) and request.get("subtype") == "can_use_tool":
+                self._asks.append(data)
         return []
+
+    async def respond(self, process: ProcessHandle) -> list[Payload]:
+        """Answer each ``can_use_tool`` control request through the approval seam; close
+        stdin once the result is in (the CLI then exits)."""
+        while self._asks and self.approver is not None:
+            await process.send(await self._answer(self._asks.pop(0)))
+        if self.result is not None and self._stdin_open:
+            self._stdin_open = False
+            await process.close_stdin()
+        return []
+
+    async def _answer(self, data: Mapping[str, Any]) -> bytes:
+        assert self.approver is not None
+        native = data["request"]
+        name = tool_name(native.get("tool_name"))
+        arguments = native.get("input") if isinstance(native.get("input"), Mapping) else {}
+        call_id = safe_id(native.get("tool_use_id"))
+        request = permission_request(
+            name, arguments, request_id=call_id or safe_id(data.get("request_id")), can_edit=True
+        )
+        decision = await self.approver(request)
+        if decision.allowed:
+            edited = decision.updated_input
+            answer: dict[str, Any] = {
+                "behavior": "allow",
+                "updatedInput": dict(edited) if edited is not None else dict(arguments),
+            }
+        else:
+            if call_id is not None:
+                self._denied.add(call_id)
+            answer = {"behavior": "deny", "message": decision.reason or "denied by the host"}
+        response = {"subtype": "success", "request_id": data.get("request_id"), "response": answer}
+        return json.dumps({"type": "control_response", "response": response}).encode() + b"\n"
 
     def _stream_event(self, event: Any) -> list[Payload]:
         if not isinstance(event, Mapping):
@@ -151,7 +201,8 @@ class ClaudeStream(JsonLinesStream):
                     continue
                 name = tool_name(block.get("name"))
                 self._tools[call_id] = name
-                out.append(ToolStarted(call_id=call_id, name=name, summary=tool_summary(name)))
+                summary = audit_summary(name, block.get("input")) or tool_summary(name)
+                out.append(ToolStarted(call_id=call_id, name=name, summary=summary))
         return out
 
     def _user(self, message: Any) -> list[Payload]:

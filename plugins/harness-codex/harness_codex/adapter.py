@@ -13,8 +13,9 @@ What it relies on (verified against @openai/codex 0.171.0, see ``docs/cli-stream
 - stdin closed (with an open pipe it waits for input forever);
 - the thread id from ``thread.started`` kept in ``state_dir``; later turns and resume run
   ``codex exec ... resume THREAD_ID``;
-- posture -> sandbox mode (``strict`` read-only, ``auto`` workspace-write, ``dangerous``
-  danger-full-access), approval policy ``never`` (``codex exec`` cannot ask).
+- posture -> sandbox mode (``auto`` workspace-write, ``dangerous`` danger-full-access),
+  approval policy ``never``: ``codex exec`` cannot ask the host, so the descriptor claims no
+  ``permissions`` and the runtime refuses ``strict`` with ``unsupported-feature``.
 
 The stream's mapping to contract payloads (and why an unreachable endpoint ends the turn at the
 first "waiting for network" notice) is in :mod:`.stream`.
@@ -99,10 +100,13 @@ class CodexAdapter(PerTurnCliAdapter):
     tested_cli = f"@openai/codex {TESTED_CLI}"
     binary = BINARY
     vendor = "openai"
-    features = ("resume", "cancel", "usage", "permissions")
+    # No "permissions": `codex exec` cannot ask the host (approval policy never), so the
+    # runtime refuses the strict posture rather than run it unchecked (codex app-server can
+    # ask: not wired yet).
+    features = ("resume", "cancel", "usage")
     details = {
         "wire_api": "openai-responses",
-        "permission_modes": "approval never; strict=read-only, auto=workspace-write, "
+        "permission_modes": "approval never (cannot ask the host); auto=workspace-write, "
         "dangerous=danger-full-access sandbox",
     }
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, safe_id, usage_of
+from harness_cli_kit.calls import audit_summary, outcome_summary
 from harness_cli_kit.classify import reason_from
 from harness_hookspecs import (
     MessageCompleted,
@@ -30,6 +31,16 @@ TOOL_ITEMS = {
     "mcp_tool_call": ("mcp", "called an MCP tool"),
     "web_search": ("web_search", "searched the web"),
 }
+
+
+def _call_input(item: Mapping[str, Any]) -> dict[str, Any]:
+    """What a Codex item ran: the command, or the first changed file's path."""
+    changes = item.get("changes")
+    first = changes[0] if isinstance(changes, list) and changes else None
+    path = first.get("path") if isinstance(first, Mapping) else None
+    return {"command": item.get("command"), "path": path}
+
+
 _AUTH = re.compile(r"\b(401|403)\b|Unauthorized|Forbidden|invalid api key|authenticat", re.I)
 _UNAVAILABLE = re.compile(
     r"\b(408|429|5\d\d)\b|Too Many Requests|high demand|exceeded retry limit|overloaded|"
@@ -122,7 +133,8 @@ class CodexStream(JsonLinesStream):
         out: list[Payload] = []
         if call_id not in self._started:
             self._started.add(call_id)
-            out.append(ToolStarted(call_id=call_id, name=name, summary=summary))
+            audit = audit_summary(name, _call_input(item))
+            out.append(ToolStarted(call_id=call_id, name=name, summary=audit or summary))
         status = item.get("status")
         if completed and call_id not in self._done:
             self._done.add(call_id)
@@ -130,6 +142,9 @@ class CodexStream(JsonLinesStream):
             if itype == "command_execution":
                 ok = ok and item.get("exit_code") in (0, None)
             text = summary if ok else f"the {name} call failed"
+            outcome = outcome_summary(exit_code=item.get("exit_code"))
+            if outcome is not None:
+                text = f"{text} ({outcome})"
             if status == "declined":
                 text = f"the {name} call was declined by the sandbox policy"
             out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=text))

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 from harness_cli_kit.testing import (
     CheckedCliScenarios,
@@ -21,7 +18,7 @@ from harness_hookspecs import (
     TurnFailed,
 )
 
-from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
+from harness_core.testing.fake_model import ToolCall
 
 SECRET = "sk-test-secret-5678"  # injected by conftest
 
@@ -38,22 +35,13 @@ def test_turn_tool_call_usage_and_resume_in_new_controller(cli):
     assert SECRET not in state_text(cli.state_root(), (".toml", ".json"))
 
 
-@pytest.mark.cli
-def test_strict_posture_is_a_read_only_sandbox(cli):
-    script = [
-        Step(
-            text="Creating it.", tool_calls=[ToolCall("exec_command", {"cmd": "echo x > out.txt"})]
-        ),
-        Step(text="Could not.", match=Match(tool_result=True)),
-    ]
-    with FakeModelServer(script) as server:
-        result, _ = cli.turn(cli.config(server.openai_base_url), "create out.txt", posture="strict")
-    assert result.status == "completed", result
-    assert not (Path(cli.workspace) / "out.txt").exists()
-    # Codex 0.171 ran the command in its read-only sandbox (the model got "Read-only file
-    # system") but emits no command_execution item for it: no successful tool event here.
-    assert not [e for e in result.events if e.type == "tool.completed" and e.payload.ok]
-    assert "Read-only file system" in json.dumps(server.model_requests()[-1].body)
+def test_strict_posture_is_refused_codex_exec_cannot_ask(cli):
+    from harness_hookspecs import HarnessError
+
+    assert "permissions" not in cli.controller().describe("codex").features
+    with pytest.raises(HarnessError) as info:
+        cli.turn({"base_url": "http://127.0.0.1:9/v1"}, "create out.txt", posture="strict")
+    assert info.value.reason == "unsupported-feature"
 
 
 class TestScenarios(CheckedCliScenarios):
@@ -90,7 +78,10 @@ def test_parse_stream_maps_native_lines_and_hides_provider_text():
     assert payloads[0].message == "codex thread started"
     assert payloads[1] == MessageCompleted(text="Hi.")
     assert isinstance(payloads[2], ToolStarted) and isinstance(payloads[3], ToolCompleted)
-    assert not payloads[3].ok and "secret" not in repr(payloads)
+    # the audit line names the command and the outcome its exit code; the output never crosses
+    assert payloads[2].summary == "shell: rm -rf /secret"
+    assert payloads[3].summary == "the shell call failed (exit code 1)"
+    assert not payloads[3].ok and "secret" not in repr(payloads[3:])
     assert payloads[-2].usage.input_tokens == 3 and payloads[-2].usage.cache_read_tokens == 1
     assert payloads[-2].usage.cost_usd is None
     assert payloads[-1] == TurnCompleted(text="Hi.")

@@ -1,4 +1,5 @@
-"""The echo harness: ``harness run echo "hello"``."""
+"""The echo harness: ``harness run echo "hello"``; ``echo "run <command>"`` asks the host for
+permission first (``harness run --approve echo "run make test"``) and says what it was told."""
 
 from __future__ import annotations
 
@@ -10,9 +11,15 @@ import anyio
 from harness_core import FunctionSession, Message, harness
 
 
-@harness("echo", display_name="Echo")
+@harness("echo", display_name="Echo", features=("resume", "cancel", "permissions"))
 async def echo(message: Message, session: FunctionSession) -> AsyncIterator[str]:
     words = message.content.split()
+    if len(words) >= 2 and words[0] == "run":
+        # Asks the host as a real harness would before a shell command (runs nothing itself).
+        command = " ".join(words[1:])
+        decision = await session.request_permission(tool="shell", kind="shell", command=command)
+        yield f"echo: {'allowed' if decision.allowed else 'denied'}: {command}"
+        return
     if len(words) == 2 and words[0] == "sleep":
         with contextlib.suppress(ValueError):
             await anyio.sleep(float(words[1]))

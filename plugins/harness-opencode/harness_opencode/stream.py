@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, positive_cost, safe_name, usage_report
+from harness_cli_kit.calls import audit_summary
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.tools import SHELL_AND_FILES, ToolCalls, call_id_of
 from harness_hookspecs import (
@@ -99,7 +100,8 @@ class OpenCodeStream(JsonLinesStream):
         name = safe_name(part.get("tool"))
         state = part.get("state") if isinstance(part.get("state"), Mapping) else {}
         status = state.get("status") if isinstance(state, Mapping) else None
-        out = self._tools.start(call_id, name)
+        arguments = state.get("input") if isinstance(state, Mapping) else None
+        out = self._tools.start(call_id, name, audit_summary(name, arguments))
         if status in ("completed", "error"):
             out += self._tools.finish(call_id, name, status == "completed")
         return out

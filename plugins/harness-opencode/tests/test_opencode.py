@@ -41,7 +41,8 @@ def test_parse_stream_maps_native_lines():
     payloads = parse_stream(lines)
     assert payloads[0] == MessageDelta(text="Hi.")
     assert isinstance(payloads[1], ToolStarted) and isinstance(payloads[2], ToolCompleted)
-    assert not payloads[2].ok and "secret" not in repr(payloads)
+    assert payloads[1].summary == "bash: rm -rf /secret"  # the audit line names the command
+    assert not payloads[2].ok and "secret" not in repr(payloads[2:])
     assert payloads[-2].usage.input_tokens == 3 and payloads[-2].usage.cache_read_tokens == 1
     assert payloads[-1] == TurnCompleted(text="Hi.")
 

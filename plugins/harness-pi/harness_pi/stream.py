@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, count, positive_cost, safe_name, usage_report
+from harness_cli_kit.calls import audit_summary
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.tools import SHELL_AND_FILES, ToolCalls, call_id_of
 from harness_hookspecs import (
@@ -78,7 +79,7 @@ class PiStream(JsonLinesStream):
         elif kind in ("tool_execution_start", "tool_execution_end"):
             call_id, name = call_id_of(data.get("toolCallId")), safe_name(data.get("toolName"))
             if call_id is not None:
-                out += self._tools.start(call_id, name)
+                out += self._tools.start(call_id, name, audit_summary(name, data.get("args")))
                 if kind == "tool_execution_end":
                     out += self._tools.finish(call_id, name, not data.get("isError"))
         elif kind == "auto_retry_start":

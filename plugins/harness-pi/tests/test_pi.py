@@ -59,7 +59,8 @@ def test_parse_stream_maps_native_lines():
     payloads = parse_stream(lines)
     assert payloads[0] == MessageDelta(text="Hi")
     assert isinstance(payloads[2], ToolStarted) and isinstance(payloads[3], ToolCompleted)
-    assert not payloads[3].ok and "secret" not in repr(payloads)
+    assert payloads[2].summary == "bash: cat /secret"  # the audit line names the command
+    assert not payloads[3].ok and "secret output" not in repr(payloads)
     assert payloads[-2].usage.input_tokens == 3 and payloads[-2].usage.cost_usd is None
     assert payloads[-1] == TurnCompleted(text="Hi")
 

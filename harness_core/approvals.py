@@ -1,0 +1,185 @@
+"""The approval seam's runtime side: who answers ``context.request_permission(request)``.
+
+In order:
+
+1. the posture: ``dangerous`` allows without asking; ``auto`` runs the command policy
+   (:mod:`harness_core.command_policy`), whose ``allow``/``deny`` verdicts answer at once
+   (``source="policy"``) and whose ``ask`` verdict goes on like ``strict``;
+2. the host's handler given to the ``Controller`` (``source="host"``), unless it returns ``None``;
+3. the ``harness_permission_decide`` hook, policy plugins (``source="policy"``);
+4. the posture's default: a deny (``source="policy"``): nobody allowed the call.
+
+Steps 2-4 run under the approval timeout; no answer in time is a deny with ``source="timeout"``.
+Every request is recorded as ``permission.requested`` and its answer as ``permission.resolved``
+in the running turn. A handler that fails, or answers with something that is not a
+:class:`PermissionDecision`, denies (never allows by accident).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import attrs
+from harness_hookspecs import (
+    HarnessError,
+    Payload,
+    PermissionDecision,
+    PermissionHandler,
+    PermissionRequest,
+    PermissionRequested,
+    PermissionResolved,
+)
+
+from .command_policy import CommandPolicy
+
+#: Seconds a request waits for an answer when the controller names none.
+DEFAULT_PERMISSION_TIMEOUT = 300.0
+
+Recorder = Callable[[Payload], Any]
+
+
+@attrs.define
+class Approvals:
+    """One per controller: the host's handler, the command policy and the timeout."""
+
+    handler: PermissionHandler | None = None
+    timeout: float = DEFAULT_PERMISSION_TIMEOUT
+    policy: CommandPolicy = attrs.field(factory=CommandPolicy)
+    hook: Any = None
+
+    async def resolve(
+        self,
+        request: PermissionRequest,
+        context: Any,
+        record: Recorder | None = None,
+    ) -> PermissionDecision:
+        """Answer ``request`` for the session ``context`` and record both sides."""
+        if record is not None:
+            record(
+                PermissionRequested(
+                    request_id=request.request_id, summary=request.summary, tool=request.tool
+                )
+            )
+        decision = await self._decide(request, context)
+        if decision.updated_input is not None and not request.can_edit:
+            decision = attrs.evolve(
+                decision,
+                behavior="deny",
+                updated_input=None,
+                reason="the harness cannot run an edited input",
+            )
+        if record is not None:
+            record(
+                PermissionResolved(
+                    request_id=request.request_id,
+                    decision=decision.behavior,
+                    source=decision.source,
+                    reason=decision.reason,
+                    edited=decision.updated_input is not None,
+                )
+            )
+        return decision
+
+    async def _decide(self, request: PermissionRequest, context: Any) -> PermissionDecision:
+        posture = getattr(context, "posture", "strict")
+        if posture == "dangerous":
+            return PermissionDecision("allow", source="policy")
+        if posture == "auto":
+            verdict, why = self._policy_for(context).verdict(
+                request, getattr(context, "workspace", None)
+            )
+            if verdict == "deny":
+                return PermissionDecision("deny", reason=why, source="policy")
+            if verdict == "allow":
+                return PermissionDecision("allow", source="policy")
+        with anyio.move_on_after(self.timeout):
+            return await self._ask(request, context)
+        return PermissionDecision("deny", reason="no answer in time", source="timeout")
+
+    def _policy_for(self, context: Any) -> CommandPolicy:
+        """The session's own ``command_policy`` config, else the controller's."""
+        config = getattr(context, "config", None) or {}
+        if config.get("command_policy") is None:
+            return self.policy
+        try:
+            return CommandPolicy.from_config(config["command_policy"])
+        except HarnessError:
+            return CommandPolicy(default="deny")
+
+    async def _ask(self, request: PermissionRequest, context: Any) -> PermissionDecision:
+        if self.handler is not None:
+            answer = await _answer_of(lambda: self.handler(request))  # type: ignore[misc]
+            if answer is not None:
+                return attrs.evolve(answer, source="host")
+        if self.hook is not None:
+            answer = await _answer_of(
+                lambda: self.hook.harness_permission_decide(request=request, context=context)
+            )
+            if answer is not None:
+                return attrs.evolve(answer, source="policy")
+        return PermissionDecision("deny", reason="no approver allowed the call", source="policy")
+
+
+_FAILED = PermissionDecision("deny", reason="the approver failed")
+
+
+async def _answer_of(call: Callable[[], Any]) -> PermissionDecision | None:
+    """Call an approver (sync or async); a failure or a foreign answer is a deny."""
+    try:
+        answer = call()
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception:
+        return _FAILED
+    if answer is None or isinstance(answer, PermissionDecision):
+        return answer
+    return _FAILED
+
+
+class PendingApprovals:
+    """A host handler that parks each request until someone answers it by id (``harness
+    serve``'s approve endpoint, a UI): pass the instance as the controller's
+    ``permission_handler``. Unanswered requests are denied by the approval timeout."""
+
+    def __init__(self, on_request: Callable[[PermissionRequest], Any] | None = None) -> None:
+        self.on_request = on_request
+        self._waiting: dict[tuple[str | None, str], _Slot] = {}
+
+    async def __call__(self, request: PermissionRequest) -> PermissionDecision | None:
+        slot = _Slot(request)
+        key = (request.session_id, request.request_id)
+        self._waiting[key] = slot
+        try:
+            if self.on_request is not None:
+                self.on_request(request)
+            await slot.answered.wait()
+            return slot.decision
+        finally:
+            if self._waiting.get(key) is slot:
+                del self._waiting[key]
+
+    def pending(self, session_id: str | None = None) -> list[PermissionRequest]:
+        return [
+            slot.request
+            for (session, _), slot in self._waiting.items()
+            if session_id is None or session == session_id
+        ]
+
+    def answer(self, session_id: str | None, request_id: str, decision: PermissionDecision) -> bool:
+        """Answer a waiting request; ``False`` when none waits under that id."""
+        slot = self._waiting.get((session_id, request_id))
+        if slot is None or slot.answered.is_set():
+            return False
+        slot.decision = decision
+        slot.answered.set()
+        return True
+
+
+class _Slot:
+    def __init__(self, request: PermissionRequest) -> None:
+        self.request = request
+        self.answered = anyio.Event()
+        self.decision: PermissionDecision | None = None
