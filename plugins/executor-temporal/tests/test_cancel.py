@@ -31,17 +31,34 @@ async def with_worker(address, ledger_url, tmp_path: Path, body, options=None):
         return await body(controller, client, queue)
 
 
+@pytest.fixture
+def in_steps_session(temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config):
+    """``in_steps_session(body, options=None)``: with one worker, open a stdio-jsonl steps session,
+    run ``body(controller, client, ref)`` and return what it returns; then replay the session's
+    workflow (no nondeterminism)."""
+
+    def run(body, options=None):
+        async def in_session(controller, client, queue):
+            ref = await controller.open_session(
+                harness="stdio-jsonl", workspace=workspace, config=steps_config
+            )
+            return ref.session_id, await body(controller, client, ref)
+
+        session_id, result = anyio.run(
+            with_worker, temporal_address, postgresql_ledger_url, tmp_path, in_session, options
+        )
+        replay_all(temporal_address, [session_id])
+        return result
+
+    return run
+
+
 def pids_gone(pid_dir: Path) -> bool:
     return all(not alive(int(p.name.rsplit(".", 1)[1])) for p in pid_dir.iterdir())
 
 
-def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(
-    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config, pid_dir
-):
-    async def body(controller, client, queue):
-        ref = await controller.open_session(
-            harness="stdio-jsonl", workspace=workspace, config=steps_config
-        )
+def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(in_steps_session, pid_dir):
+    async def body(controller, client, ref):
         async with controller.turn(ref, "steps 100 0.1") as turn:
             async for event in turn:
                 if event.type == "message.delta":
@@ -78,36 +95,21 @@ def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(
         assert closed.value.reason == "session-closed"
         assert controller.events(ref.session_id)[-1].type == "session.closed"
         await controller.close_session(ref)  # also once the workflow has completed
-        return ref.session_id
 
-    session_id = anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
-    replay_all(temporal_address, [session_id])
+    in_steps_session(body)
 
 
-def test_continue_as_new_keeps_the_session(
-    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
-):
-    async def body(controller, client, queue):
-        ref = await controller.open_session(
-            harness="stdio-jsonl", workspace=workspace, config=steps_config
-        )
+def test_continue_as_new_keeps_the_session(in_steps_session):
+    async def body(controller, client, ref):
         for n in range(3):
             summary = await controller.run_turn(ref, f"turn {n}")
             assert summary.status == "completed", summary
         runs = [w async for w in client.list_workflows(f"WorkflowId = '{ref.session_id}'")]
         await controller.close_session(ref)
-        return ref.session_id, len(runs)
+        return len(runs)
 
-    session_id, runs = anyio.run(
-        with_worker,
-        temporal_address,
-        postgresql_ledger_url,
-        tmp_path,
-        body,
-        ExecutorOptions(turns_per_run=1),
-    )
+    runs = in_steps_session(body, ExecutorOptions(turns_per_run=1))
     assert runs >= 3  # one run per turn (continue-as-new), the last one still open then
-    replay_all(temporal_address, [session_id])
 
 
 def replay_all(address: str, workflow_ids: list[str]) -> None:
@@ -127,16 +129,11 @@ def replay_all(address: str, workflow_ids: list[str]) -> None:
     anyio.run(replay)
 
 
-def test_approval_update_lands_refuses_unknown_ids_and_times_out_to_deny(
-    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
-):
+def test_approval_update_lands_refuses_unknown_ids_and_times_out_to_deny(in_steps_session):
     """The approval update against the distribution's own request/decision shape (the host
     approval seam is not wired yet): a worker-side request arrives as a signal."""
 
-    async def body(controller, client, queue):
-        ref = await controller.open_session(
-            harness="stdio-jsonl", workspace=workspace, config=steps_config
-        )
+    async def body(controller, client, ref):
         handle = client.get_workflow_handle(ref.session_id)
         await handle.signal(
             SessionWorkflow.permission_requested, ApprovalRequest("req-1", "turn-x", "write a file")
@@ -160,19 +157,12 @@ def test_approval_update_lands_refuses_unknown_ids_and_times_out_to_deny(
         timed_out = await handle.query(SessionWorkflow.permission_decision, "req-2")
         assert timed_out is not None and not timed_out.allow and timed_out.by == "timeout"
         await controller.close_session(ref)
-        return ref.session_id
 
-    session_id = anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
-    replay_all(temporal_address, [session_id])
+    in_steps_session(body)
 
 
-def test_a_refused_turn_raises_like_locally_and_is_not_retried(
-    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
-):
-    async def body(controller, client, queue):
-        ref = await controller.open_session(
-            harness="stdio-jsonl", workspace=workspace, config=steps_config
-        )
+def test_a_refused_turn_raises_like_locally_and_is_not_retried(in_steps_session):
+    async def body(controller, client, ref):
         before = len(controller.events(ref.session_id))
         with pytest.raises(HarnessError) as refused:
             await controller.run_turn(ref, "")  # an empty prompt: invalid-request
@@ -189,7 +179,7 @@ def test_a_refused_turn_raises_like_locally_and_is_not_retried(
         assert following.status == "completed", following
         await controller.close_session(ref)
 
-    anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
+    in_steps_session(body)
 
 
 def test_a_session_that_cannot_open_is_refused_and_its_workflow_ends(

@@ -23,19 +23,9 @@ HEARTBEAT_TIMEOUT = 2.0
 def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
 ):
-    queue = f"q-{uuid.uuid4().hex[:8]}"
-    workers = [
-        WorkerProcess(name, temporal_address, queue, postgresql_ledger_url, tmp_path)
-        for name in ("a", "b")
-    ]
-    try:
-        for worker in workers:
-            worker.wait_ready()
-        outcome = anyio.run(failover, temporal_address, postgresql_ledger_url, queue, workers,
-                            workspace, steps_config, pid_dir)  # fmt: skip
-    finally:
-        for worker in workers:
-            worker.stop()
+    outcome = failover_on_two_workers(
+        temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config, pid_dir
+    )
     events, turn_id, summary, restarted_after, took, program_gone_after = outcome
     print(f"failover: program gone {program_gone_after:.2f} s after the SIGKILL, turn restarted "
           f"after {restarted_after:.2f} s, completed after {took:.2f} s")  # fmt: skip
@@ -69,6 +59,21 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     restarted = types.index("turn.restarted")
     assert types[:restarted].count("message.delta") >= 3  # the dead attempt's committed deltas
     assert types[restarted:].count("message.delta") == 10  # the retry ran the whole turn
+
+
+def failover_on_two_workers(address, ledger_url, tmp_path, workspace, steps_config, pid_dir,
+                            max_attempts=2):  # fmt: skip
+    """Start workers ``a`` and ``b`` on a fresh queue, run :func:`failover`, stop them both."""
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    workers = [WorkerProcess(name, address, queue, ledger_url, tmp_path) for name in ("a", "b")]
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        return anyio.run(failover, address, ledger_url, queue, workers, workspace, steps_config,
+                         pid_dir, max_attempts)  # fmt: skip
+    finally:
+        for worker in workers:
+            worker.stop()
 
 
 def writer_epochs(ledger_url: str, session_id: str) -> list[int]:
@@ -123,19 +128,10 @@ async def failover(address, ledger_url, queue, workers, workspace, steps_config,
 def test_a_turn_whose_attempts_are_all_lost_fails_as_interrupted(
     temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
 ):
-    queue = f"q-{uuid.uuid4().hex[:8]}"
-    workers = [
-        WorkerProcess(name, temporal_address, queue, postgresql_ledger_url, tmp_path)
-        for name in ("a", "b")
-    ]
-    try:
-        for worker in workers:
-            worker.wait_ready()
-        outcome = anyio.run(failover, temporal_address, postgresql_ledger_url, queue, workers,
-                            workspace, steps_config, pid_dir, 1)  # fmt: skip
-    finally:
-        for worker in workers:
-            worker.stop()
+    outcome = failover_on_two_workers(
+        temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config, pid_dir,
+        max_attempts=1,
+    )  # fmt: skip
     events, turn_id, summary, _, _, program_gone_after = outcome
     assert (summary.status, summary.reason, summary.attempt) == ("failed", "interrupted", 1)
     assert program_gone_after is not None and program_gone_after <= 1.0

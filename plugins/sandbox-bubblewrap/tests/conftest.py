@@ -67,67 +67,9 @@ def servers() -> Iterator[dict[str, int]]:
         srv.server_close()
 
 
-#: Prepended to every in-sandbox snippet: tiny probes that return strings, never raise.
-PROBES = r"""
-import errno, json, os, socket, urllib.request
-
-def err(e):
-    if isinstance(e, urllib.request.HTTPError):
-        return f"http-{e.code}"
-    e = getattr(e, "reason", e)
-    if isinstance(e, OSError) and e.errno:
-        return errno.errorcode.get(e.errno, str(e.errno))
-    return type(e).__name__
-
-def tcp(host, port):
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-        return "connected"
-    except OSError as e:
-        return err(e)
-
-def get(url, proxy=True):
-    opener = urllib.request.build_opener() if proxy else urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
-        return opener.open(url, timeout=5).read().decode()
-    except Exception as e:
-        return err(e)
-
-def connect(target, proxy=("127.0.0.1", 3128)):
-    try:
-        s = socket.create_connection(proxy, timeout=5)
-    except OSError as e:
-        return err(e)
-    with s:
-        s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
-        head = s.recv(4096).decode(errors="replace")
-        status = head.split(" ")[1] if " " in head else head
-        if status != "200":
-            return f"status-{status}"
-        s.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
-        data = b""
-        while chunk := s.recv(4096):
-            data += chunk
-        return data.decode(errors="replace").rsplit("\r\n\r\n", 1)[-1]
-
-def unix(path, abstract=False):
-    s = socket.socket(socket.AF_UNIX)
-    try:
-        s.connect(("\0" + path) if abstract else path)
-        return "connected"
-    except OSError as e:
-        return err(e)
-    finally:
-        s.close()
-
-def write(path):
-    try:
-        with open(path, "w") as f:
-            f.write("x")
-        return "written"
-    except OSError as e:
-        return err(e)
-"""
+#: Prepended to every in-sandbox snippet: tiny probes that return strings, never raise (it imports
+#: json and os, which the snippets use too).
+PROBES = Path(__file__).with_name("probe_helpers.py").read_text() + "import json\n"
 
 
 class Sandbox:

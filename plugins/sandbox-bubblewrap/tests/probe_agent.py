@@ -8,14 +8,15 @@ marker argument so the host can find it.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
+
+# ``python -I`` keeps this script's directory off sys.path; the shared probes sit beside it.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_helpers import connect, err, get, listdir, tcp, unix, write  # noqa: F401
 
 MARKER = sys.argv[1] if len(sys.argv) > 1 else "probe"
 
@@ -27,47 +28,6 @@ def emit(**fields: object) -> None:
 
 def status(message: str) -> None:
     emit(type="status", message=message)
-
-
-def err(e: BaseException) -> str:
-    if isinstance(e, urllib.request.HTTPError):
-        return f"http-{e.code}"
-    e = getattr(e, "reason", e)
-    if isinstance(e, OSError) and e.errno:
-        return errno.errorcode.get(e.errno, str(e.errno))
-    return type(e).__name__
-
-
-def tcp(host: str, port: int) -> str:
-    try:
-        socket.create_connection((host, port), timeout=5).close()
-        return "connected"
-    except OSError as e:
-        return err(e)
-
-
-def get(url: str, proxy: bool = True) -> str:
-    handlers = [] if proxy else [urllib.request.ProxyHandler({})]
-    try:
-        return urllib.request.build_opener(*handlers).open(url, timeout=5).read().decode()
-    except Exception as e:
-        return err(e)
-
-
-def write(path: str, text: str = "x") -> str:
-    try:
-        with open(path, "w") as f:
-            f.write(text)
-        return "written"
-    except OSError as e:
-        return err(e)
-
-
-def listdir(path: str) -> list[str] | str:
-    try:
-        return sorted(os.listdir(path))
-    except OSError as e:
-        return err(e)
 
 
 def sleeper(seconds: float = 120) -> int:

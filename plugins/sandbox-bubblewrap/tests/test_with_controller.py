@@ -55,18 +55,21 @@ def runtime_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def controller_with(provider: BubblewrapSandboxProvider, tmp_path: Path) -> Controller:
+    return Controller(
+        plugins=plugins_from([stdio_plugin, _Provider(provider)]),
+        ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
+        state_dir=tmp_path / "state",
+    )
+
+
 @pytest.fixture
 def make(bwrap, tmp_path, runtime_dir):
     """``make()`` -> (controller, marker); the marker is on every sandboxed command line."""
 
     def factory(provider: BubblewrapSandboxProvider | None = None) -> tuple[Controller, str]:
         provider = provider or BubblewrapSandboxProvider(runtime_dir=runtime_dir)
-        controller = Controller(
-            plugins=plugins_from([stdio_plugin, _Provider(provider)]),
-            ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
-            state_dir=tmp_path / "state",
-        )
-        return controller, f"marker-{uuid.uuid4().hex}"
+        return controller_with(provider, tmp_path), f"marker-{uuid.uuid4().hex}"
 
     return factory
 
@@ -76,6 +79,11 @@ def workspace(tmp_path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()
     return path
+
+
+def allowlisted(port: int) -> SandboxSpec:
+    """Network ``allowlist`` that allows host loopback ``port`` only."""
+    return spec("allowlist", allow=[f"127.0.0.1:{port}"])
 
 
 def spec(network: str, *, allow=(), **config) -> SandboxSpec:
@@ -100,6 +108,17 @@ async def probe(controller, ref, code: str):
     result = await controller.run_turn(ref, code)
     assert result.ok, (result.status, result.reason, [e.type for e in result.events])
     return json.loads(result.text)
+
+
+def probe_in_a_new_session(controller, workspace, marker, sandbox, code: str):
+    """Open one probe session under ``sandbox``, run ``code`` there: its ``result``."""
+
+    async def main():
+        async with controller:
+            ref = await open_probe(controller, workspace, marker, sandbox)
+            return await probe(controller, ref, code)
+
+    return anyio.run(main)
 
 
 def bwrap_pid(marker: str) -> int:
@@ -135,18 +154,15 @@ def test_none_reaches_nothing(make, workspace, servers):
     controller, marker = make()
     a = servers["allowed"]
 
-    async def main():
-        async with controller:
-            ref = await open_probe(controller, workspace, marker, spec("none"))
-            return await probe(
-                controller,
-                ref,
-                f"result = dict(host_tcp=tcp('127.0.0.1', {a}), outside=tcp('192.0.2.1', 80),"
-                f" http=get('http://127.0.0.1:{a}/'),"
-                " proxy_env=sorted(k for k in os.environ if k.lower().endswith('_proxy')))",
-            )
-
-    out = anyio.run(main)
+    out = probe_in_a_new_session(
+        controller,
+        workspace,
+        marker,
+        spec("none"),
+        f"result = dict(host_tcp=tcp('127.0.0.1', {a}), outside=tcp('192.0.2.1', 80),"
+        f" http=get('http://127.0.0.1:{a}/'),"
+        " proxy_env=sorted(k for k in os.environ if k.lower().endswith('_proxy')))",
+    )
     assert out == {
         "host_tcp": "ECONNREFUSED",
         "outside": "ENETUNREACH",
@@ -159,33 +175,26 @@ def test_open_reaches_host_loopback(make, workspace, servers):
     controller, marker = make()
     a = servers["allowed"]
 
-    async def main():
-        async with controller:
-            ref = await open_probe(controller, workspace, marker, spec("open"))
-            return await probe(controller, ref, f"result = get('http://127.0.0.1:{a}/')")
-
-    assert anyio.run(main) == f"hello from {servers['allowed']}"
+    out = probe_in_a_new_session(
+        controller, workspace, marker, spec("open"), f"result = get('http://127.0.0.1:{a}/')"
+    )
+    assert out == f"hello from {servers['allowed']}"
 
 
 def test_allowlist_allows_exactly_the_listed_endpoint(make, workspace, servers):
     controller, marker = make()
     a, d = servers["allowed"], servers["denied"]
 
-    async def main():
-        async with controller:
-            ref = await open_probe(
-                controller, workspace, marker, spec("allowlist", allow=[f"127.0.0.1:{a}"])
-            )
-            return await probe(
-                controller,
-                ref,
-                f"result = dict(allowed=get('http://127.0.0.1:{a}/'),"
-                f" denied=get('http://127.0.0.1:{d}/'),"
-                f" allowed_direct=get('http://127.0.0.1:{a}/', proxy=False),"
-                f" denied_direct=tcp('127.0.0.1', {d}), outside=tcp('192.0.2.1', 80))",
-            )
-
-    out = anyio.run(main)
+    out = probe_in_a_new_session(
+        controller,
+        workspace,
+        marker,
+        allowlisted(a),
+        f"result = dict(allowed=get('http://127.0.0.1:{a}/'),"
+        f" denied=get('http://127.0.0.1:{d}/'),"
+        f" allowed_direct=get('http://127.0.0.1:{a}/', proxy=False),"
+        f" denied_direct=tcp('127.0.0.1', {d}), outside=tcp('192.0.2.1', 80))",
+    )
     assert out == {
         "allowed": f"hello from {a}",
         "denied": "http-403",
@@ -200,19 +209,16 @@ def test_mcp_only_reaches_the_mcp_and_model_endpoints_only(make, workspace, serv
     a, m, d = servers["allowed"], servers["model"], servers["denied"]
     sandbox = spec("mcp-only", mcp=f"http://127.0.0.1:{a}/mcp", model_api=[f"http://127.0.0.1:{m}"])
 
-    async def main():
-        async with controller:
-            ref = await open_probe(controller, workspace, marker, sandbox)
-            return await probe(
-                controller,
-                ref,
-                f"result = dict(mcp=get('http://127.0.0.1:{a}/'),"
-                f" mcp_direct=get('http://127.0.0.1:{a}/', proxy=False),"
-                f" model=get('http://127.0.0.1:{m}/'),"
-                f" other=get('http://127.0.0.1:{d}/'), other_direct=tcp('127.0.0.1', {d}))",
-            )
-
-    out = anyio.run(main)
+    out = probe_in_a_new_session(
+        controller,
+        workspace,
+        marker,
+        sandbox,
+        f"result = dict(mcp=get('http://127.0.0.1:{a}/'),"
+        f" mcp_direct=get('http://127.0.0.1:{a}/', proxy=False),"
+        f" model=get('http://127.0.0.1:{m}/'),"
+        f" other=get('http://127.0.0.1:{d}/'), other_direct=tcp('127.0.0.1', {d}))",
+    )
     assert out == {
         "mcp": f"hello from {a}",
         "mcp_direct": f"hello from {a}",
@@ -385,9 +391,7 @@ def test_cancel_leaves_no_process_in_the_sandbox(make, workspace, servers):
 
     async def main():
         async with controller:
-            ref = await open_probe(
-                controller, workspace, marker, spec("allowlist", allow=[f"127.0.0.1:{a}"])
-            )
+            ref = await open_probe(controller, workspace, marker, allowlisted(a))
             code = "sleeper(); status('sleeping'); time.sleep(120)"
             async with controller.turn(ref, code) as turn:
                 async for event in turn:
@@ -417,13 +421,7 @@ def test_close_leaves_no_process_and_stops_the_proxy(make, workspace, servers, r
 
     async def main():
         async with controller:
-            ref = await open_probe(
-                controller,
-                workspace,
-                marker,
-                spec("allowlist", allow=[f"127.0.0.1:{a}"]),
-                mode="session",
-            )
+            ref = await open_probe(controller, workspace, marker, allowlisted(a), mode="session")
             out = await probe(controller, ref, f"sleeper(); result = get('http://127.0.0.1:{a}/')")
             assert out == f"hello from {a}"
             seen["pids"] = pids_with(marker)
@@ -445,11 +443,7 @@ def test_close_leaves_no_process_and_stops_the_proxy(make, workspace, servers, r
 def test_missing_bwrap_is_a_one_line_sandbox_failed(tmp_path, workspace, runtime_dir):
     # Runs without bwrap too: the provider must say what is missing, in one line.
     provider = BubblewrapSandboxProvider(bwrap="no-such-bwrap-here", runtime_dir=runtime_dir)
-    controller = Controller(
-        plugins=plugins_from([stdio_plugin, _Provider(provider)]),
-        ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
-        state_dir=tmp_path / "state",
-    )
+    controller = controller_with(provider, tmp_path)
     marker = f"marker-{uuid.uuid4().hex}"
 
     async def main():
@@ -470,11 +464,7 @@ def test_bwrap_without_namespaces_is_a_one_line_sandbox_failed(tmp_path, workspa
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(0o755)
     provider = BubblewrapSandboxProvider(bwrap=str(fake), runtime_dir=runtime_dir)
-    controller = Controller(
-        plugins=plugins_from([stdio_plugin, _Provider(provider)]),
-        ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
-        state_dir=tmp_path / "state",
-    )
+    controller = controller_with(provider, tmp_path)
 
     async def main():
         errors = []
@@ -496,17 +486,14 @@ def test_the_adapter_state_dir_stays_writable_inside(make, workspace, tmp_path):
     passes it in the SandboxRequest and the provider binds it writable at the same path."""
     controller, marker = make()
 
-    async def main():
-        async with controller:
-            ref = await open_probe(controller, workspace, marker, spec("none"))
-            return await probe(
-                controller,
-                ref,
-                "p = os.environ['HARNESS_STATE_DIR']\n"
-                "open(os.path.join(p, 'native-id'), 'w').write('thread-123')\n"
-                "result = p",
-            )
-
-    state_dir = anyio.run(main)
+    state_dir = probe_in_a_new_session(
+        controller,
+        workspace,
+        marker,
+        spec("none"),
+        "p = os.environ['HARNESS_STATE_DIR']\n"
+        "open(os.path.join(p, 'native-id'), 'w').write('thread-123')\n"
+        "result = p",
+    )
     assert Path(state_dir).is_relative_to(tmp_path / "state")
     assert (Path(state_dir) / "native-id").read_text() == "thread-123"  # on the host

@@ -300,6 +300,22 @@ class LocalSandboxProvider:
     ) -> SandboxHandle:
         policy = request.spec.concurrency
         durable = _ensure_dir(root, key)
+
+        def handle(kind: str, path: Path, lock_fd: int | None) -> SandboxHandle:
+            """A handle on the durable workspace itself (holding its lock) or on a fork of it."""
+            return self._handle(
+                LocalState(
+                    kind=kind,
+                    scope=request.spec.scope,
+                    root=root,
+                    path=path,
+                    session_id=request.session_id,
+                    keep=keep,
+                    lock_fd=lock_fd,
+                    durable=durable,
+                )
+            )
+
         lock_parent = _ensure_dir(root, (LOCK_DIR, *key[:-1]))
         lock_path = lock_parent / (key[-1] + ".lock")
         try:
@@ -320,33 +336,14 @@ class LocalSandboxProvider:
                 os.close(fd)
                 fd = -1
                 path = await anyio.to_thread.run_sync(self._fork, root, durable, request.session_id)
-                state = LocalState(
-                    kind="fork",
-                    scope=request.spec.scope,
-                    root=root,
-                    path=path,
-                    session_id=request.session_id,
-                    keep=keep,
-                    durable=durable,
-                )
-                return self._handle(state)
+                return handle("fork", path, None)
             if not acquired:
                 await self._wait_for(fd, timeout)
         except BaseException:
             if fd >= 0:
                 os.close(fd)
             raise
-        state = LocalState(
-            kind="durable",
-            scope=request.spec.scope,
-            root=root,
-            path=durable,
-            session_id=request.session_id,
-            keep=keep,
-            lock_fd=fd,
-            durable=durable,
-        )
-        return self._handle(state)
+        return handle("durable", durable, fd)
 
     async def _wait_for(self, fd: int, timeout: float | None) -> None:
         delay = _POLL_MIN

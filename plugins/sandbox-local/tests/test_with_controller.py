@@ -53,31 +53,23 @@ def test_agent_user_workspace_persists_across_sessions_and_records_the_outcome(t
 
     async def main():
         async with make_controller(tmp_path) as controller:
-            ref = await controller.open_session(
-                harness="scribe",
-                workspace=str(host_dir),
-                agent="reviewer",
-                user="alice",
-                sandbox=spec,
-            )
+
+            async def open_as(user: str):
+                return await controller.open_session(
+                    harness="scribe",
+                    workspace=str(host_dir),
+                    agent="reviewer",
+                    user=user,
+                    sandbox=spec,
+                )
+
+            ref = await open_as("alice")
             wrote = await controller.run_turn(ref, "notes.md remember this")
             failed = await controller.run_turn(ref, "fail")
             await controller.close_session(ref)
-            again = await controller.open_session(
-                harness="scribe",
-                workspace=str(host_dir),
-                agent="reviewer",
-                user="alice",
-                sandbox=spec,
-            )
+            again = await open_as("alice")
             listed = await controller.run_turn(again, "list")
-            other = await controller.open_session(
-                harness="scribe",
-                workspace=str(host_dir),
-                agent="reviewer",
-                user="bob",
-                sandbox=spec,
-            )
+            other = await open_as("bob")
             bobs = await controller.run_turn(other, "list")
             opened = controller.events(ref.session_id)[0]
             return wrote, failed, listed, bobs, opened
