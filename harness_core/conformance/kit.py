@@ -24,6 +24,7 @@ from ..registry import as_adapter
 from .check import Evidence
 from .checks import ALL
 from .probe import PROBE_NAME, Probe
+from .process_resume import resume_in_new_process
 from .processes import kill_leftovers
 from .report import CheckResult, ConformanceReport
 from .run import Run
@@ -117,6 +118,7 @@ async def arun_conformance(
                 env_secret=env_secret,
             )
             await run.first_controller()
+            run.process_resume = await resume_in_new_process(run)
             await run.second_controller()
             stored, read_error = run.read_back()
             checks = await anyio.to_thread.run_sync(judge, Evidence(run, stored, read_error))

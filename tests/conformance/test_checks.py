@@ -23,6 +23,7 @@ REPORT_ORDER = [
     "field-bounds",
     "raw-fields",
     "resume",
+    "resume-process",
     "cancel",
     "close",
     "usage",
@@ -32,7 +33,7 @@ REPORT_ORDER = [
 ]
 
 
-def test_sixteen_checks_in_report_order_each_in_its_own_module():
+def test_seventeen_checks_in_report_order_each_in_its_own_module():
     assert list(CHECK_NAMES) == REPORT_ORDER
     assert tuple((c.name, c.description) for c in ALL) == CHECKS
     for check in ALL:
