@@ -10,8 +10,9 @@ from typing import Any
 
 import anyio
 import anyio.abc
-from harness_hookspecs import HarnessError, SandboxHandle
+from harness_hookspecs import HarnessError, LedgerStore, SandboxHandle
 
+from .history import TranscriptTurn, transcript
 from .process import Process, base_environment, spawn
 from .redaction import Redactor
 
@@ -41,6 +42,7 @@ class RuntimeSessionContext:
         redactor: Redactor,
         task_group: anyio.abc.TaskGroup | None,
         env_passthrough: Sequence[str] = (),
+        ledger: LedgerStore | None = None,
     ) -> None:
         self.session_id = session_id
         self.harness = harness
@@ -59,6 +61,7 @@ class RuntimeSessionContext:
         self.turn_processes: list[Process] = []
         self.session_processes: list[Process] = []
         self.background_scopes: list[anyio.CancelScope] = []
+        self._ledger = ledger
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -69,6 +72,13 @@ class RuntimeSessionContext:
         path = state_dir_for(self._state_root, self.harness, self.session_id)
         path.mkdir(parents=True, exist_ok=True)
         return os.fspath(path)
+
+    def transcript(self) -> tuple[TranscriptTurn, ...]:
+        """The session's earlier turns from the ledger, for a harness that replays its context
+        (no native resume) or rebuilds its memory after a resume in a new process."""
+        if self._ledger is None:
+            return ()
+        return transcript(self._ledger, self.session_id)
 
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)

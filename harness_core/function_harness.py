@@ -35,6 +35,8 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.events import PAYLOAD_TYPES
 
+from .history import history_pairs
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 _PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
@@ -106,7 +108,9 @@ class FunctionHarness:
     def describe(self) -> HarnessDescriptor:
         return self._descriptor
 
-    def _session(self, ref: SessionRef, context: SessionContext) -> FunctionSession:
+    def _session(
+        self, ref: SessionRef, context: SessionContext, *, resumed: bool = False
+    ) -> FunctionSession:
         session = self._sessions.get(ref.session_id)
         if session is None:
             session = FunctionSession(
@@ -117,6 +121,11 @@ class FunctionHarness:
                 config=context.config,
                 env=context.env,
             )
+            if resumed:
+                # A resume in a new process: the memory is gone, the ledger has the turns.
+                transcript = getattr(context, "transcript", None)
+                if callable(transcript):
+                    session.history = history_pairs(transcript())
             self._sessions[ref.session_id] = session
         return session
 
@@ -132,7 +141,7 @@ class FunctionHarness:
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self._descriptor, request.session.target, "resume")
-        self._session(request.session, context)
+        self._session(request.session, context, resumed=True)
         return request.session
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:

@@ -28,6 +28,7 @@ Reason = Literal[
     "policy-refused",
     "plugin-failed",
     "ledger-failed",
+    "invalid-output",
 ]
 
 REASONS: tuple[str, ...] = get_args(Reason)
@@ -50,6 +51,7 @@ MESSAGES: dict[str, str] = {
     "policy-refused": "the requested configuration is refused by policy",
     "plugin-failed": "a plugin failed to load or register",
     "ledger-failed": "the ledger could not be read or written",
+    "invalid-output": "the final answer did not match the turn's output schema",
 }
 
 

@@ -112,12 +112,23 @@ class PerTurnCliAdapter:
         """Write the turn's config files; return its argv, environment and stream."""
         raise NotImplementedError
 
+    def launch_turn(
+        self,
+        request: RunTurnRequest,
+        context: SessionContext,
+        session: NativeSession,
+        workspace: str,
+    ) -> CliTurn:
+        """The turn for ``request``: :meth:`launch` of its prompt. An adapter with native
+        structured output overrides this to hand ``request.output_schema`` to its CLI."""
+        return self.launch(request.prompt, context, session, workspace)
+
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
         session = self._sessions.of(request.session)
         workspace = require_workspace(context, self.name)
-        turn = self.launch(request.prompt, context, session, workspace)
+        turn = self.launch_turn(request, context, session, workspace)
         unreachable = await preflight(context, turn.probe)
         if unreachable is not None:
             yield unreachable

@@ -19,6 +19,7 @@ The stream's mapping to contract payloads is in :mod:`.stream`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -34,7 +35,7 @@ from harness_cli_kit import (
     safe_prompt,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
-from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext
+from harness_hookspecs import HarnessError, ResumeSessionRequest, RunTurnRequest, SessionContext
 
 from .stream import ClaudeStream, classify_result, parse_stream
 
@@ -110,7 +111,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
     binary = BINARY
     vendor = "anthropic"
-    features = ("resume", "cancel", "usage", "permissions")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output")
     details = {
         "wire_api": "anthropic-messages",
         "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
@@ -170,6 +171,24 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         argv += ["--", safe_prompt(prompt)]
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
         return CliTurn(argv, self._env(context, home), ClaudeStream(expected=session_id))
+
+    def launch_turn(
+        self,
+        request: RunTurnRequest,
+        context: SessionContext,
+        session: NativeSession,
+        workspace: str,
+    ) -> CliTurn:
+        """With an output schema: ``--json-schema`` (the CLI adds its ``StructuredOutput`` tool,
+        validates and retries itself; the result line carries ``structured_output``)."""
+        turn = self.launch(request.prompt, context, session, workspace)
+        if request.output_schema is not None:
+            schema = json.dumps(dict(request.output_schema), separators=(",", ":"))
+            at = turn.argv.index("--")
+            turn.argv[at:at] = ["--json-schema", schema]
+            assert isinstance(turn.stream, ClaudeStream)
+            turn.stream.structured = True
+        return turn
 
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeStream", "classify_result", "parse_stream"]
