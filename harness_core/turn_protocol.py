@@ -27,6 +27,7 @@ from harness_hookspecs import (
     HarnessError,
     MessageCompleted,
     MessageDelta,
+    Status,
     TurnCompleted,
     TurnFailed,
 )
@@ -87,9 +88,26 @@ def _outer_object(text: str) -> str | None:
     return text[start : end + 1] if 0 <= start < end else None
 
 
-def _summary(error: jsonschema.ValidationError) -> str:
+def _schema_names(schema: Any, names: set[str]) -> set[str]:
+    """Every property name the schema itself declares (anywhere in it)."""
+    if isinstance(schema, Mapping):
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            names.update(str(name) for name in properties)
+        for value in schema.values():
+            _schema_names(value, names)
+    elif isinstance(schema, list):
+        for value in schema:
+            _schema_names(value, names)
+    return names
+
+
+def _summary(error: jsonschema.ValidationError, known: set[str]) -> str:
+    """The failing keyword and path; a key the schema does not declare (the answer's own) is
+    shown as ``?``, so nothing the model wrote reaches the ledger."""
     path = "$" + "".join(
-        f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path
+        f"[{part}]" if isinstance(part, int) else f".{part if part in known else '?'}"
+        for part in error.absolute_path
     )
     path = _SAFE_PATH.sub("?", path)[:120]
     return f"{error.validator} at {path}"
@@ -109,6 +127,7 @@ class StructuredTurn:
             raise HarnessError("invalid-request", f"output retries must be 0-{MAX_OUTPUT_RETRIES}")
         self.validator = compile_schema(schema)
         self.schema: dict[str, Any] = dict(schema)
+        self._names = _schema_names(self.schema, set())
         self.retries = retries
         self.native = native
         self.attempt = 1
@@ -157,12 +176,22 @@ class StructuredTurn:
             if error is None:
                 verdict = Verdict(ok=True, value=value)
             else:
-                verdict = Verdict(ok=False, detail=error.message, summary=_summary(error))
+                verdict = Verdict(
+                    ok=False, detail=error.message, summary=_summary(error, self._names)
+                )
         self.last = verdict
         return verdict
 
     def can_retry(self) -> bool:
         return self.attempt <= self.retries
+
+    def retry_status(self) -> Status:
+        """The status event a retry records (the summary only, never the answer)."""
+        last = self.last.summary if self.last is not None else "no answer"
+        return Status(
+            message=f"the answer did not match the output schema ({last}); "
+            f"retrying ({self.attempt} of {self.retries})"[:240]
+        )
 
     def accepted(self, completed: TurnCompleted, value: Any) -> TurnCompleted:
         return attrs.evolve(completed, output=value)

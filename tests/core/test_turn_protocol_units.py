@@ -73,3 +73,11 @@ def test_prompts_carry_the_schema_only_without_a_native_mechanism():
     assert native.first_prompt("decide") == "decide"
     assert fallback.first_prompt("decide").startswith("decide\n\n")
     assert '"required":["step"]' in fallback.first_prompt("decide")
+
+
+def test_a_key_the_schema_does_not_declare_is_not_shown():
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    turn = StructuredTurn(schema)
+    verdict = turn.judge(TurnCompleted(text='{"sk-model-key": "x"}'), ())
+    assert verdict.summary == "type at $.?"
+    assert "sk-model-key" not in turn.retry_status().message
