@@ -44,7 +44,10 @@ def parse_bundle(text: str | bytes) -> Bundle:
     if not isinstance(rows, list):
         raise HarnessError("invalid-request", "the bundle has no event list")
     try:
-        record = record_from_dict(data.get("session"))
+        session = data.get("session")
+        if not isinstance(session, Mapping):
+            raise HarnessError("invalid-request", "the bundle has no session record")
+        record = record_from_dict(session)
         events = tuple(event_from_dict(row) for row in rows if isinstance(row, Mapping))
     except HarnessError:
         raise HarnessError("invalid-request", "the bundle holds a malformed record") from None

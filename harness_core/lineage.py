@@ -28,7 +28,7 @@ from harness_hookspecs.events import TERMINAL_TYPES
 
 
 class Lineage:
-    __slots__ = ("_first_delta", "_tools", "_permissions", "_explicit")
+    __slots__ = ("_explicit", "_first_delta", "_permissions", "_tools")
 
     def __init__(self) -> None:
         self._first_delta: str | None = None
@@ -45,23 +45,22 @@ class Lineage:
         if self._explicit is not None:
             explicit, self._explicit = self._explicit, None
             return explicit
-        kind = type(payload)
-        if kind is MessageDelta:
+        if isinstance(payload, MessageDelta):
             if self._first_delta is None:
                 self._first_delta = event_id
             return None
-        if kind is MessageCompleted:
+        if isinstance(payload, MessageCompleted):
             first, self._first_delta = self._first_delta, None
             return first if payload.role == "assistant" else None
-        if kind is ToolStarted:
+        if isinstance(payload, ToolStarted):
             self._tools[payload.call_id] = event_id
             return None
-        if kind is ToolCompleted:
+        if isinstance(payload, ToolCompleted):
             return self._tools.pop(payload.call_id, None)
-        if kind is PermissionRequested:
+        if isinstance(payload, PermissionRequested):
             self._permissions[payload.request_id] = event_id
             return None
-        if kind is PermissionResolved:
+        if isinstance(payload, PermissionResolved):
             return self._permissions.pop(payload.request_id, None)
         if payload.TYPE in TERMINAL_TYPES:
             self._first_delta = None

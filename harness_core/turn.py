@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 import anyio
-from attrs import define, frozen
+from attrs import define, field, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
     TERMINAL_TYPES,
@@ -36,6 +36,8 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .context import RuntimeSessionContext
 from .ledger import flush_async
+from .lineage import Lineage
+from .turn_protocol import StructuredTurn
 
 CLEANUP_GRACE = 0.25
 
@@ -45,6 +47,10 @@ class TurnOwner(Protocol):
     module does not import the controller that imports it)."""
 
     ledger: LedgerStore
+
+    @property
+    def hook(self) -> Any:
+        """The plugins' hook relay (a structured-output retry starts a new attempt with it)."""
 
     def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event: ...
 
@@ -68,6 +74,8 @@ class TurnResult:
     text: str | None = None
     usage: Usage | None = None
     reason: str | None = None
+    #: the schema-valid decision of a turn run with an output schema (``turn.completed.output``)
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +93,7 @@ class LiveSession:
     active: Turn | None = None
     outcome: str = "success"
     closed: bool = False
+    lineage: Lineage = field(factory=Lineage)
 
 
 class Turn:
@@ -117,6 +126,8 @@ class Turn:
         self._carry = ""  # streamed text held back while it could be the start of a secret
         self.terminal: Event | None = None
         self.events: list[Event] = []
+        #: the turn's output schema and attempts (``run_turn(..., output_schema=...)``)
+        self.structured: StructuredTurn | None = None
 
     @property
     def finished(self) -> bool:
@@ -209,6 +220,11 @@ class Turn:
             await self._finish(TurnFailed(reason="provider-failed", hint="non-canonical event"))
             return
         if payload.TYPE in TERMINAL_TYPES:
+            if self.structured is not None:
+                # None: the answer was malformed and a retry is running in this turn.
+                payload = await self.structured.settle(self, payload)
+                if payload is None:
+                    return
             await self._finish(payload)
             return
         self._adapter_events += 1
@@ -304,6 +320,9 @@ class Turn:
             usage=usage,
             reason=terminal.payload.reason
             if terminal is not None and isinstance(terminal.payload, TurnFailed)
+            else None,
+            output=terminal.payload.output
+            if terminal is not None and isinstance(terminal.payload, TurnCompleted)
             else None,
         )
 

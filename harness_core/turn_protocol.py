@@ -19,20 +19,26 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import anyio
 import attrs
 import jsonschema
 from attrs import frozen
 from harness_hookspecs import (
     Event,
+    HarnessDescriptor,
     HarnessError,
     MessageCompleted,
     MessageDelta,
+    Payload,
+    RunTurnRequest,
     Status,
     TurnCompleted,
     TurnFailed,
 )
 
 DEFAULT_OUTPUT_RETRIES = 2
+#: Seconds an attempt's processes get to exit before the retry (as at the turn's end).
+CLEANUP_GRACE = 0.25
 MAX_OUTPUT_RETRIES = 10
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
 _SAFE_PATH = re.compile(r"[^A-Za-z0-9_.\-\[\]$]")
@@ -48,6 +54,27 @@ class Verdict:
     detail: str = ""
     #: for the ledger: the failing keyword and path only (schema-authored, bounded)
     summary: str = ""
+
+
+def structured_turn(
+    descriptor: HarnessDescriptor, schema: Mapping[str, Any] | None, retries: int
+) -> StructuredTurn | None:
+    """The turn's structured-output state, or ``None`` without a schema (``invalid-request``
+    for a schema that is not one, before anything is recorded)."""
+    if schema is None:
+        return None
+    return StructuredTurn(
+        schema, retries=retries, native="structured-output" in descriptor.features
+    )
+
+
+def check_parent(prefix: str, next_sequence: int, parent_event_id: str | None) -> None:
+    """A turn's ``parent_event_id`` must name an earlier event of the same session."""
+    if parent_event_id is None:
+        return
+    number = parent_event_id[len(prefix) :] if parent_event_id.startswith(prefix) else ""
+    if not number.isdigit() or not 1 <= int(number) < next_sequence:
+        raise HarnessError("invalid-request", "parent_event_id is not an event of this session")
 
 
 def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
@@ -192,6 +219,53 @@ class StructuredTurn:
             message=f"the answer did not match the output schema ({last}); "
             f"retrying ({self.attempt} of {self.retries})"[:240]
         )
+
+    # -- in the turn ----------------------------------------------------------------------------
+
+    async def settle(self, turn: Any, terminal: Payload) -> Payload | None:
+        """The terminal to record for an attempt that ended with ``terminal``, or ``None`` when a
+        retry now runs in the same turn (the turn keeps stepping its new iterator). ``turn`` is
+        the :class:`~harness_core.turn.Turn` (untyped here: that module imports this one)."""
+        if not isinstance(terminal, TurnCompleted):
+            return terminal  # failed or cancelled: as it is
+        verdict = self.judge(terminal, turn.events[self.attempt_start :])
+        if verdict.ok:
+            return self.accepted(terminal, verdict.value)
+        if not self.can_retry():
+            return self.failure()
+        try:
+            await self._retry(turn, self.retry_prompt(verdict))
+        except Exception as error:
+            reason = error.reason if isinstance(error, HarnessError) else "provider-failed"
+            return TurnFailed(reason=reason, hint="the retry of a malformed answer did not start")
+        return None
+
+    async def _retry(self, turn: Any, prompt: str) -> None:
+        """End the attempt's stream and processes, record the retry, start the next attempt
+        with the adapter in the same session (same turn id: it is one turn to everyone)."""
+        live = turn._live
+        with anyio.CancelScope(shield=True):
+            aclose = getattr(turn._iterator, "aclose", None)
+            if aclose is not None:
+                with anyio.move_on_after(5):
+                    try:
+                        await aclose()
+                    except Exception:
+                        pass
+            await live.context.kill_processes("turn", CLEANUP_GRACE)
+        turn._release_carry()
+        started = turn.events[0].event_id if turn.events else None
+        live.lineage.expect(started)
+        turn._record(self.retry_status())
+        self.attempt += 1
+        self.attempt_start = len(turn.events)
+        request = RunTurnRequest(
+            session=live.ref, turn_id=turn.turn_id, prompt=prompt, output_schema=self.schema
+        )
+        iterator = turn.controller.hook.harness_run_turn(request=request, context=live.context)
+        if iterator is None or not hasattr(iterator, "__anext__"):
+            raise HarnessError("provider-failed", "the adapter returned no event stream")
+        turn._iterator = iterator
 
     def accepted(self, completed: TurnCompleted, value: Any) -> TurnCompleted:
         return attrs.evolve(completed, output=value)

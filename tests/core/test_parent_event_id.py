@@ -53,15 +53,16 @@ def test_parents_link_the_pairs_and_nothing_else(make_controller, workspace):
         ("permission.resolved", "permission.requested"),
         ("tool.completed", "tool.started"),
         ("tool.completed", "tool.started"),
+        ("message.completed", "message.delta"),  # the function's whole text, after "Done"
     ]
-    completed = [e for e in first_turn if e.type == "message.completed"][0]
-    assert by_id[completed.parent_event_id].payload.text == "Hel"  # the first delta
+    completed = [e for e in first_turn if e.type == "message.completed"]
+    # each message names the first delta of its own text
+    assert [by_id[c.parent_event_id].payload.text for c in completed] == ["Hel", "Done"]
     tools = {e.payload.call_id: e for e in first_turn if e.type == "tool.completed"}
     for call_id, done in tools.items():
         assert by_id[done.parent_event_id].payload.call_id == call_id
-    # the second turn's "Done" delta has no message: the turn ends and it is forgotten
     second = [e for e in events if e.turn_id not in (None, events[1].turn_id)]
-    first_completed = [e for e in second if e.type == "message.completed"][0]
+    first_completed = next(e for e in second if e.type == "message.completed")
     assert by_id[first_completed.parent_event_id].turn_id == first_completed.turn_id
     # everything else: none
     others = {e.type for e in events if e.parent_event_id is None}

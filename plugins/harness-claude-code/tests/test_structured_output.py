@@ -62,7 +62,7 @@ def test_a_text_only_answer_is_retried_by_the_runtime(cli):
 @pytest.mark.cli
 def test_always_text_fails_invalid_output_after_the_retries(cli):
     script = [Step(text="plain words", times=None, match=Match(tools=None))]
-    result, events, requests = cli.structured_turn(script, DECISION_SCHEMA, retries=1)
+    result, events, _ = cli.structured_turn(script, DECISION_SCHEMA, retries=1)
     assert result.status == "failed" and result.reason == "invalid-output", result
     terminal = one_terminal(events)
     assert terminal.payload.hint.startswith("2 attempts")
@@ -86,8 +86,6 @@ def test_three_iteration_host_loop(cli):
         answer({"step": "actions", "actions": ["read README"]}, contains="count files: ok"),
         answer({"step": "done", "answer": "all good"}, contains="read README: ok"),
     ]
-    for step in script:
-        step.times = None  # Claude may ask again after the tool result
     executed = []
 
     def execute(decision):
