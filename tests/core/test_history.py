@@ -4,6 +4,8 @@ transcript of earlier turns from its context."""
 
 from __future__ import annotations
 
+import json
+
 import anyio
 from harness_hookspecs import ToolCompleted, ToolStarted
 
@@ -19,7 +21,7 @@ async def memo(message, session):
         yield ToolStarted(call_id="t1", name="shell", summary="ran a command")
         yield ToolCompleted(call_id="t1", name="shell", summary="ran a command")
     if message.content.startswith("count"):  # then the schema the runtime appended
-        yield '{"n": %d}' % len(session.history)
+        yield json.dumps({"n": len(session.history)})
         return
     yield f"history={len(session.history)}"
 
