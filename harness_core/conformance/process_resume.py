@@ -1,29 +1,35 @@
 """Resume in a new *process*: what a host restarting (or another worker) does.
 
 Between the kit's two controllers, a child Python process (``python -m
-harness_core.conformance.process_resume``) loads the installed plugins, resumes the first session
-by id from the same ledger and state directory, runs one ordinary turn and releases the session.
-It prints the events it emitted as JSON Lines, which the kit adds to what its probe saw, so the
-sequence, id and round-trip checks judge them too. A harness that keeps its memory only in the
-process (a one-function harness without the ledger's history) resumes in-process but not here.
+harness_core.conformance.process_resume``) loads the plugins, resumes the first session by id
+from a copy of the ledger (so its turn, which the kit's probe does not watch, changes nothing the
+other checks judge) and the same state directory, runs one ordinary turn and releases the
+session. A harness that keeps what resume needs only in memory resumes in a new controller but
+not here.
 
-Not applicable (and said so) when resume is not claimed, the harness is registered in this
-process only (no entry point a child could load), or the ledger is an object, not a URL.
+The child finds the harness among the installed entry points or, for an adapter registered in
+this process only, imports it again by its module-level name (a class built with no arguments,
+or an ``@harness`` function), with this process's ``sys.path``. Not applicable (and said so)
+when resume is not claimed, the adapter cannot be rebuilt that way, or the ledger is an object,
+not a URL.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 from attrs import define, field
 from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError
 
-from ..serialize import event_from_dict, event_to_dict
+from ..ledger import path_of
 
 #: Extra seconds the child gets over the per-turn timeout (interpreter start, plugin loading).
 STARTUP_ALLOWANCE = 30.0
@@ -48,12 +54,14 @@ async def resume_in_new_process(run: Any) -> ProcessResume:
     if "resume" not in run.features:
         outcome.not_applicable = "resume is not claimed"
         return outcome
-    if not isinstance(run.ledger, str):
-        outcome.not_applicable = "the ledger is an object in this process (not a URL)"
+    ledger = _copied_ledger(run.ledger, run.root / "process-resume")
+    if ledger is None:
+        outcome.not_applicable = "the ledger cannot be copied for a child (not SQLite or JSONL)"
         return outcome
     order = {
         "harness": run.name,
-        "ledger": run.ledger,
+        "rebuild": rebuild_spec(run.plugins.harnesses.get(run.name)),
+        "ledger": ledger,
         "state_dir": os.fspath(run.root / "state"),
         "session_id": run.main.session_id,
         "workspace": run.workspace,
@@ -72,6 +80,7 @@ async def resume_in_new_process(run: Any) -> ProcessResume:
             [sys.executable, "-m", __name__, text],
             check=False,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         )
     except OSError:
         outcome.not_run = "the child process could not start"
@@ -80,29 +89,41 @@ async def resume_in_new_process(run: Any) -> ProcessResume:
     return outcome
 
 
+def _copied_ledger(ledger: Any, where: Path) -> str | None:
+    """A URL of a copy of ``ledger`` under ``where`` (SQLite or JSONL), or ``None``."""
+    if not isinstance(ledger, str) or ledger.partition(":")[0] not in ("sqlite", "jsonl"):
+        return None
+    scheme = ledger.partition(":")[0]
+    source = path_of(ledger, scheme)
+    where.mkdir(parents=True, exist_ok=True)
+    copy = where / ("ledger.sqlite" if scheme == "sqlite" else "ledger-jsonl")
+    try:
+        if scheme == "jsonl":
+            shutil.copytree(source, copy)
+        else:
+            with sqlite3.connect(source) as original, sqlite3.connect(copy) as target:
+                original.backup(target)
+    except (OSError, sqlite3.Error):
+        return None
+    return f"{scheme}:///{copy}" if scheme == "sqlite" else f"jsonl:{copy}"
+
+
 def _judge(run: Any, outcome: ProcessResume, code: int, stdout: str) -> None:
     lines = [line for line in stdout.splitlines() if line.strip()]
     try:
-        records = [json.loads(line) for line in lines]
+        summary = json.loads(lines[-1]) if lines else {}
     except ValueError:
-        outcome.problems.append(f"the child printed something that is not JSON (exit {code})")
+        summary = {}
+    if not isinstance(summary, dict) or "result" not in summary:
+        outcome.problems.append(f"the child process gave no result (exit {code})")
         return
-    summary = records[-1] if records and "result" in records[-1] else {"result": "no result"}
     if summary["result"] == "not-installed":
-        outcome.not_applicable = "registered in this process only (no entry point to load)"
+        outcome.not_applicable = "registered in this process only and not rebuildable there"
         return
-    events: list[Event] = []
-    for record in records:
-        if "result" not in record:
-            try:
-                events.append(event_from_dict(record))
-            except HarnessError:
-                outcome.problems.append("the child emitted an event that does not load")
-    run.probe.events.setdefault(run.main.session_id, []).extend(events)
     if summary["result"] != "ok":
         outcome.problems.append(f"resume in a new process: {summary['result']}")
         return
-    types = [event.type for event in events]
+    types = [str(t) for t in summary.get("types", [])]
     if types[:1] != ["session.resumed"]:
         outcome.problems.append("the child's resume did not emit session.resumed first")
     # Like ``resume``: the turn must end; whether it completes is ``turns-completed``'s concern.
@@ -111,6 +132,32 @@ def _judge(run: Any, outcome: ProcessResume, code: int, stdout: str) -> None:
         outcome.problems.append("the turn after resume in a new process did not end")
     else:
         outcome.note = f"resumed in a new process; next turn {terminal}"
+
+
+def rebuild_spec(adapter: Any) -> dict[str, str] | None:
+    """How a child process can rebuild ``adapter``: its module and module-level name."""
+    function = getattr(adapter, "function", None)  # a FunctionHarness: its decorated function
+    target = function if callable(function) else type(adapter)
+    module = getattr(target, "__module__", None)
+    name = getattr(target, "__qualname__", "")
+    if adapter is None or not module or not name or "<" in name or module == "__main__":
+        return None
+    return {"module": module, "name": name, "kind": "function" if function else "class"}
+
+
+def _rebuilt(spec: dict[str, str] | None) -> Any:
+    """The adapter (or ``@harness`` function) ``spec`` names, or ``None``."""
+    import importlib
+
+    if spec is None:
+        return None
+    try:
+        found: Any = importlib.import_module(spec["module"])
+        for part in spec["name"].split("."):
+            found = getattr(found, part)
+        return found if spec["kind"] == "function" else found()
+    except Exception:
+        return None
 
 
 # -- the child ---------------------------------------------------------------------------------
@@ -122,7 +169,11 @@ async def _child(order: dict[str, Any]) -> dict[str, Any]:
 
     plugins = Plugins()
     if order["harness"] not in plugins.harnesses:
-        return {"result": "not-installed"}
+        adapter = _rebuilt(order.get("rebuild"))
+        if adapter is None or not plugins.register(adapter):
+            return {"result": "not-installed"}
+        if order["harness"] not in plugins.harnesses:
+            return {"result": "not-installed"}
     emitted: list[Event] = []
     async with Controller(
         plugins=plugins,
@@ -139,20 +190,18 @@ async def _child(order: dict[str, Any]) -> dict[str, Any]:
                     config=order["config"],
                 )
             emitted.extend(controller.events(ref.session_id)[-1:])
-            result = await controller.run_turn(ref, order["prompt"], on_event=emitted.append)
+            await controller.run_turn(ref, order["prompt"], on_event=emitted.append)
         except HarnessError as error:
-            return {"result": f"raised {error.reason}", "events": emitted}
+            return {"result": f"raised {error.reason}"}
         except TimeoutError:
-            return {"result": "resume timed out", "events": emitted}
-    return {"result": "ok" if result.status else "no result", "events": emitted}
+            return {"result": "resume timed out"}
+    return {"result": "ok", "types": [event.type for event in emitted]}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     order = json.loads(args[0])
     outcome = anyio.run(_child, order)
-    for event in outcome.pop("events", []):
-        sys.stdout.write(json.dumps(event_to_dict(event)) + "\n")
     sys.stdout.write(json.dumps(outcome) + "\n")
     return 0
 
