@@ -20,6 +20,7 @@ import pytest
 
 from harness_core import scaffold
 from harness_core.cli import main as harness_main
+from harness_core.conformance import CHECK_NAMES
 
 from ..helpers import ROOT, harness_cmd
 
@@ -193,7 +194,7 @@ def test_the_generated_test_suite_passes_unedited(generated):
     conformance = [line for line in lines if "test_conformance.py::test_conformance[" in line]
     if generated.kind.startswith("harness"):
         # one test per conformance check, all run against the installed harness
-        assert len(conformance) == 16 and all("PASSED" in line for line in conformance)
+        assert len(conformance) == len(CHECK_NAMES) and all("PASSED" in line for line in conformance)
     else:
         assert conformance == []
 
@@ -202,7 +203,7 @@ def test_the_generated_test_suite_passes_unedited(generated):
 def test_harness_conformance_passes_right_after_install(generated):
     result = run([*harness_cmd(), "conformance", generated.name], env=generated.env)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count("PASS") == 16 and "FAIL" not in result.stdout
+    assert result.stdout.count("PASS") == len(CHECK_NAMES) and "FAIL" not in result.stdout
 
 
 # -- errors ------------------------------------------------------------------------------------
