@@ -194,7 +194,9 @@ def test_the_generated_test_suite_passes_unedited(generated):
     conformance = [line for line in lines if "test_conformance.py::test_conformance[" in line]
     if generated.kind.startswith("harness"):
         # one test per conformance check, all run against the installed harness
-        assert len(conformance) == len(CHECK_NAMES) and all("PASSED" in line for line in conformance)
+        assert len(conformance) == len(CHECK_NAMES) and all(
+            "PASSED" in line for line in conformance
+        )
     else:
         assert conformance == []
 
