@@ -6,7 +6,7 @@ Importing this package starts nothing and imports no runtime: only pluggy, attrs
 from __future__ import annotations
 
 from .diagnostics import stderr_diagnostics
-from .errors import MESSAGES, REASONS, HarnessError, Reason
+from .errors import MESSAGES, REASONS, RUNTIME_REASONS, HarnessError, Reason
 from .events import (
     ADAPTER_TYPES,
     EVENT_TYPES,
@@ -59,9 +59,11 @@ from .models import (
     assert_supported,
 )
 from .protocols import (
+    CommitsOnAppend,
     CredentialResolver,
     HarnessAdapter,
     LedgerStore,
+    NotifyingStore,
     ProcessHandle,
     SandboxProvider,
     SessionContext,
@@ -79,12 +81,14 @@ __all__ = [
     "PROJECT_NAME",
     "PROTOCOL_VERSION",
     "REASONS",
+    "RUNTIME_REASONS",
     "TARGETS",
     "TERMINAL_TYPES",
     "WORKSPACE_SCOPES",
     "Artifact",
     "CancelTurnRequest",
     "CloseSessionRequest",
+    "CommitsOnAppend",
     "ConformanceProfile",
     "Credential",
     "CredentialRequest",
@@ -96,6 +100,7 @@ __all__ = [
     "LedgerStore",
     "MessageCompleted",
     "MessageDelta",
+    "NotifyingStore",
     "OpenSessionRequest",
     "Payload",
     "PermissionRequested",
