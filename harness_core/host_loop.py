@@ -34,6 +34,19 @@ if TYPE_CHECKING:
     from .controller import Controller
     from .turn import TurnResult
 
+#: The decision schema of the README's example (and the default ``is_terminal``): a turn ends
+#: with ``{"step": "actions", "actions": [...]}`` or ``{"step": "done", "answer": ...}``.
+STEP_SCHEMA: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {
+        "step": {"enum": ["actions", "done"]},
+        "actions": {"type": "array", "items": {"type": "string"}},
+        "answer": {"type": "string"},
+    },
+    "required": ["step"],
+    "additionalProperties": False,
+}
+
 #: The host's action executor: a decision in, the results for the next turn out.
 Execute = Callable[[Any], Any | Awaitable[Any]]
 

@@ -11,18 +11,9 @@ import pytest
 from harness_hookspecs import HarnessError
 
 from harness_core import harness
-from harness_core.host_loop import host_loop
+from harness_core.host_loop import STEP_SCHEMA, host_loop
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
-        "step": {"enum": ["actions", "done"]},
-        "actions": {"type": "array", "items": {"type": "string"}},
-        "answer": {"type": "string"},
-    },
-    "required": ["step"],
-    "additionalProperties": False,
-}
+SCHEMA = STEP_SCHEMA
 
 
 def scripted(name, answers):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from harness_hookspecs import (
     CancelTurnRequest,
@@ -44,6 +45,11 @@ class CliTurn:
     probe: str | None = None
     #: A status message once the process runs.
     started: str | None = None
+
+    def add_options(self, *options: str) -> None:
+        """Put CLI options before the ``--`` that ends them (ahead of the prompt)."""
+        at = self.argv.index("--") if "--" in self.argv else len(self.argv)
+        self.argv[at:at] = options
 
 
 class PerTurnCliAdapter:
@@ -119,9 +125,17 @@ class PerTurnCliAdapter:
         session: NativeSession,
         workspace: str,
     ) -> CliTurn:
-        """The turn for ``request``: :meth:`launch` of its prompt. An adapter with native
-        structured output overrides this to hand ``request.output_schema`` to its CLI."""
-        return self.launch(request.prompt, context, session, workspace)
+        """The turn for ``request``: :meth:`launch` of its prompt, then :meth:`structured`
+        when the request carries an output schema."""
+        turn = self.launch(request.prompt, context, session, workspace)
+        if request.output_schema is not None:
+            self.structured(turn, dict(request.output_schema), context)
+        return turn
+
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """Hand ``schema`` to the CLI (an adapter with native structured output overrides this
+        and claims the ``structured-output`` feature). By default nothing: the runtime has put
+        the schema in the prompt and validates the answer text."""
 
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext

@@ -330,17 +330,13 @@ def assert_cancelled_cleanly(outcome: tuple[Any, int, float]) -> None:
     assert not alive(leader) and group_members(leader) == []
 
 
-#: The turn protocol's schema in the adapters' structured-output tests (the README's example).
-DECISION_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "step": {"enum": ["actions", "done"]},
-        "actions": {"type": "array", "items": {"type": "string"}},
-        "answer": {"type": "string"},
-    },
-    "required": ["step"],
-    "additionalProperties": False,
-}
+def __getattr__(name: str) -> Any:
+    # DECISION_SCHEMA: the host loop's STEP_SCHEMA, imported when asked (harness_core is lazy)
+    if name == "DECISION_SCHEMA":
+        from harness_core.host_loop import STEP_SCHEMA
+
+        return dict(STEP_SCHEMA)
+    raise AttributeError(name)
 
 
 def one_terminal(events: list[Any]) -> Any:
@@ -362,6 +358,28 @@ def assert_linked_loop(loop: Any, events: list[Any], iterations: int) -> None:
     assert started[0].parent_event_id is None
     assert [s.parent_event_id for s in started[1:]] == [c.event_id for c in completed[:-1]]
     assert [c.payload.output for c in completed] == [step.decision for step in loop.steps]
+
+
+def three_iteration_loop(cli: CliUnderTest, answer: Callable[..., Any]) -> list[Any]:
+    """decide -> execute -> resume, three times: ``answer(decision, contains=...)`` is the CLI's
+    way to script a decision. Asserts the linked loop; returns the recorded requests."""
+    from harness_core.host_loop import STEP_SCHEMA
+
+    script = [
+        answer({"step": "actions", "actions": ["count files"]}, contains="tidy up"),
+        answer({"step": "actions", "actions": ["read README"]}, contains="count files: ok"),
+        answer({"step": "done", "answer": "all good"}, contains="read README: ok"),
+    ]
+    executed: list[Any] = []
+
+    def execute(decision: Any) -> Any:
+        executed.append(decision["actions"])
+        return {"results": [f"{action}: ok" for action in decision["actions"]]}
+
+    loop, events, requests = cli.host_loop(script, dict(STEP_SCHEMA), execute)
+    assert_linked_loop(loop, events, 3)
+    assert executed == [["count files"], ["read README"]]
+    return requests
 
 
 def assert_failed(result: Any, reason: str, *, hidden: str = "secret upstream text") -> None:

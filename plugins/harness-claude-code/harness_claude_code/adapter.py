@@ -35,7 +35,7 @@ from harness_cli_kit import (
     safe_prompt,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
-from harness_hookspecs import HarnessError, ResumeSessionRequest, RunTurnRequest, SessionContext
+from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext
 
 from .stream import ClaudeStream, classify_result, parse_stream
 
@@ -172,23 +172,12 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
         return CliTurn(argv, self._env(context, home), ClaudeStream(expected=session_id))
 
-    def launch_turn(
-        self,
-        request: RunTurnRequest,
-        context: SessionContext,
-        session: NativeSession,
-        workspace: str,
-    ) -> CliTurn:
-        """With an output schema: ``--json-schema`` (the CLI adds its ``StructuredOutput`` tool,
-        validates and retries itself; the result line carries ``structured_output``)."""
-        turn = self.launch(request.prompt, context, session, workspace)
-        if request.output_schema is not None:
-            schema = json.dumps(dict(request.output_schema), separators=(",", ":"))
-            at = turn.argv.index("--")
-            turn.argv[at:at] = ["--json-schema", schema]
-            assert isinstance(turn.stream, ClaudeStream)
-            turn.stream.structured = True
-        return turn
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """``--json-schema``: the CLI adds its ``StructuredOutput`` tool, validates and retries
+        itself; the result line carries ``structured_output``."""
+        turn.add_options("--json-schema", json.dumps(schema, separators=(",", ":")))
+        assert isinstance(turn.stream, ClaudeStream)
+        turn.stream.structured = True
 
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeStream", "classify_result", "parse_stream"]

@@ -6,7 +6,7 @@ run out, and a three-iteration host loop."""
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.testing import DECISION_SCHEMA, assert_linked_loop, one_terminal
+from harness_cli_kit.testing import DECISION_SCHEMA, one_terminal, three_iteration_loop
 
 from harness_core.testing.fake_model import Match, Step, ToolCall
 
@@ -81,18 +81,4 @@ def test_always_malformed_fails_invalid_output(cli):
 
 @pytest.mark.cli
 def test_three_iteration_host_loop(cli):
-    script = [
-        answer({"step": "actions", "actions": ["count files"]}, contains="tidy up"),
-        answer({"step": "actions", "actions": ["read README"]}, contains="count files: ok"),
-        answer({"step": "done", "answer": "all good"}, contains="read README: ok"),
-    ]
-    executed = []
-
-    def execute(decision):
-        executed.append(decision["actions"])
-        return {"results": [f"{action}: ok" for action in decision["actions"]]}
-
-    loop, events, requests = cli.host_loop(script, DECISION_SCHEMA, execute)
-    assert_linked_loop(loop, events, 3)
-    assert executed == [["count files"], ["read README"]]
-    assert used_native(requests)
+    assert used_native(three_iteration_loop(cli, answer))

@@ -39,7 +39,6 @@ from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_cli_kit.structured import strict_schema
 from harness_hookspecs import (
     HarnessError,
-    RunTurnRequest,
     SessionContext,
 )
 
@@ -187,26 +186,15 @@ class CodexAdapter(PerTurnCliAdapter):
         # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
         return CliTurn(argv, env, CodexStream(network_waits=settings["network_waits"]))
 
-    def launch_turn(
-        self,
-        request: RunTurnRequest,
-        context: SessionContext,
-        session: NativeSession,
-        workspace: str,
-    ) -> CliTurn:
-        """With an output schema: ``--output-schema FILE`` (sent as the Responses API's strict
-        ``json_schema`` text format; Codex does not validate, the runtime does). The schema is
-        made strict-compatible first; the answer's nulls for optional properties are dropped."""
-        turn = self.launch(request.prompt, context, session, workspace)
-        if request.output_schema is not None:
-            schema = dict(request.output_schema)
-            path = Path(context.state_dir) / "output-schema.json"
-            path.write_text(json.dumps(strict_schema(schema)))
-            at = turn.argv.index("--")
-            turn.argv[at:at] = ["--output-schema", str(path)]
-            assert isinstance(turn.stream, CodexStream)
-            turn.stream.output_schema = schema
-        return turn
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """``--output-schema FILE``: sent as the Responses API's strict ``json_schema`` text
+        format (Codex does not validate, the runtime does). The schema is made strict-compatible
+        first; the answer's nulls for optional properties are dropped again."""
+        path = Path(context.state_dir) / "output-schema.json"
+        path.write_text(json.dumps(strict_schema(schema)))
+        turn.add_options("--output-schema", str(path))
+        assert isinstance(turn.stream, CodexStream)
+        turn.stream.output_schema = schema
 
 
 __all__ = ["CodexAdapter", "CodexStream", "classify", "parse_stream", "render_config"]
