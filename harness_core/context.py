@@ -14,6 +14,7 @@ import anyio.abc
 import attrs
 from harness_hookspecs import (
     HarnessError,
+    LedgerStore,
     PermissionDecision,
     PermissionRequest,
     SandboxHandle,
@@ -21,6 +22,7 @@ from harness_hookspecs import (
 
 from . import proctree
 from .approvals import Approvals, Recorder
+from .history import TranscriptTurn, transcript
 from .process import Process, base_environment, spawn
 from .redaction import Redactor
 
@@ -53,6 +55,7 @@ class RuntimeSessionContext:
         task_group: anyio.abc.TaskGroup | None,
         env_passthrough: Sequence[str] = (),
         approvals: Approvals | None = None,
+        ledger: LedgerStore | None = None,
     ) -> None:
         self.session_id = session_id
         self.harness = harness
@@ -78,6 +81,7 @@ class RuntimeSessionContext:
         self._background_tasks: set[int] = set()
         #: Every process this session spawns carries ``<owner>/<this>.<n>`` (see proctree).
         self.tag_prefix = f"s{next(_contexts)}."
+        self._ledger = ledger
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -88,6 +92,13 @@ class RuntimeSessionContext:
         path = state_dir_for(self._state_root, self.harness, self.session_id)
         path.mkdir(parents=True, exist_ok=True)
         return os.fspath(path)
+
+    def transcript(self) -> tuple[TranscriptTurn, ...]:
+        """The session's earlier turns from the ledger, for a harness that replays its context
+        (no native resume) or rebuilds its memory after a resume in a new process."""
+        if self._ledger is None:
+            return ()
+        return transcript(self._ledger, self.session_id)
 
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)

@@ -71,6 +71,7 @@ from .turn import (
     as_error,
     dangling_turn,
 )
+from .turn_protocol import DEFAULT_OUTPUT_RETRIES, check_parent, structured_turn
 
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
 
@@ -422,6 +423,7 @@ class Controller:
                 task_group=self._task_group,
                 env_passthrough=self.env_passthrough,
                 approvals=self.approvals,
+                ledger=self.ledger,
             )
             ref = await call(context)
             if not isinstance(ref, SessionRef):
@@ -507,12 +509,18 @@ class Controller:
         max_events: int | None = None,
         turn_id: str | None = None,
         attempt: int = 1,
+        output_schema: Mapping[str, Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        parent_event_id: str | None = None,
     ) -> AsyncIterator[Turn]:
         """Start a turn; iterate the yielded :class:`Turn` for its events.
 
         Leaving the block before the terminal event cancels the turn (recorded as cancelled).
         ``turn_id`` + ``attempt``: the caller's id for a turn it may retry (see
-        :mod:`harness_core.retry`); by default a new id.
+        :mod:`harness_core.retry`); by default a new id. ``output_schema``: the JSON Schema the
+        final answer must match (see :mod:`harness_core.turn_protocol`), retried at most
+        ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
+        turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """
         live = self._live_session(session)
         if live.active is not None:
@@ -520,8 +528,15 @@ class Controller:
         live.limits.before_turn(anyio.current_time())
         retried = turn_id is not None
         turn_id = "turn_" + uuid.uuid4().hex[:24] if turn_id is None else turn_id
+        structured = structured_turn(live.descriptor, output_schema, output_retries)
+        check_parent(live.prefix, live.next_sequence, parent_event_id)
         try:
-            request = RunTurnRequest(session=live.ref, turn_id=turn_id, prompt=prompt)
+            request = RunTurnRequest(
+                session=live.ref,
+                turn_id=turn_id,
+                prompt=structured.first_prompt(prompt) if structured else prompt,
+                output_schema=output_schema,
+            )
         except (TypeError, ValueError) as error:
             raise HarnessError("invalid-request", _safe_hint(error)) from None
         opening: Payload = TurnStarted(prompt=prompt)
@@ -545,6 +560,8 @@ class Controller:
         turn.limit_hint = limit_hint
         live.limits.turns += 1
         live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
+        turn.structured = structured
+        live.lineage.expect(parent_event_id)
         turn._record(opening)
         try:
             iterator = self.hook.harness_run_turn(request=request, context=live.context)
@@ -573,8 +590,12 @@ class Controller:
         max_events: int | None = None,
         turn_id: str | None = None,
         attempt: int = 1,
+        output_schema: Mapping[str, Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        parent_event_id: str | None = None,
     ) -> TurnResult:
-        """Run a turn to its terminal event and return the result (events included)."""
+        """Run a turn to its terminal event and return the result (events included; with an
+        ``output_schema``, the decision as ``result.output``)."""
         async with self.turn(
             session,
             prompt,
@@ -582,6 +603,9 @@ class Controller:
             max_events=max_events,
             turn_id=turn_id,
             attempt=attempt,
+            output_schema=output_schema,
+            output_retries=output_retries,
+            parent_event_id=parent_event_id,
         ) as turn:
             async for event in turn:
                 if on_event is not None:
@@ -672,8 +696,9 @@ class Controller:
     def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event:
         payload = live.context.redactor.payload(payload)
         sequence = live.next_sequence
+        event_id = live.prefix + str(sequence)
         event = Event(
-            event_id=live.prefix + str(sequence),
+            event_id=event_id,
             sequence=sequence,
             session_id=live.ref.session_id,
             turn_id=turn_id,
@@ -681,6 +706,7 @@ class Controller:
             timestamp=now(),
             type=payload.TYPE,
             payload=payload,
+            parent_event_id=live.lineage.parent(payload, event_id),
         )
         live.next_sequence = sequence + 1
         self.ledger.append((event,))

@@ -40,6 +40,7 @@ from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import add_usage
+from .history import history_pairs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -159,7 +160,9 @@ class FunctionHarness:
     def describe(self) -> HarnessDescriptor:
         return self._descriptor
 
-    def _session(self, ref: SessionRef, context: SessionContext) -> FunctionSession:
+    def _session(
+        self, ref: SessionRef, context: SessionContext, *, resumed: bool = False
+    ) -> FunctionSession:
         session = self._sessions.get(ref.session_id)
         if session is None:
             session = FunctionSession(
@@ -171,6 +174,11 @@ class FunctionHarness:
                 env=context.env,
                 context=context,
             )
+            if resumed:
+                # A resume in a new process: the memory is gone, the ledger has the turns.
+                transcript = getattr(context, "transcript", None)
+                if callable(transcript):
+                    session.history = history_pairs(transcript())
             self._sessions[ref.session_id] = session
         # The runtime may hand a resumed or re-attached session a new context.
         session._context = context
@@ -188,7 +196,7 @@ class FunctionHarness:
         self, request: ResumeSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self._descriptor, request.session.target, "resume")
-        self._session(request.session, context)
+        self._session(request.session, context, resumed=True)
         return request.session
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -38,6 +38,8 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
+from .lineage import Lineage
+from .turn_protocol import StructuredTurn
 
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).
@@ -50,6 +52,10 @@ class TurnOwner(Protocol):
 
     ledger: LedgerStore
     _task_group: anyio.abc.TaskGroup | None
+
+    @property
+    def hook(self) -> Any:
+        """The plugins' hook relay (a structured-output retry starts a new attempt with it)."""
 
     def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event: ...
 
@@ -115,6 +121,8 @@ class TurnResult:
     reason: str | None = None
     #: the session's running total after this turn (every turn's usage, resumed ones too)
     session_usage: Usage | None = None
+    #: the schema-valid decision of a turn run with an output schema (``turn.completed.output``)
+    output: Any = None
 
     @property
     def ok(self) -> bool:
@@ -133,6 +141,7 @@ class LiveSession:
     outcome: str = "success"
     closed: bool = False
     limits: SessionLimits = field(factory=SessionLimits)
+    lineage: Lineage = field(factory=Lineage)
 
 
 class Turn:
@@ -182,6 +191,8 @@ class Turn:
         self._carry = ""  # streamed text held back while it could be the start of a secret
         self.terminal: Event | None = None
         self.events: list[Event] = []
+        #: the turn's output schema and attempts (``run_turn(..., output_schema=...)``)
+        self.structured: StructuredTurn | None = None
 
     @property
     def finished(self) -> bool:
@@ -331,6 +342,10 @@ class Turn:
                     outcome = TurnFailed(reason="provider-failed", hint="non-canonical event")
                 elif payload.TYPE in TERMINAL_TYPES:
                     outcome = believed(payload, self._cancel_by or self.cancel_requested)
+                    if self.structured is not None:
+                        # None: the answer was malformed and a retry now runs in this turn.
+                        outcome = await self.structured.settle(self, outcome)
+                        iterator = self._iterator
                 else:
                     self._adapter_events += 1
                     if self._max_events is not None and self._adapter_events > self._max_events:
@@ -457,6 +472,9 @@ class Turn:
             if terminal is not None and isinstance(terminal.payload, TurnFailed)
             else None,
             session_usage=self._live.limits.usage,
+            output=terminal.payload.output
+            if terminal is not None and isinstance(terminal.payload, TurnCompleted)
+            else None,
         )
 
 

@@ -75,7 +75,7 @@ def _command(
 
 
 def build_parser() -> ArgumentParser:
-    from . import conformance_cmd, info, reading, run
+    from . import bundle_cmd, conformance_cmd, info, reading, run
 
     parser = _Parser(
         prog="harness",
@@ -180,6 +180,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("session")
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("-o", "--output", help="write to this file (default: stdout)")
+    bundle_cmd.add_commands(sub, _command, ledger_help)
 
     p = _command(
         sub,

@@ -25,6 +25,7 @@ from .approvals_phase import approvals_phase
 from .check import Evidence
 from .checks import ALL
 from .probe import PROBE_NAME, Probe
+from .process_resume import resume_in_new_process
 from .processes import kill_leftovers
 from .report import CheckResult, ConformanceReport
 from .run import Run
@@ -118,6 +119,7 @@ async def arun_conformance(
                 env_secret=env_secret,
             )
             await run.first_controller()
+            run.process_resume = await resume_in_new_process(run)
             await run.second_controller()
             await approvals_phase(run)
             stored, read_error = run.read_back()

@@ -35,6 +35,7 @@ from ..ledger import open_ledger, path_of
 from ..plugin_manager import Plugins
 from ..serialize import descriptor_to_dict, event_to_dict
 from .probe import CANARY_CREDENTIAL_VAR, Probe
+from .process_resume import ProcessResume
 from .rules import clip
 
 #: How long a cancel may take to reach the caller.
@@ -79,6 +80,7 @@ class Run:
     resume_problems: list[str] = field(factory=list)
     resume_note: str = ""
     resume_not_run: str | None = None
+    process_resume: ProcessResume | None = None
     close_problems: list[str] = field(factory=list)
     close_note: str = ""
     close_not_run: str | None = None

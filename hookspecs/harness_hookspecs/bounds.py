@@ -81,3 +81,28 @@ def non_negative_number(instance: Any, attribute: attrs.Attribute[Any], value: A
         raise TypeError(f"{attribute.name} must be a number")
     if not 0 <= value < float("inf"):
         raise ValueError(f"{attribute.name} must be non-negative and finite")
+
+
+def json_value_size(value: Any) -> int:
+    """The length of ``value`` as compact JSON; ``ValueError`` if it is not JSON."""
+    import json
+
+    try:
+        return len(json.dumps(value, separators=(",", ":"), allow_nan=False))
+    except (TypeError, ValueError):
+        raise ValueError("the value must be JSON (objects, arrays, strings, numbers)") from None
+
+
+def json_value(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An attrs validator: ``None`` or a JSON value of at most TEXT_MAX characters encoded."""
+    if value is not None and json_value_size(value) > TEXT_MAX:
+        raise ValueError(f"{attribute.name} must be at most {TEXT_MAX} characters as JSON")
+
+
+def json_object(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """An attrs validator: ``None`` or a JSON object (a mapping) of bounded size."""
+    if value is None:
+        return
+    if not isinstance(value, dict) and not hasattr(value, "keys"):
+        raise TypeError(f"{attribute.name} must be a JSON object")
+    json_value(instance, attribute, dict(value))

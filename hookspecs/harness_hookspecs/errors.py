@@ -30,6 +30,7 @@ Reason = Literal[
     "ledger-failed",
     "session-busy",
     "interrupted",
+    "invalid-output",
 ]
 
 REASONS: tuple[str, ...] = get_args(Reason)
@@ -54,6 +55,7 @@ MESSAGES: dict[str, str] = {
     "ledger-failed": "the ledger could not be read or written",
     "session-busy": "another process is running this session",
     "interrupted": "the turn was interrupted: the process running it ended before the turn did",
+    "invalid-output": "the final answer did not match the turn's output schema",
 }
 
 #: Reasons only the runtime knows (a deadline, a limit, a dead process, ownership): a harness

@@ -153,10 +153,16 @@ class Artifact:
 
 @frozen
 class TurnCompleted:
-    """Terminal: the turn finished successfully."""
+    """Terminal: the turn finished successfully.
+
+    ``output``: the parsed, schema-valid final answer of a turn run with an ``output_schema``
+    (a JSON value; ``None`` for a turn without one). An adapter with native structured output
+    sets it; the runtime validates it (or parses ``text``) and records the accepted value here.
+    """
 
     TYPE: ClassVar[str] = "turn.completed"
     text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    output: Any = field(default=None, validator=_bounds.json_value)
 
 
 @frozen

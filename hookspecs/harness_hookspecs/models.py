@@ -22,7 +22,18 @@ PROTOCOL_VERSION = 1
 Target = Literal["local", "cloud"]
 TARGETS: tuple[str, ...] = get_args(Target)
 
-Feature = Literal["resume", "cancel", "usage", "mcp", "permissions", "fork", "steer", "checkpoint"]
+Feature = Literal[
+    "resume",
+    "cancel",
+    "usage",
+    "mcp",
+    "permissions",
+    "fork",
+    "steer",
+    "checkpoint",
+    # the adapter hands `RunTurnRequest.output_schema` to the CLI's native mechanism
+    "structured-output",
+]
 FEATURES: tuple[str, ...] = get_args(Feature)
 
 Posture = Literal["strict", "auto", "dangerous"]
@@ -233,11 +244,18 @@ class ResumeSessionRequest:
 
 @frozen
 class RunTurnRequest:
-    """Run one turn; ``turn_id`` is assigned by the controller and opaque to the adapter."""
+    """Run one turn; ``turn_id`` is assigned by the controller and opaque to the adapter.
+
+    ``output_schema``: a JSON Schema the turn's final answer must match (structured output). An
+    adapter whose CLI has a native mechanism hands it over and reports the parsed value as
+    ``TurnCompleted.output``; others may ignore it (the runtime asks for JSON in the prompt and
+    validates the text). The runtime validates every answer either way.
+    """
 
     session: SessionRef
     turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
     prompt: str = field(validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True))
+    output_schema: Mapping[str, Any] | None = field(default=None, validator=_bounds.json_object)
 
 
 @frozen

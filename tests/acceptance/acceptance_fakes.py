@@ -19,7 +19,7 @@ import sys
 import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 import attrs
@@ -229,6 +229,24 @@ class ForgetfulResume(FakeAdapter):
         raise HarnessError("session-not-found")
 
 
+class MemoryOnlyResume(FakeAdapter):
+    """resume-process: resumes only sessions this process opened (memory, not durable state):
+    a new controller resumes, a new process cannot (the issue's ``memo`` bug, generalised)."""
+
+    name = "memory-only-resume"
+    opened: ClassVar[set[str]] = set()
+
+    async def open_session(self, request, context):
+        ref = await super().open_session(request, context)
+        self.opened.add(ref.session_id)
+        return ref
+
+    async def resume_session(self, request, context):
+        if request.session.session_id not in self.opened:
+            raise HarnessError("session-not-found")
+        return await super().resume_session(request, context)
+
+
 class LeaksTurnProcess(FakeAdapter):
     """cancel: starts its turn process behind the runtime's back; it survives the cancel."""
 
@@ -374,6 +392,7 @@ BROKEN: dict[str, tuple[type[FakeAdapter], dict[str, Any]]] = {
     "field-bounds": (BypassesBounds, {}),
     "raw-fields": (LeaksRawFields, {}),
     "resume": (ForgetfulResume, {}),
+    "resume-process": (MemoryOnlyResume, {}),
     "cancel": (LeaksTurnProcess, {}),
     "close": (LeaksSessionProcess, {}),
     "usage": (NegativeUsage, {}),

@@ -23,6 +23,7 @@ REPORT_ORDER = [
     "field-bounds",
     "raw-fields",
     "resume",
+    "resume-process",
     "cancel",
     "close",
     "usage",

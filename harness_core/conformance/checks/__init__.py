@@ -21,6 +21,7 @@ from .ledger_round_trip import ledger_round_trip
 from .one_terminal import one_terminal
 from .raw_fields import raw_fields
 from .resume import resume
+from .resume_process import resume_process
 from .sequence import sequence
 from .turns_completed import turns_completed
 from .usage import usage
@@ -36,6 +37,7 @@ ALL: tuple[Check, ...] = (
     field_bounds,
     raw_fields,
     resume,
+    resume_process,
     cancel,
     close,
     usage,

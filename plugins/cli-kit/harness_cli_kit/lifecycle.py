@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from harness_hookspecs import (
     CancelTurnRequest,
@@ -47,6 +48,11 @@ class CliTurn:
     #: Written to the process's stdin, which then stays open (a CLI that reads its prompt and
     #: its permission answers there); ``None``: stdin is closed.
     stdin: bytes | None = None
+
+    def add_options(self, *options: str) -> None:
+        """Put CLI options before the ``--`` that ends them (ahead of the prompt)."""
+        at = self.argv.index("--") if "--" in self.argv else len(self.argv)
+        self.argv[at:at] = options
 
 
 class PerTurnCliAdapter:
@@ -115,12 +121,31 @@ class PerTurnCliAdapter:
         """Write the turn's config files; return its argv, environment and stream."""
         raise NotImplementedError
 
+    def launch_turn(
+        self,
+        request: RunTurnRequest,
+        context: SessionContext,
+        session: NativeSession,
+        workspace: str,
+    ) -> CliTurn:
+        """The turn for ``request``: :meth:`launch` of its prompt, then :meth:`structured`
+        when the request carries an output schema."""
+        turn = self.launch(request.prompt, context, session, workspace)
+        if request.output_schema is not None:
+            self.structured(turn, dict(request.output_schema), context)
+        return turn
+
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """Hand ``schema`` to the CLI (an adapter with native structured output overrides this
+        and claims the ``structured-output`` feature). By default nothing: the runtime has put
+        the schema in the prompt and validates the answer text."""
+
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
     ) -> AsyncIterator[Payload]:
         session = self._sessions.of(request.session)
         workspace = require_workspace(context, self.name)
-        turn = self.launch(request.prompt, context, session, workspace)
+        turn = self.launch_turn(request, context, session, workspace)
         unreachable = await preflight(context, turn.probe)
         if unreachable is not None:
             yield unreachable

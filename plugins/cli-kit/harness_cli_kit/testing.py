@@ -261,6 +261,47 @@ class CliUnderTest:
 
         return anyio.run(main)
 
+    def structured_turn(
+        self, script: list[Any], schema: dict[str, Any], *, retries: int = 2, timeout: float = 90
+    ) -> tuple[Any, list[Any], list[Any]]:
+        """One turn run with ``output_schema`` against ``script``; returns the result, the
+        session's events from the ledger and the fake model's recorded requests."""
+        from harness_core.testing.fake_model import FakeModelServer
+
+        with FakeModelServer(script) as server:
+            config = self.config(self.url(server))
+
+            async def main() -> tuple[Any, list[Any]]:
+                async with self.controller(turn_timeout=timeout) as c:
+                    ref = await self._open(c, config)
+                    result = await c.run_turn(
+                        ref, "decide", output_schema=schema, output_retries=retries
+                    )
+                    return result, c.events(ref.session_id)
+
+            result, events = anyio.run(main)
+        return result, events, server.model_requests()
+
+    def host_loop(
+        self, script: list[Any], schema: dict[str, Any], execute: Callable[[Any], Any]
+    ) -> tuple[Any, list[Any], list[Any]]:
+        """:func:`harness_core.host_loop.host_loop` from "tidy up" against ``script``; returns
+        the loop's result, the session's events and the recorded requests."""
+        from harness_core.host_loop import host_loop
+        from harness_core.testing.fake_model import FakeModelServer
+
+        with FakeModelServer(script) as server:
+            config = self.config(self.url(server))
+
+            async def main() -> tuple[Any, list[Any]]:
+                async with self.controller(turn_timeout=90) as c:
+                    ref = await self._open(c, config)
+                    loop = await host_loop(c, ref, "tidy up", schema=schema, execute=execute)
+                    return loop, c.events(ref.session_id)
+
+            loop, events = anyio.run(main)
+        return loop, events, server.model_requests()
+
     def fake_turn(self, tmp_path: Path, body: str) -> Any:
         """One turn of a stand-in CLI running ``body`` (the endpoint is up: no probe fails)."""
         from harness_core.testing.fake_model import FakeModelServer
@@ -291,6 +332,58 @@ def assert_cancelled_cleanly(outcome: tuple[Any, int, float]) -> None:
     from harness_core.testing.processes import alive, group_members
 
     assert not alive(leader) and group_members(leader) == []
+
+
+def __getattr__(name: str) -> Any:
+    # DECISION_SCHEMA: the host loop's STEP_SCHEMA, imported when asked (harness_core is lazy)
+    if name == "DECISION_SCHEMA":
+        from harness_core.host_loop import STEP_SCHEMA
+
+        return dict(STEP_SCHEMA)
+    raise AttributeError(name)
+
+
+def one_terminal(events: list[Any]) -> Any:
+    """The session's only terminal event (asserted), which is its turn's last event."""
+    terminals = [e for e in events if e.terminal]
+    assert len(terminals) == 1, [e.type for e in events]
+    turn_events = [e for e in events if e.turn_id == terminals[0].turn_id]
+    assert turn_events[-1] is terminals[0]
+    return terminals[0]
+
+
+def assert_linked_loop(loop: Any, events: list[Any], iterations: int) -> None:
+    """A host loop that ended ``done`` after ``iterations`` turns, each later turn's
+    ``turn.started`` naming the previous turn's ``turn.completed`` as its parent."""
+    assert loop.status == "done", loop
+    started = [e for e in events if e.type == "turn.started"]
+    completed = [e for e in events if e.type == "turn.completed"]
+    assert len(started) == len(completed) == iterations
+    assert started[0].parent_event_id is None
+    assert [s.parent_event_id for s in started[1:]] == [c.event_id for c in completed[:-1]]
+    assert [c.payload.output for c in completed] == [step.decision for step in loop.steps]
+
+
+def three_iteration_loop(cli: CliUnderTest, answer: Callable[..., Any]) -> list[Any]:
+    """decide -> execute -> resume, three times: ``answer(decision, contains=...)`` is the CLI's
+    way to script a decision. Asserts the linked loop; returns the recorded requests."""
+    from harness_core.host_loop import STEP_SCHEMA
+
+    script = [
+        answer({"step": "actions", "actions": ["count files"]}, contains="tidy up"),
+        answer({"step": "actions", "actions": ["read README"]}, contains="count files: ok"),
+        answer({"step": "done", "answer": "all good"}, contains="read README: ok"),
+    ]
+    executed: list[Any] = []
+
+    def execute(decision: Any) -> Any:
+        executed.append(decision["actions"])
+        return {"results": [f"{action}: ok" for action in decision["actions"]]}
+
+    loop, events, requests = cli.host_loop(script, dict(STEP_SCHEMA), execute)
+    assert_linked_loop(loop, events, 3)
+    assert executed == [["count files"], ["read README"]]
+    return requests
 
 
 def assert_failed(result: Any, reason: str, *, hidden: str = "secret upstream text") -> None:

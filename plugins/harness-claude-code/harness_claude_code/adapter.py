@@ -127,7 +127,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
     binary = BINARY
     vendor = "anthropic"
-    features = ("resume", "cancel", "usage", "permissions")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output")
     details = DETAILS
 
     def _home(self, context: SessionContext) -> Path:
@@ -197,6 +197,13 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             stream,
             stdin=user_message(prompt) if asking else None,
         )
+
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """``--json-schema``: the CLI adds its ``StructuredOutput`` tool, validates and retries
+        itself; the result line carries ``structured_output``."""
+        turn.add_options("--json-schema", json.dumps(schema, separators=(",", ":")))
+        assert isinstance(turn.stream, ClaudeStream)
+        turn.stream.structured = True
 
 
 __all__ = ["ClaudeCodeAdapter", "ClaudeStream", "classify_result", "parse_stream"]

@@ -52,6 +52,7 @@ TOOL_SUMMARIES = {
     "Agent": "ran a sub-agent task",
     "Skill": "used a skill",
     "ToolSearch": "searched the tool list",
+    "StructuredOutput": "gave the structured answer",
 }
 #: Connection failures before any byte (the endpoint is down), as opposed to a dropped stream.
 _UNREACHABLE = re.compile(
@@ -100,6 +101,8 @@ class ClaudeStream(JsonLinesStream):
         self._tools: dict[str, str] = {}
         self._completed: set[str] = set()
         self._denied: set[str] = set()
+        #: The turn was run with ``--json-schema``: the answer is the result's structured_output.
+        self.structured = False
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
         sid = data.get("session_id")
@@ -273,9 +276,14 @@ class ClaudeStream(JsonLinesStream):
         result = self.result
         if result is None:
             return self.unfinished("ended without a result")
+        if self.structured and result.get("subtype") == "error_max_structured_output_retries":
+            return TurnFailed(reason="invalid-output", hint="claude ran out of answer retries")
         if result.get("is_error") or result.get("subtype") not in (None, "success"):
             return self.failed(classify_result(result))
-        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
+        # A text-only answer is `success` without the key: output stays None and the runtime
+        # judges the text (and retries).
+        output = result.get("structured_output") if self.structured else None
+        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text, output=output)
 
     def ending(self, exit_code: int | None) -> list[Payload]:
         if self.expected and self.session_id not in (None, self.expected):

@@ -37,6 +37,7 @@ from harness_cli_kit import (
     safe_prompt,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_cli_kit.structured import strict_schema
 from harness_hookspecs import (
     HarnessError,
     SessionContext,
@@ -103,7 +104,7 @@ class CodexAdapter(PerTurnCliAdapter):
     # No "permissions": `codex exec` cannot ask the host (approval policy never), so the
     # runtime refuses the strict posture rather than run it unchecked (codex app-server can
     # ask: not wired yet).
-    features = ("resume", "cancel", "usage")
+    features = ("resume", "cancel", "usage", "structured-output")
     details = {
         "wire_api": "openai-responses",
         "permission_modes": "approval never (cannot ask the host); auto=workspace-write, "
@@ -188,6 +189,16 @@ class CodexAdapter(PerTurnCliAdapter):
         argv += ["--", safe_prompt(prompt)]
         # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
         return CliTurn(argv, env, CodexStream(network_waits=settings["network_waits"]))
+
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """``--output-schema FILE``: sent as the Responses API's strict ``json_schema`` text
+        format (Codex does not validate, the runtime does). The schema is made strict-compatible
+        first; the answer's nulls for optional properties are dropped again."""
+        path = Path(context.state_dir) / "output-schema.json"
+        path.write_text(json.dumps(strict_schema(schema)))
+        turn.add_options("--output-schema", str(path))
+        assert isinstance(turn.stream, CodexStream)
+        turn.stream.output_schema = schema
 
 
 __all__ = ["CodexAdapter", "CodexStream", "classify", "parse_stream", "render_config"]

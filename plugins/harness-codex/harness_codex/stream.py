@@ -14,6 +14,7 @@ from typing import Any
 from harness_cli_kit import JsonLinesStream, safe_id, usage_of
 from harness_cli_kit.calls import audit_summary, outcome_summary
 from harness_cli_kit.classify import reason_from
+from harness_cli_kit.structured import drop_optional_nulls, parsed_json
 from harness_hookspecs import (
     MessageCompleted,
     Payload,
@@ -71,6 +72,8 @@ class CodexStream(JsonLinesStream):
         self._requests = 0
         self._started: set[str] = set()
         self._done: set[str] = set()
+        #: The host's schema when the turn ran with ``--output-schema`` (its answer is JSON).
+        self.output_schema: Mapping[str, Any] | None = None
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
         kind = data.get("type")
@@ -163,7 +166,13 @@ class CodexStream(JsonLinesStream):
             return self.failed(self.failure)
         if not self.completed:
             return self.unfinished("ended without finishing the turn")
-        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text)
+        output = None
+        if self.output_schema is not None:
+            # The answer is the last agent message as JSON; unparsable stays None for the
+            # runtime to judge (and retry).
+            found, value = parsed_json(self.last_text)
+            output = drop_optional_nulls(value, self.output_schema) if found else None
+        return self.exit_failure(exit_code) or TurnCompleted(text=self.last_text, output=output)
 
 
 parse_stream = CodexStream.parse

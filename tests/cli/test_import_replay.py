@@ -1,0 +1,120 @@
+"""``harness import`` and ``harness replay``: an export imported into an empty ledger exports
+equal; bad bundles (truncated, wrong version, clashing ids, foreign events) are one line with
+nothing written; replay prints the session in order with offsets."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cli_run import harness
+
+
+@pytest.fixture
+def exported(cli_env, tmp_path):
+    """A two-turn echo session exported to bundle.json."""
+    ws = ("--workspace", str(tmp_path))
+    first = harness(cli_env, "run", "echo", "apples", *ws, "--json")
+    assert first.returncode == 0, first.stderr
+    session_id = json.loads(first.stdout.splitlines()[0])["session_id"]
+    second = harness(cli_env, "run", "echo", "pears", "--session", session_id, "--close")
+    assert second.returncode == 0, second.stderr
+    bundle = tmp_path / "bundle.json"
+    out = harness(cli_env, "export", session_id, "-o", str(bundle))
+    assert out.returncode == 0, out.stderr
+    return session_id, bundle
+
+
+def _without_stamp(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    data.pop("exported_at")
+    return data
+
+
+def _rows(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with sqlite3.connect(path) as db:
+        return db.execute("SELECT count(*) FROM events").fetchone()[0]
+
+
+def test_export_import_round_trips_equal(cli_env, tmp_path, exported):
+    session_id, bundle = exported
+    other = f"sqlite:///{tmp_path}/other.sqlite"
+    out = harness(cli_env, "import", str(bundle), "--ledger", other, "--json")
+    assert out.returncode == 0, out.stderr
+    count = len(json.loads(bundle.read_text())["events"])
+    assert json.loads(out.stdout) == {"session_id": session_id, "harness": "echo", "events": count}
+    again = tmp_path / "again.json"
+    assert (
+        harness(cli_env, "export", session_id, "--ledger", other, "-o", str(again)).returncode == 0
+    )
+    assert _without_stamp(again) == _without_stamp(bundle)
+    # the imported session reads like any other
+    listed = harness(cli_env, "sessions", "--ledger", other, "--json")
+    listed_ids = [json.loads(line)["ref"]["session_id"] for line in listed.stdout.splitlines()]
+    assert listed_ids == [session_id]
+
+
+def test_clashing_ids_are_refused_and_nothing_is_written(cli_env, tmp_path, exported):
+    _, bundle = exported
+    ledger_file = tmp_path / "cli-ledger.sqlite"
+    before = _rows(ledger_file)
+    out = harness(cli_env, "import", str(bundle))  # the ledger it came from
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines() == [
+        "harness: error: invalid-request: the ledger already has this session id"
+    ]
+    assert _rows(ledger_file) == before
+
+
+@pytest.mark.parametrize(
+    ("damage", "hint"),
+    [
+        (lambda text: text[: len(text) // 2], "the bundle is not JSON (truncated?)"),
+        (lambda text: text.replace('"version": 1', '"version": 99'), "bundle version 99 is not 1"),
+        (lambda text: "[]", "the file is not a harness-core.export bundle"),
+        (
+            lambda text: text.replace('"sequence": 3', '"sequence": 30'),
+            "the bundle's event sequence has a gap",
+        ),
+        (
+            lambda text: text.replace('"type": "turn.started"', '"type": "turn.exploded"', 1),
+            "the bundle holds a malformed record",
+        ),
+    ],
+    ids=["truncated", "wrong-version", "not-a-bundle", "sequence-gap", "unknown-type"],
+)
+def test_bad_bundles_get_one_line_and_write_nothing(cli_env, tmp_path, exported, damage, hint):
+    _, bundle = exported
+    bad = tmp_path / "bad.json"
+    bad.write_text(damage(bundle.read_text()))
+    target = tmp_path / "empty.sqlite"
+    out = harness(cli_env, "import", str(bad), "--ledger", f"sqlite:///{target}")
+    assert out.returncode != 0
+    lines = out.stderr.strip().splitlines()
+    assert lines == [f"harness: error: invalid-request: {hint}"]
+    assert _rows(target) == 0
+
+
+def test_replay_prints_the_session_in_order(cli_env, exported):
+    session_id, _ = exported
+    out = harness(cli_env, "replay", session_id)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("    +0.000s ")
+    types = [line.split()[2] for line in lines]
+    assert types[0] == "session.opened" and types[-1] == "session.closed"
+    assert types.count("turn.started") == 2 and types.count("turn.completed") == 2
+    offsets = [float(line.split()[0][1:-1]) for line in lines]
+    assert offsets == sorted(offsets)
+    as_json = harness(cli_env, "replay", session_id, "--json")
+    records = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [r["sequence"] for r in records] == list(range(1, len(lines) + 1))
+    missing = harness(cli_env, "replay", "no-such-session")
+    assert missing.returncode != 0 and "session-not-found" in missing.stderr

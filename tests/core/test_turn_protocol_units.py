@@ -1,0 +1,83 @@
+"""The structured-output judge on its own: parsing answers, schema errors, retry budget, and the
+ledger-safe summaries (keyword and path only, never the answer's text)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from harness_hookspecs import HarnessError, TurnCompleted
+
+from harness_core.turn_protocol import StructuredTurn, compile_schema, parse_answer
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"step": {"enum": ["actions", "done"]}, "answer": {"type": "string"}},
+    "required": ["step"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"step": "done"}', {"step": "done"}),
+        ('```json\n{"step": "done"}\n```', {"step": "done"}),
+        ('Here you go: {"step": "done"} - enjoy', {"step": "done"}),
+        ("  [1, 2]  ", [1, 2]),
+    ],
+)
+def test_parse_answer_finds_the_json(text, value):
+    assert parse_answer(text) == (True, value)
+
+
+@pytest.mark.parametrize("text", [None, "", "no json here", "{broken"])
+def test_parse_answer_without_json(text):
+    assert parse_answer(text) == (False, None)
+
+
+def test_a_bad_schema_is_invalid_request():
+    with pytest.raises(HarnessError) as raised:
+        compile_schema({"type": "no-such-type"})
+    assert raised.value.reason == "invalid-request"
+    with pytest.raises(HarnessError):
+        StructuredTurn(SCHEMA, retries=-1)
+
+
+def test_judge_accepts_native_output_and_parsed_text():
+    turn = StructuredTurn(SCHEMA)
+    assert turn.judge(TurnCompleted(output={"step": "done"}), ()).value == {"step": "done"}
+    assert turn.judge(TurnCompleted(text='{"step": "actions"}'), ()).ok
+
+
+def test_judge_rejects_with_a_safe_summary_and_a_detailed_retry_prompt():
+    turn = StructuredTurn(SCHEMA, retries=1)
+    secret_ish = "sk-this-text-must-not-reach-the-ledger"
+    verdict = turn.judge(TurnCompleted(text=json.dumps({"step": secret_ish})), ())
+    assert not verdict.ok
+    assert verdict.summary == "enum at $.step"
+    assert secret_ish not in turn.failure().hint
+    assert secret_ish in turn.retry_prompt(verdict)  # the model is told what was wrong
+    assert turn.judge(TurnCompleted(text="plain words"), ()).summary == "the answer is not JSON"
+    assert turn.can_retry()
+    turn.attempt += 1
+    assert not turn.can_retry()
+    failed = turn.failure()
+    assert failed.reason == "invalid-output"
+    assert failed.hint == "2 attempts; last: the answer is not JSON"
+
+
+def test_prompts_carry_the_schema_only_without_a_native_mechanism():
+    native = StructuredTurn(SCHEMA, native=True)
+    fallback = StructuredTurn(SCHEMA)
+    assert native.first_prompt("decide") == "decide"
+    assert fallback.first_prompt("decide").startswith("decide\n\n")
+    assert '"required":["step"]' in fallback.first_prompt("decide")
+
+
+def test_a_key_the_schema_does_not_declare_is_not_shown():
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    turn = StructuredTurn(schema)
+    verdict = turn.judge(TurnCompleted(text='{"sk-model-key": "x"}'), ())
+    assert verdict.summary == "type at $.?"
+    assert "sk-model-key" not in turn.retry_status().message
