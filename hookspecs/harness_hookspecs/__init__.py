@@ -33,6 +33,7 @@ from .events import (
     UsageReported,
     make_payload,
 )
+from .host_tools import TOKEN_ENV, HostTool, McpBridge
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .models import (
     FEATURES,
@@ -80,6 +81,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "REASONS",
     "TARGETS",
+    "TOKEN_ENV",
     "TERMINAL_TYPES",
     "WORKSPACE_SCOPES",
     "Artifact",
@@ -93,7 +95,9 @@ __all__ = [
     "HarnessAdapter",
     "HarnessDescriptor",
     "HarnessError",
+    "HostTool",
     "LedgerStore",
+    "McpBridge",
     "MessageCompleted",
     "MessageDelta",
     "OpenSessionRequest",
