@@ -43,9 +43,8 @@ def _schema(value: Any) -> Mapping[str, Any]:
 
 
 def _async_function(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not (inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(
-        getattr(value, "__call__", None)
-    )):
+    method = type(value).__call__ if callable(value) else None
+    if not (inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(method)):
         raise ValueError("function must be an async function")
 
 

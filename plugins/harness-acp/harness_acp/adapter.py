@@ -29,6 +29,8 @@ from acp.schema import (
     CancelNotification,
     ClientCapabilities,
     FileSystemCapabilities,
+    HttpHeader,
+    HttpMcpServer,
     Implementation,
     InitializeRequest,
     LoadSessionRequest,
@@ -38,7 +40,7 @@ from acp.schema import (
     TextContentBlock,
 )
 from anyio.streams.memory import MemoryObjectSendStream
-from harness_cli_kit import NativeSession, preflight, require_workspace, usage_of
+from harness_cli_kit import NativeSession, bridge_of, preflight, require_workspace, usage_of
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.safe import is_safe_name
 from harness_cli_kit.tools import ToolCalls, call_id_of
@@ -151,6 +153,7 @@ class _Session:
         self.conn: Connection | None = None
         self.native_id: str | None = None
         self.can_load = False
+        self.mcp_http = False
         self.turn: _Turn | None = None
         self.scopes: list[anyio.CancelScope] = []
         self.base_url: str | None = None
@@ -228,7 +231,8 @@ class AcpAdapter:
         return HarnessDescriptor(
             provider=self.name,
             targets=["local"],
-            features=["resume", "cancel", "permissions", "usage"],
+            features=["resume", "cancel", "permissions", "usage"]
+            + (["mcp"] if self.agent.mcp else []),
             version="0.1.0",
             display_name=self.agent.display_name,
             details=details,
@@ -327,6 +331,8 @@ class AcpAdapter:
         result = await self._request(session, "initialize", _dump(request), INIT_TIMEOUT)
         caps = result.get("agentCapabilities") if isinstance(result, Mapping) else None
         session.can_load = bool(isinstance(caps, Mapping) and caps.get("loadSession"))
+        mcp = caps.get("mcpCapabilities") if isinstance(caps, Mapping) else None
+        session.mcp_http = bool(isinstance(mcp, Mapping) and mcp.get("http"))
         return result if isinstance(result, dict) else {}
 
     async def _request(
@@ -345,6 +351,17 @@ class AcpAdapter:
         except ConnectionError:
             raise HarnessError("provider-failed", "the agent exited") from None
 
+    def _mcp_servers(self, session: _Session, context: SessionContext) -> list[Any]:
+        """The host tools' bridge, for an agent that speaks HTTP MCP. The agent lives for the
+        whole session, so it gets the session's token (honoured only while a turn runs), over
+        its stdin - never on a command line or in a file."""
+        bridge = bridge_of(context)
+        token_of = getattr(context, "mcp_session_token", None)
+        if bridge is None or not session.mcp_http or token_of is None:
+            return []
+        header = HttpHeader(name="Authorization", value=f"Bearer {token_of()}")
+        return [HttpMcpServer(type="http", name=bridge.name, url=bridge.url, headers=[header])]
+
     async def _set_mode(self, session: _Session, context: SessionContext) -> None:
         mode = context.config.get("mode")
         if isinstance(mode, str) and mode and session.native_id:
@@ -361,7 +378,8 @@ class AcpAdapter:
         session = _Session(context)
         try:
             await self._connect(session, context)
-            new = NewSessionRequest(cwd=workspace, mcp_servers=[])
+            servers = self._mcp_servers(session, context)
+            new = NewSessionRequest(cwd=workspace, mcp_servers=servers)
             result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
             native = result.get("sessionId") if isinstance(result, Mapping) else None
             if not isinstance(native, str) or not native:
@@ -391,7 +409,8 @@ class AcpAdapter:
             await self._connect(session, context)
             if not session.can_load:
                 raise HarnessError("unsupported-feature", "the agent cannot load sessions")
-            load = LoadSessionRequest(session_id=native, cwd=workspace, mcp_servers=[])
+            servers = self._mcp_servers(session, context)
+            load = LoadSessionRequest(session_id=native, cwd=workspace, mcp_servers=servers)
             # The agent replays the history as session/update notifications: no turn is
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)

@@ -29,7 +29,9 @@ from typing import Any
 from harness_cli_kit import (
     NativeSession,
     api_key,
+    bridge_of,
     check_cli,
+    codex_mcp_toml,
     extra_env,
     int_setting,
     safe_id,
@@ -99,7 +101,7 @@ class CodexAdapter(PerTurnCliAdapter):
     tested_cli = f"@openai/codex {TESTED_CLI}"
     binary = BINARY
     vendor = "openai"
-    features = ("resume", "cancel", "usage", "permissions")
+    features = ("resume", "cancel", "usage", "permissions", "mcp")
     details = {
         "wire_api": "openai-responses",
         "permission_modes": "approval never; strict=read-only, auto=workspace-write, "
@@ -149,15 +151,17 @@ class CodexAdapter(PerTurnCliAdapter):
     ) -> CliTurn:
         settings = self._settings(context)
         home, tmp = self._dirs(context)
-        (home / "config.toml").write_text(
-            render_config(
-                base_url=settings["base_url"],
-                model=settings["model"],
-                retries=settings["retries"],
-                posture=context.posture,
-                wire_api=settings["wire_api"],
-            )
+        config = render_config(
+            base_url=settings["base_url"],
+            model=settings["model"],
+            retries=settings["retries"],
+            posture=context.posture,
+            wire_api=settings["wire_api"],
         )
+        bridge = bridge_of(context)
+        if bridge is not None:
+            config += "\n" + codex_mcp_toml(bridge)
+        (home / "config.toml").write_text(config)
         env = {
             "HOME": str(home),
             "CODEX_HOME": str(home),
