@@ -184,6 +184,17 @@ def _safe_tool_name(update: Mapping[str, Any]) -> str:
     return kind if isinstance(kind, str) and is_safe_name(kind) else "tool"
 
 
+def _bridge_tool(context: SessionContext, tool_call: Mapping[str, Any]) -> bool:
+    """Whether an agent's permission request is for one of the bridge's host tools (Claude
+    Code's agent titles such a call ``mcp__<server>__<tool>``)."""
+    bridge = bridge_of(context)
+    title = tool_call.get("title")
+    if bridge is None or not isinstance(title, str):
+        return False
+    prefix = f"mcp__{bridge.name}__"
+    return title.startswith(prefix) and title[len(prefix) :] in bridge.tools
+
+
 def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
     """Map one ``session/update`` payload to contract events (pure, for tests too)."""
     kind = update.get("sessionUpdate")
@@ -272,6 +283,9 @@ class AcpAdapter:
             request_id = f"{request_id}:{turn.permissions if turn else 0}"
         kind = tool_call.get("kind") if isinstance(tool_call, Mapping) else None
         tool = _safe_tool_name(tool_call) if isinstance(tool_call, Mapping) else None
+        if _bridge_tool(session.context, tool_call):
+            policy = "allow"  # the host's own read-only tools, offered by the host itself
+            tool = str(tool_call.get("title"))
         summary = "the agent asks to " + {
             "execute": "run a command",
             "edit": "edit a file",

@@ -153,7 +153,7 @@ class Bridge:
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
         run_id = _current_run.get()
-        calls = self._runs.get(run_id) if run_id is not None else None
+        calls = self._runs.get(run_id) if run_id else None
         if calls is None or self.tokens.active_run != run_id:
             return _result("The run has ended.", error=True)
         tool = self.tools.get(params.name)

@@ -14,6 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 READ_SCOPE = "tools:read"
+#: What :meth:`TokenTable.verify` answers for a valid session token while no run is active: the
+#: agent may connect and list tools (it does so when its session starts), not call one.
+IDLE = ""
 #: How long a run's token lives when the turn has no deadline.
 DEFAULT_LIFETIME = 3600.0
 
@@ -68,7 +71,8 @@ class TokenTable:
         self.active_run = None
 
     def verify(self, presented: str | None, *, scope: str = READ_SCOPE) -> str | None:
-        """The active run the token may act for now, or None (refused)."""
+        """The active run the token may act for now, :data:`IDLE` (a session token between
+        runs), or None (refused)."""
         if not presented:
             return None
         wanted = digest(presented)
@@ -83,6 +87,6 @@ class TokenTable:
         if time.monotonic() >= grant.expires_at or scope not in grant.scopes:
             return None
         run = self.active_run
-        if run is None or (grant.run_id is not None and grant.run_id != run):
-            return None
-        return run
+        if grant.run_id is None:
+            return run if run is not None else IDLE
+        return run if grant.run_id == run else None

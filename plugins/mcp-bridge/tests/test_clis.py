@@ -46,6 +46,23 @@ async def probe(url: str, token: str) -> int:
         return response.status_code
 
 
+async def call_succeeds(url: str, token: str) -> bool:
+    """Whether a ``tools/call`` of ``lookup`` with ``token`` succeeds."""
+    headers = {**ACCEPT, "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-06-18"}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "lookup", "arguments": {"q": "late"}},
+    }
+    async with httpx.AsyncClient() as client:
+        await client.post(url, json=INIT, headers=headers)
+        response = await client.post(url, json=call, headers=headers)
+    if response.status_code != 200:
+        return False
+    return not response.json().get("result", {}).get("isError", True)
+
+
 def cmdline_hits(token: str) -> int:
     hits = 0
     for path in Path("/proc").glob("[0-9]*/cmdline"):
@@ -118,7 +135,7 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
     controller = make_controller(
         harness.adapter(), StaticCredentials(harness.key_var, harness.key), host_tools=[tool]
     )
-    config_extra = {"permissions": "allow"} if harness.session_lived else {}
+    config_extra: dict[str, Any] = {}
 
     async def main():
         async with controller as c:
@@ -133,14 +150,15 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
                 state["session"] = ref.session_id
                 url = c._live[ref.session_id].context.mcp_bridge.url
                 first = await c.run_turn(ref, "look it up", timeout=90)
-                after_first = await probe(url, seen[0]["token"]) if seen else None
+                after_first = await call_succeeds(url, seen[0]["token"]) if seen else None
                 second = await c.run_turn(ref, "look it up again", timeout=90)
-                after_second = await probe(url, seen[-1]["token"]) if seen else None
+                after_second = await call_succeeds(url, seen[-1]["token"]) if seen else None
+                refused = await probe(url, seen[0]["token"]) if seen else None
                 requests = server.model_requests()
             export = json.dumps(c.export(ref.session_id))
-        return first, second, after_first, after_second, requests, export
+        return first, second, (after_first, after_second, refused), requests, export
 
-    first, second, after_first, after_second, requests, export = anyio.run(main)
+    first, second, after, requests, export = anyio.run(main)
     assert first.status == "completed", first
     assert second.status == "completed", second
     assert len(seen) == 2 and len(markers) == 2, (seen, first.events)
@@ -167,7 +185,10 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
     if not harness.session_lived:
         assert all(s["env"] for s in seen)
         assert seen[0]["token"] != seen[1]["token"]
-    assert after_first == 401 and after_second == 401
+    # after each terminal: 0 successful calls with the old token (a per-turn CLI's token is
+    # refused outright; a session-lived agent's may still connect, but calls nothing)
+    assert after[:2] == (False, False)
+    assert after[2] == (200 if harness.session_lived else 401)
 
     ledger = b"".join(p.read_bytes() for p in tmp_path.glob("ledger.sqlite*"))
     for token in {s["token"] for s in seen}:
