@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -48,6 +48,10 @@ def _async_function(instance: Any, attribute: attrs.Attribute[Any], value: Any) 
         raise ValueError("function must be an async function")
 
 
+def _names(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 @frozen
 class HostTool:
     """One read-only tool: ``await function(arguments)`` answers a call (str or JSON-able)."""
@@ -72,7 +76,7 @@ class McpBridge:
 
     name: str = field(validator=_tool_name)
     url: str = field(validator=_bounds.bounded(1, 256))
-    tools: tuple[str, ...] = field(converter=tuple, default=())
+    tools: tuple[str, ...] = field(converter=_names, default=())
     token_env: str = TOKEN_ENV
 
 

@@ -44,7 +44,9 @@ class _Quiet(uvicorn.Server):
         yield
 
 
-async def _reply(send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]):
+async def _reply(
+    send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]]
+) -> None:
     await send(
         {
             "type": "http.response.start",
@@ -102,6 +104,9 @@ class Bridge:
         self.limits = limits or Limits()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Inherited by accepted connections: without it a reply's small writes wait for the
+        # client's delayed ACK (~40 ms a call).
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._sock.bind((LOOPBACK, 0))
         self.port: int = self._sock.getsockname()[1]
         self.authority = f"{LOOPBACK}:{self.port}"
@@ -115,7 +120,7 @@ class Bridge:
 
     @property
     def endpoint(self) -> McpBridge:
-        return McpBridge(name=self.name, url=self.url, tools=tuple(self.tools))
+        return McpBridge(name=self.name, url=self.url, tools=tuple(self.tools.keys()))
 
     # -- tokens ------------------------------------------------------------------------------
 

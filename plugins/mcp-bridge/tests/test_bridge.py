@@ -10,18 +10,8 @@ import httpx
 import pytest
 from harness_hookspecs import HarnessError, HostTool, ToolCompleted, ToolStarted
 from harness_mcp_bridge import Bridge, Limits, select_tools
-
-VERSION = "2025-06-18"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": VERSION,
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+from harness_mcp_bridge.testing import INITIALIZE as INIT
+from harness_mcp_bridge.testing import mcp_post, rpc
 
 
 async def echo(arguments):
@@ -41,24 +31,14 @@ def tool(name: str = "echo", function: Any = echo) -> HostTool:
 
 
 class Client:
-    def __init__(self, http: httpx.AsyncClient, url: str) -> None:
-        self.http = http
+    def __init__(self, url: str) -> None:
         self.url = url
 
-    async def post(self, body: dict[str, Any], token: str | None, **headers: str) -> httpx.Response:
-        sent = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": VERSION}
-        if token is not None:
-            sent["Authorization"] = f"Bearer {token}"
-        return await self.http.post(self.url, json=body, headers={**sent, **headers})
+    async def post(self, body: dict[str, Any], token: str | None, **headers: str) -> Any:
+        return await mcp_post(self.url, token, body, **headers)
 
     async def call(self, token: str, name: str = "echo", **arguments: Any) -> dict[str, Any]:
-        body = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": name, "arguments": arguments},
-        }
-        response = await self.post(body, token)
+        response = await self.post(rpc("tools/call", {"name": name, "arguments": arguments}), token)
         assert response.status_code == 200, response.status_code
         result: dict[str, Any] = response.json()["result"]
         return result
@@ -70,12 +50,12 @@ def serve(tools: list[HostTool], body: Any, **kwargs: Any) -> Any:
     async def main() -> Any:
         bridge = Bridge(tools, **kwargs)
         events: list[Any] = []
-        async with anyio.create_task_group() as group, httpx.AsyncClient() as http:
+        async with anyio.create_task_group() as group:
             started = time.perf_counter()
             await group.start(bridge.run)
             up = time.perf_counter() - started
             try:
-                return up, bridge, await body(bridge, Client(http, bridge.url), events)
+                return up, bridge, await body(bridge, Client(bridge.url), events)
             finally:
                 await bridge.close()
 

@@ -15,49 +15,23 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from harness_cli_kit.testing import StaticCredentials
 from harness_hookspecs import TOKEN_ENV, HostTool
+from harness_mcp_bridge.testing import HARNESSES, INITIALIZE, mcp_post, rpc
 
 from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
-
-from .clis import HARNESSES
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "1"},
-    },
-}
-ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
 async def probe(url: str, token: str) -> int:
     """An MCP ``initialize`` with ``token``: the HTTP status the bridge answers."""
-    async with httpx.AsyncClient() as client:
-        response = await client.post(
-            url, json=INIT, headers={**ACCEPT, "Authorization": f"Bearer {token}"}
-        )
-        return response.status_code
+    return int((await mcp_post(url, token, INITIALIZE)).status_code)
 
 
 async def call_succeeds(url: str, token: str) -> bool:
     """Whether a ``tools/call`` of ``lookup`` with ``token`` succeeds."""
-    headers = {**ACCEPT, "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-06-18"}
-    call = {
-        "jsonrpc": "2.0",
-        "id": 2,
-        "method": "tools/call",
-        "params": {"name": "lookup", "arguments": {"q": "late"}},
-    }
-    async with httpx.AsyncClient() as client:
-        await client.post(url, json=INIT, headers=headers)
-        response = await client.post(url, json=call, headers=headers)
+    await mcp_post(url, token, INITIALIZE)
+    response = await mcp_post(url, token, rpc("tools/call", {"name": "lookup", "arguments": {}}))
     if response.status_code != 200:
         return False
     return not response.json().get("result", {}).get("isError", True)
@@ -81,9 +55,7 @@ def environ_of(pid: int) -> bytes:
 
 
 def file_hits(root: Path, token: str) -> list[str]:
-    return [
-        str(p) for p in root.rglob("*") if p.is_file() and token.encode() in p.read_bytes()
-    ]
+    return [str(p) for p in root.rglob("*") if p.is_file() and token.encode() in p.read_bytes()]
 
 
 def script() -> list[Step]:
@@ -107,18 +79,14 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
     async def lookup(arguments):
         context = state["controller"]._live[state["session"]].context
         token = (
-            context.bridge._session_token
-            if harness.session_lived
-            else context._turn_env[TOKEN_ENV]
+            context.bridge._session_token if harness.session_lived else context._turn_env[TOKEN_ENV]
         )
         processes = context.session_processes if harness.session_lived else context.turn_processes
         seen.append(
             {
                 "token": token,
                 "cmdline": cmdline_hits(token),
-                "env": any(
-                    f"{TOKEN_ENV}={token}".encode() in environ_of(p.pid) for p in processes
-                ),
+                "env": any(f"{TOKEN_ENV}={token}".encode() in environ_of(p.pid) for p in processes),
                 "status": await probe(context.mcp_bridge.url, token),
             }
         )

@@ -1,5 +1,6 @@
-"""The harnesses the bridge is shown with: adapter, injected key, config, model, and how the
-fake model's script names the host tool call (one script for all: ``mcp_server``)."""
+"""The harnesses the bridge is shown with, for its test suite and benchmark: adapter, injected
+key, model and config against the fake model server. The adapters and harness_cli_kit's test
+helpers (pytest) are imported only when used."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness_cli_kit.testing import installed_cli
+
+def installed_cli(name: str) -> str:
+    from harness_cli_kit.testing import installed_cli as find
+
+    return find(name)
 
 
 @dataclass
@@ -81,3 +86,33 @@ HARNESSES = {
         session_lived=True,
     ),
 }
+
+
+#: The MCP protocol version the test clients speak, and their ``initialize`` request.
+PROTOCOL = "2025-06-18"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": PROTOCOL,
+        "capabilities": {},
+        "clientInfo": {"name": "harness-test", "version": "1"},
+    },
+}
+
+
+def rpc(method: str, params: dict[str, Any] | None = None, id: int = 2) -> dict[str, Any]:
+    """A JSON-RPC request body."""
+    return {"jsonrpc": "2.0", "id": id, "method": method, "params": params or {}}
+
+
+async def mcp_post(url: str, token: str | None, body: dict[str, Any], **headers: str) -> Any:
+    """POST one MCP message to the bridge (httpx), with ``token`` as the bearer if given."""
+    import httpx
+
+    sent = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": PROTOCOL}
+    if token is not None:
+        sent["Authorization"] = f"Bearer {token}"
+    async with httpx.AsyncClient() as client:
+        return await client.post(url, json=body, headers={**sent, **headers})
