@@ -164,3 +164,22 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
         assert token not in export
         assert file_hits(tmp_path / "state", token) == []
         assert token not in repr(first.events) + repr(second.events)
+
+
+def test_describe_claims_mcp_only_where_a_cli_was_shown_to_use_the_bridge():
+    from harness_acp import AcpAdapter
+    from harness_pi import PiAdapter
+
+    adapters = [HARNESSES[name].adapter() for name in HARNESSES]
+    adapters += [PiAdapter(), AcpAdapter("codex"), AcpAdapter("cline"), AcpAdapter("custom")]
+    claims = {a.describe().provider: "mcp" in a.describe().features for a in adapters}
+    assert claims == {
+        "claude-code": True,
+        "codex": True,
+        "opencode": True,
+        "acp:claude-code": True,
+        "pi": False,  # no native MCP client (pi-mcp-adapter not pinned)
+        "acp:codex": False,
+        "acp:cline": False,
+        "acp:custom": False,
+    }
