@@ -5,18 +5,16 @@
 - a stream that ends without a terminal is recorded as ``failed``, never ``completed``;
 - a raised exception is ``provider-failed`` with no raw text; deadlines are ``timeout``;
   event-count limits are ``limit-exceeded``; cancel reaches the caller as ``turn.cancelled``;
-- close is idempotent; resume works from a complete :class:`SessionRef` in a new controller.
-
-Turns are pulled, not pushed: ``async with controller.turn(...) as turn: async for event in turn``
-advances the adapter's iterator inside a cancel scope entered and left within each step, so
-cancel and deadlines are structured (anyio) without a background task per turn.
+- close is idempotent; resume works from a complete :class:`SessionRef` in a new controller;
+- durable before delivered (:mod:`.delivery`); a producer task drives each turn (:mod:`.turn`);
+- one writer per session: open and resume claim it in the ledger (``session-busy``, nothing
+  appended); resume ends a turn a dead process left open with ``turn.failed(interrupted)``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -55,11 +53,20 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .context import RuntimeSessionContext, state_dir_for
-from .ledger import flush_async, open_ledger
+from .delivery import Delivery
+from .ledger import open_ledger
 from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor
 from .retry import opening_event
-from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
+from .turn import (
+    CLEANUP_GRACE,
+    LiveSession,
+    NotStarted,
+    Turn,
+    TurnResult,
+    as_error,
+    dangling_turn,
+)
 
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
 
@@ -118,9 +125,11 @@ class Controller:
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
+        self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
+        self._deliver = self.delivery.deliver
+        self._flush = self.delivery.flush
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
-        self.observer_errors = 0
 
     @property
     def hook(self) -> Any:
@@ -142,6 +151,7 @@ class Controller:
         with anyio.CancelScope(shield=True):
             for live in list(self._live.values()):
                 await self._release(live, closing=False)
+                self.ledger.release(live.ref.session_id)
             self._live.clear()
         assert self._task_group is not None
         self._task_group.cancel_scope.cancel()
@@ -149,7 +159,8 @@ class Controller:
         # in `async with Controller()` reaches the host as itself, not wrapped in a group.
         await self._task_group.__aexit__(None, None, None)
         self._task_group = None
-        await flush_async(self.ledger)
+        await self._deliver()
+        await self._flush()
         if self._owns_ledger:
             self.ledger.close()
         return None
@@ -195,6 +206,7 @@ class Controller:
             call=lambda context: self.hook.harness_open_session(request=request, context=context),
         )
         self._create_record(live.ref, request)
+        self.ledger.claim(live.ref.session_id)
         self._emit(
             live,
             None,
@@ -207,6 +219,7 @@ class Controller:
                 network=request.sandbox.network,
             ),
         )
+        await self._deliver()
         return live.ref
 
     async def resume_session(
@@ -248,6 +261,23 @@ class Controller:
             raise HarnessError("invalid-request", "the session ref does not match the ledger")
         descriptor = self.describe(ref.provider)
         assert_supported(descriptor, ref.target, "resume")
+        # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
+        self.ledger.claim(ref.session_id)
+        try:
+            live = await self._resume_attached(descriptor, request, record)
+        except BaseException:
+            self.ledger.release(ref.session_id)
+            raise
+        await self._deliver()
+        return live.ref
+
+    async def _resume_attached(
+        self,
+        descriptor: HarnessDescriptor,
+        request: ResumeSessionRequest,
+        record: SessionRecord | None,
+    ) -> LiveSession:
+        ref = request.session
         live = await self._attach(
             descriptor,
             session_id=ref.session_id,
@@ -265,8 +295,12 @@ class Controller:
         if record is None:
             self._create_record(ref, request)
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
+        # A turn a dead process left open (we hold the claim: its owner is gone) gets its end.
+        dangling = dangling_turn(self.ledger, ref.session_id, live.next_sequence - 1)
+        if dangling is not None:
+            self._emit(live, dangling, TurnFailed(reason="interrupted"))
         self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
-        return live.ref
+        return live
 
     def _create_record(
         self, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
@@ -470,16 +504,17 @@ class Controller:
             if iterator is None or not hasattr(iterator, "__anext__"):
                 raise HarnessError("provider-failed", "the adapter returned no event stream")
             turn._iterator = iterator
+            turn.start()
         except Exception as error:
             failure = as_error(error)
             await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
         try:
             yield turn
         finally:
-            if not turn.finished:
-                with anyio.CancelScope(shield=True):
+            with anyio.CancelScope(shield=True):
+                if not turn.finished:
                     await turn.cancel("host")
-                    await turn.settle()
+                await turn.settle()
 
     async def run_turn(
         self,
@@ -517,6 +552,7 @@ class Controller:
             raise HarnessError("turn-not-found")
         assert_supported(live.descriptor, live.ref.target, "cancel")
         request = CancelTurnRequest(session=live.ref, turn_id=turn.turn_id)
+        turn.cancel_requested = "host"  # a harness answering the cancel itself: the host's
         with anyio.move_on_after(PROVIDER_CANCEL_WAIT):
             try:
                 awaitable = self.hook.harness_cancel_turn(request=request, context=live.context)
@@ -547,7 +583,9 @@ class Controller:
             record = self.ledger.get_session(session_id)
             if record is not None:
                 self.ledger.update_session(attrs.evolve(record, status="closed", updated_at=now()))
-            await flush_async(self.ledger)
+            await self._deliver()
+            await self._flush()
+            self.ledger.release(session_id)
         live.closed = True
 
     async def _release(self, live: LiveSession, *, closing: bool) -> None:
@@ -599,13 +637,7 @@ class Controller:
         )
         live.next_sequence = sequence + 1
         self.ledger.append((event,))
-        if self.hook.on_event.get_hookimpls():
-            try:
-                self.hook.on_event(event=event)
-            except Exception:
-                self.observer_errors += 1
-                if self.observer_errors == 1:
-                    print("harness: an on_event observer failed; continuing", file=sys.stderr)
+        self.delivery.recorded(event)
         return event
 
     # -- reading back -----------------------------------------------------------------------

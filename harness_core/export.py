@@ -1,10 +1,12 @@
 """Portable export: a JSON bundle of one session, built only from the ledger.
 
 ``{"format": "harness-core.export", "version": 1, "exported_at", "session": record, "turns":
-[{turn_id, status (completed/failed/cancelled/incomplete), started_sequence, terminal_sequence,
-text[, reason][, attempt]}], "events": [event_to_dict...]}``. A turn's ``text`` is the terminal's
-text when it has one, else its streamed deltas, else its completed assistant messages; a retried
-turn (``turn.restarted``) keeps only its last attempt's output and says which attempt that was.
+[{turn_id, status (completed/failed/cancelled/running/interrupted), started_sequence,
+terminal_sequence, text[, reason][, attempt]}], "events": [event_to_dict...]}``. A turn's ``text``
+is the terminal's text when it has one, else its streamed deltas, else its completed assistant
+messages; a retried turn (``turn.restarted``) keeps only its last attempt's output and says which
+attempt that was. A turn without a terminal is ``running`` while a live process holds the session and
+``interrupted`` when none does (its process died; the next resume records that in the ledger).
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ EXPORT_VERSION = 1
 _STATUS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
 
 
+def open_turn(store: LedgerStore, session_id: str) -> str | None:
+    """``running`` or ``interrupted`` when the session's last turn has no terminal, else None."""
+    from .turn import dangling_turn
+
+    if dangling_turn(store, session_id, store.last_sequence(session_id)) is None:
+        return None
+    return "running" if store.claimed(session_id) else "interrupted"
+
+
 def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
     record = store.get_session(session_id)
     if record is None:
@@ -37,7 +48,7 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
         if turn is None:
             turn = turns[event.turn_id] = {
                 "turn_id": event.turn_id,
-                "status": "incomplete",
+                "status": None,
                 "started_sequence": event.sequence,
                 "terminal_sequence": None,
                 "text": "",
@@ -56,6 +67,10 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
                 turn["text"] = event.payload.text
             if isinstance(event.payload, TurnFailed):
                 turn["reason"] = event.payload.reason
+    open_status = "running" if store.claimed(session_id) else "interrupted"
+    for turn in turns.values():
+        if turn["status"] is None:
+            turn["status"] = open_status
     for turn_id, texts in messages.items():
         if not turns[turn_id]["text"]:
             turns[turn_id]["text"] = "\n".join(texts)

@@ -33,6 +33,7 @@ from harness_hookspecs import (
     UsageReported,
     assert_supported,
 )
+from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -154,9 +155,9 @@ class FunctionHarness:
         text_parts: list[str] = []
         usage: Usage | None = None
         if isinstance(result, str):
-            text_parts.append(result)
+            text_parts.append(_fits(result))
         elif isinstance(result, Result):
-            text_parts.append(result.text)
+            text_parts.append(_fits(result.text))
             usage = result.usage
         elif result is None:
             pass
@@ -168,11 +169,11 @@ class FunctionHarness:
                 if isinstance(item, str):
                     if item:
                         append(item)
-                        yield MessageDelta(text=item)
+                        yield MessageDelta(text=_fits(item))
                 elif isinstance(item, Result):
                     if item.text:
                         text_parts.append(item.text)
-                        yield MessageDelta(text=item.text)
+                        yield MessageDelta(text=_fits(item.text))
                     usage = item.usage or usage
                 elif type(item) in _PAYLOAD_CLASSES and item.TYPE in ADAPTER_TYPES:
                     yield item
@@ -185,10 +186,19 @@ class FunctionHarness:
             raise HarnessError("provider-failed", "the function returned an unsupported value")
         text = "".join(text_parts)
         session.history.append(("assistant", text))
-        yield MessageCompleted(text=text)
+        whole = len(text) <= TEXT_MAX  # streamed past one event's size: the deltas hold it
+        if whole:
+            yield MessageCompleted(text=text)
         if usage is not None:
             yield UsageReported(usage=usage)
-        yield TurnCompleted(text=text)
+        yield TurnCompleted(text=text if whole else None)
+
+
+def _fits(text: str) -> str:
+    """``text`` if one event can hold it; more is a limit, not a bad request."""
+    if len(text) > TEXT_MAX:
+        raise HarnessError("limit-exceeded", "the harness returned more text than an event holds")
+    return text
 
 
 async def _aiter(items: Any) -> AsyncIterator[Any]:

@@ -1,4 +1,5 @@
-"""Redaction of secrets from events before observers, the ledger, the CLI or an export see them."""
+"""Redaction of secrets from events before observers, the ledger, the CLI or an export see them
+(and, in the same pass, lone surrogates replaced by U+FFFD: text no reader could encode)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ KEY_SHAPES = re.compile(
 #: The shortest text the pattern can match: registered secrets are at least this long (see
 #: :meth:`Redactor.add`) and every key shape is longer.
 MIN_MATCH = 6
+
+#: A UTF-16 surrogate alone: no encoding can write it, so it never reaches the ledger.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT = "\ufffd"
 
 #: Payload class -> its field names (``attrs.fields`` per event was a measurable cost).
 _FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
@@ -73,8 +78,14 @@ class Redactor:
         search = self._pattern.search
         for name in names:
             value = getattr(payload, name)
+            if not isinstance(value, str):
+                continue
+            if not value.isascii() and _SURROGATE.search(value):
+                # Replaced at the boundary: every reader (a strict UTF-8 stdout, an export)
+                # must be able to write back what the ledger holds.
+                value = changes[name] = _SURROGATE.sub(REPLACEMENT, value)
             # Nothing shorter than MIN_MATCH can match (secrets and key shapes are longer).
-            if isinstance(value, str) and len(value) >= MIN_MATCH and search(value):
+            if len(value) >= MIN_MATCH and search(value):
                 redacted = self._pattern.sub(REDACTED, value)
                 if name in ("summary", "message", "hint"):
                     redacted = redacted[:240]

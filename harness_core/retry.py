@@ -2,7 +2,10 @@
 
 A retry of a turn whose earlier attempt ended without a terminal (its writer died, or was fenced
 by a newer writer's ``claim``) is recorded as ``turn.restarted(attempt)``, and readers keep only
-the last attempt's output. A retry of a turn that already ended is refused (its result stands),
+the last attempt's output. The resume that claimed the session may already have closed the dead
+attempt with the runtime's ``turn.failed(reason="interrupted")`` (crash recovery): that attempt's
+end, not the turn's, so the retry is still recorded as ``turn.restarted`` - every attempt ends
+with exactly one terminal, and the turn's result is its last attempt's. A retry of a turn that already ended is refused (its result stands),
 and so is an attempt number that does not grow.
 """
 
@@ -13,9 +16,15 @@ from harness_hookspecs import (
     HarnessError,
     LedgerStore,
     Payload,
+    TurnFailed,
     TurnRestarted,
     TurnStarted,
 )
+
+
+def _interrupted(payload: Payload) -> bool:
+    """The runtime's end of an attempt whose process died (see crash recovery)."""
+    return isinstance(payload, TurnFailed) and payload.reason == "interrupted"
 
 
 def opening_event(
@@ -27,7 +36,8 @@ def opening_event(
     earlier = [event for event in ledger.events(session_id) if event.turn_id == turn_id]
     if not earlier:
         return TurnStarted(prompt=prompt)
-    if any(event.type in TERMINAL_TYPES for event in earlier):
+    terminal = next((e for e in reversed(earlier) if e.type in TERMINAL_TYPES), None)
+    if terminal is not None and not _interrupted(terminal.payload):
         raise HarnessError("invalid-request", "the turn already ended; its result stands")
     last = max([1] + [e.payload.attempt for e in earlier if isinstance(e.payload, TurnRestarted)])
     if attempt <= last:

@@ -1,21 +1,23 @@
-"""One turn: the pulled event stream and the guarantees it keeps.
+"""One turn: its event stream and the guarantees it keeps.
 
-A :class:`Turn` advances the adapter's iterator one step at a time inside a cancel scope entered
-and left within that step, so cancel and deadlines are structured (anyio) without a background
-task per turn; it records every payload through its controller and ends with exactly one
-terminal event, after which it releases what the turn held (processes, the active slot).
+A :class:`Turn`'s producer task drives the adapter's iterator inside one cancel scope (cancel
+and the deadline are structured, anyio), records every payload through its controller and ends
+with exactly one terminal event, after which it releases what the turn held (processes, the
+active slot); iterating the turn hands the events out once the ledger made them durable.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
+import anyio.abc
 from attrs import define, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
+    RUNTIME_REASONS,
     TERMINAL_TYPES,
     Event,
     HarnessDescriptor,
@@ -35,9 +37,10 @@ from harness_hookspecs import (
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .context import RuntimeSessionContext
-from .ledger import flush_async
 
 CLEANUP_GRACE = 0.25
+#: Events recorded and not yet handed to the iterator, at most (then the producer waits).
+PENDING_MAX = 4096
 
 
 class TurnOwner(Protocol):
@@ -45,8 +48,13 @@ class TurnOwner(Protocol):
     module does not import the controller that imports it)."""
 
     ledger: LedgerStore
+    _task_group: anyio.abc.TaskGroup | None
 
     def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event: ...
+
+    async def _deliver(self, *, seen: bool = False) -> None: ...
+
+    async def _flush(self) -> None: ...
 
 
 def as_error(error: BaseException) -> HarnessError:
@@ -55,6 +63,41 @@ def as_error(error: BaseException) -> HarnessError:
     if isinstance(error, ValueError | TypeError):
         return HarnessError("invalid-request")
     return HarnessError("provider-failed")
+
+
+def harness_failure(error: BaseException) -> HarnessError:
+    """What a harness's own exception means for its turn (the request was already valid).
+
+    A ``ValueError`` there is the harness's fault (often an invalid event), not a bad request; a
+    ``BaseException`` (``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit`` raised by the
+    harness) ends the turn like any other failure instead of taking the runtime down.
+    """
+    if isinstance(error, HarnessError):
+        return error
+    for known in (ValueError, TypeError, SystemExit, KeyboardInterrupt, GeneratorExit):
+        if isinstance(error, known):  # the class name only: never the exception's text
+            return HarnessError("provider-failed", f"the harness raised {known.__name__}")
+    return HarnessError("provider-failed")
+
+
+def dangling_turn(ledger: LedgerStore, session_id: str, last: int) -> str | None:
+    """The turn a session's last event belongs to if that turn has no terminal (its process
+    died mid-turn: one active turn per session, and a terminal is always a turn's last event)."""
+    tail = ledger.events(session_id, after=last - 1, limit=1) if last > 0 else []
+    if tail and tail[0].turn_id is not None and tail[0].type not in TERMINAL_TYPES:
+        return tail[0].turn_id
+    return None
+
+
+def believed(payload: Payload, cancel_requested: str | None) -> Payload:
+    """A harness's terminal as the runtime records it: who cancelled and which limit or deadline
+    fired are the runtime's to say, never taken from the harness's output."""
+    if isinstance(payload, TurnCancelled):
+        by = cancel_requested or "harness"
+        return payload if payload.by == by else TurnCancelled(by=by)
+    if isinstance(payload, TurnFailed) and payload.reason in RUNTIME_REASONS:
+        return TurnFailed(reason="provider-failed", hint="the harness claimed a runtime reason")
+    return payload
 
 
 @frozen
@@ -88,7 +131,14 @@ class LiveSession:
 
 
 class Turn:
-    """One running turn; iterate it for events. Obtained from :meth:`Controller.turn`."""
+    """One running turn; iterate it for events. Obtained from :meth:`Controller.turn`.
+
+    A producer task (in the controller's task group) drives the adapter inside one cancel scope
+    (cancel and the deadline interrupt it) and records each event; iterating the turn hands the
+    events out in order, each only once the ledger has made it durable. While the iterator waits
+    for one commit the producer keeps recording, so the next commit takes everything that
+    arrived meanwhile (group commit). At most :data:`PENDING_MAX` events wait undelivered.
+    """
 
     def __init__(
         self,
@@ -108,11 +158,19 @@ class Turn:
         self._max_events = max_events
         self._pending: deque[Event] = deque()
         self._scope: anyio.CancelScope | None = None
-        self._scope_type: type[anyio.CancelScope] | None = None
-        # A flag, not an anyio.Lock: acquiring a lock is a checkpoint on every event.
-        self._stepping = False
-        self._idle: anyio.Event | None = None
+        self._started = False
+        self._done = anyio.Event()  # the producer has ended (terminal recorded, cleanup done)
+        self._ready: anyio.Event | None = None  # the iterator waits for an event
+        self._room: anyio.Event | None = None  # the producer waits for the iterator
+        self._pulled: anyio.Event | None = None  # the producer holds a terminal until pulled
+        self._timed_out = False
+        self._iterating = False
+        self._delivered = 0  # events handed out (index of the pending head in self.events)
+        self._durable = 0  # events known durable (a flush covering them returned)
+        self._error: BaseException | None = None
         self._cancel_by: str | None = None
+        #: who asked for a cancel the harness may answer itself (before the runtime cancels)
+        self.cancel_requested: str | None = None
         self._adapter_events = 0
         self._carry = ""  # streamed text held back while it could be the start of a secret
         self.terminal: Event | None = None
@@ -126,99 +184,162 @@ class Turn:
         return self
 
     async def __anext__(self) -> Event:
-        if not self._pending:
-            if self.terminal is not None:
-                raise StopAsyncIteration
-            if self._stepping:
-                raise HarnessError("turn-active", "the turn is already being iterated")
-            # A step may record nothing (text held back for redaction): step until it does.
-            # (_guarded_step inlined: one coroutine less per event on the hot path.)
-            self._stepping = True
-            try:
-                while not self._pending and self.terminal is None:
-                    await self._step()
-            finally:
-                self._stepping = False
-                if self._idle is not None:
-                    self._idle.set()
-                    self._idle = None
-        if not self._pending:
-            raise StopAsyncIteration
-        return self._pending.popleft()
-
-    async def _guarded_step(self) -> None:
-        self._stepping = True
+        if self._iterating:
+            raise HarnessError("turn-active", "the turn is already being iterated")
+        self._iterating = True
         try:
-            await self._step()
+            pending = self._pending
+            while not pending:
+                if self._error is not None:
+                    error, self._error = self._error, None
+                    raise error
+                if self.terminal is not None and (self._done.is_set() or not self._started):
+                    raise StopAsyncIteration
+                self._ready = anyio.Event()
+                if self._pulled is not None:
+                    self._pulled.set()
+                    self._pulled = None
+                await self._ready.wait()
+            event = pending[0]
+            if event is self.terminal and self._started:
+                # The turn's processes are gone before its end is seen; the producer flushed.
+                await self._done.wait()
+            if self._delivered >= self._durable:
+                # Durable before delivered: nobody sees an event the ledger could still lose.
+                covered = len(self.events)
+                await self.controller._deliver(seen=True)
+                self._durable = covered
+            pending.popleft()
+            self._delivered += 1
+            if self._room is not None and len(pending) <= PENDING_MAX // 2:
+                self._room.set()
+                self._room = None
+            return event
         finally:
-            self._stepping = False
-            if self._idle is not None:
-                self._idle.set()
-                self._idle = None
+            self._iterating = False
+
+    def start(self) -> None:
+        """Start the producer (once the adapter's iterator is in place)."""
+        group = self.controller._task_group
+        if group is None:
+            raise HarnessError("invalid-request", "use the Controller with `async with`")
+        self._started = True
+        group.start_soon(self._produce)
 
     async def settle(self) -> None:
-        """Wait for a step running in another task, then step once more if not finished."""
-        while self._stepping:
-            if self._idle is None:
-                self._idle = anyio.Event()
-            await self._idle.wait()
-        if self.terminal is None:
-            await self._guarded_step()
+        """Wait until the producer has ended (the terminal recorded, the turn's processes gone)."""
+        if self._started:
+            await self._done.wait()
 
     def _record(self, payload: Payload) -> Event:
         event = self.controller._emit(self._live, self.turn_id, payload)
         self.events.append(event)
         self._pending.append(event)
+        if self._ready is not None:
+            self._ready.set()
+            self._ready = None
         return event
 
-    async def _step(self) -> None:
-        if self.terminal is not None:
-            return
-        if self._cancel_by is not None:
-            await self._finish(TurnCancelled(by=self._cancel_by))
-            return
-        payload: Any = None
-        failure: HarnessError | None = None
-        # The backend's scope class, built directly: anyio.CancelScope() dispatches through
-        # the backend lookup on every call (~1 us of the per-event cost).
-        scope_type = self._scope_type
-        if scope_type is None:
-            scope_type = self._scope_type = type(anyio.CancelScope())
-        deadline = self._deadline
-        with scope_type() if deadline is None else scope_type(deadline=deadline) as scope:
+    async def _produce(self) -> None:
+        try:
+            terminal = await self._run_adapter()
+            if terminal.TYPE != TurnCancelled.TYPE and not self._timed_out:
+                terminal = await self._when_pulled(terminal)
+            await self._finish(terminal)
+        except BaseException as error:
+            # Never into the controller's task group: the iterator raises it instead.
+            stopped = isinstance(error, anyio.get_cancelled_exc_class())
+            failure: BaseException = error
+            with anyio.CancelScope(shield=True):
+                if self.terminal is None:
+                    try:
+                        await self._finish(
+                            TurnCancelled(by=self._cancel_by or "close")
+                            if stopped
+                            else TurnFailed(reason=as_error(error).reason)
+                        )
+                    except BaseException as late:  # the ledger failed too
+                        failure = late
+            if stopped:
+                raise
+            failure = failure if isinstance(failure, HarnessError) else as_error(failure)
+            if self.terminal is None or failure.reason == "ledger-failed":
+                self._error = failure  # the caller must know what the ledger may lack
+        finally:
+            self._done.set()
+            if self._ready is not None:
+                self._ready.set()
+                self._ready = None
+
+    async def _when_pulled(self, terminal: Payload) -> Payload:
+        """Hold the terminal until the iterator has taken everything before it and asks for
+        more: a caller that leaves early still cancels the turn, as when nothing ran ahead.
+        Only a cancel ends the wait (not the deadline: the harness finished in time)."""
+        with anyio.CancelScope() as scope:
             self._scope = scope
-            try:
-                payload = await self._iterator.__anext__()
-            except StopAsyncIteration:
-                failure = HarnessError(
-                    "provider-failed", "the stream ended without a terminal event"
-                )
-            except Exception as error:
-                failure = as_error(error)
-        self._scope = None
-        if scope.cancel_called:
             if self._cancel_by is not None:
-                await self._finish(TurnCancelled(by=self._cancel_by))
-            else:
-                await self._finish(TurnFailed(reason="timeout"))
-            return
-        if failure is not None:
-            await self._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
-            return
-        if type(payload) not in _PAYLOAD_CLASSES or payload.TYPE not in ADAPTER_TYPES:
-            await self._finish(TurnFailed(reason="provider-failed", hint="non-canonical event"))
-            return
-        if payload.TYPE in TERMINAL_TYPES:
-            await self._finish(payload)
-            return
-        self._adapter_events += 1
-        if self._max_events is not None and self._adapter_events > self._max_events:
-            await self._finish(TurnFailed(reason="limit-exceeded", hint="too many events"))
-            return
-        if self._live.context.redactor.has_secrets:
-            self._record_holding_back(payload)
-        else:
-            self._record(payload)
+                scope.cancel()
+            while self._pending or self._ready is None:
+                self._pulled = anyio.Event()
+                await self._pulled.wait()
+        self._scope = None
+        if scope.cancel_called and self._cancel_by is not None:
+            return TurnCancelled(by=self._cancel_by)
+        return terminal
+
+    async def _run_adapter(self) -> Payload:
+        """Drive the adapter until its terminal (or a failure, cancel, deadline, limit)."""
+        cancelled = anyio.get_cancelled_exc_class()
+        iterator = self._iterator
+        pending = self._pending
+        redactor = self._live.context.redactor
+        outcome: Payload | None = None
+        deadline = self._deadline
+        with (
+            anyio.CancelScope()
+            if deadline is None
+            else anyio.CancelScope(deadline=deadline) as scope
+        ):
+            self._scope = scope
+            if self._cancel_by is not None:
+                scope.cancel()
+            while outcome is None:
+                if len(pending) >= PENDING_MAX:
+                    self._room = anyio.Event()
+                    await self._room.wait()
+                try:
+                    payload = await iterator.__anext__()
+                except StopAsyncIteration:
+                    outcome = TurnFailed(
+                        reason="provider-failed", hint="the stream ended without a terminal event"
+                    )
+                    break
+                except cancelled:
+                    raise
+                except BaseException as error:  # a harness raising SystemExit: its failure
+                    failure = harness_failure(error)
+                    outcome = TurnFailed(reason=failure.reason, hint=failure.hint)
+                    break
+                if type(payload) not in _PAYLOAD_CLASSES or payload.TYPE not in ADAPTER_TYPES:
+                    outcome = TurnFailed(reason="provider-failed", hint="non-canonical event")
+                elif payload.TYPE in TERMINAL_TYPES:
+                    outcome = believed(payload, self._cancel_by or self.cancel_requested)
+                else:
+                    self._adapter_events += 1
+                    if self._max_events is not None and self._adapter_events > self._max_events:
+                        outcome = TurnFailed(reason="limit-exceeded", hint="too many events")
+                    elif redactor.has_secrets:
+                        self._record_holding_back(payload)
+                    else:
+                        self._record(payload)
+        self._scope = None
+        if scope.cancel_called and outcome is None:
+            if self._cancel_by is not None:
+                return TurnCancelled(by=self._cancel_by)
+            self._timed_out = True
+            return TurnFailed(reason="timeout")
+        assert outcome is not None
+        return outcome
 
     def _record_holding_back(self, payload: Payload) -> None:
         """Record, holding back the tail of streamed text that could start a secret."""
@@ -261,7 +382,9 @@ class Turn:
             live.context.deadline = None
             if live.active is self:
                 live.active = None
-            await flush_async(self.controller.ledger)
+            covered = len(self.events)
+            await self.controller._flush()
+            self._durable = covered  # the terminal's delivery needs no flush of its own
 
     async def cancel(self, by: str = "host") -> None:
         """Request cancellation; the iterator then yields ``turn.cancelled``."""
@@ -270,6 +393,9 @@ class Turn:
         self._cancel_by = by
         if self._scope is not None:
             self._scope.cancel()
+        elif not self._started:  # nothing drives the adapter: end the turn here
+            with anyio.CancelScope(shield=True):
+                await self._finish(TurnCancelled(by=by))
 
     async def drain(self) -> None:
         async for _ in self:

@@ -200,6 +200,12 @@ def _serve(args: Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     from harness_hookspecs import HarnessError
 
+    # Non-UTF-8 argv arrives as surrogate escapes, and a stdout may be strict: never crash on
+    # writing back what we were given or what an older ledger holds.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     try:
         parser = build_parser()
         args = parser.parse_args(argv)

@@ -92,8 +92,21 @@ class ReadOnlySqlite:
             return []
         try:
             return self._db.execute(sql, args).fetchall()
+        except UnicodeEncodeError:  # a key SQLite cannot encode (non-UTF-8 argv) matches no row
+            return []
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
+
+    def claimed(self, session_id: str) -> bool:
+        """Whether a live process holds the session (its writer, per the ``claims`` table)."""
+        import time
+
+        from ..ledger._base import holder_alive
+
+        rows = self._rows(
+            "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+        )
+        return bool(rows) and holder_alive(rows[0][0], rows[0][1], time.time())
 
     def get_session(self, session_id: str) -> SessionRecord | None:
         rows = self._rows("SELECT record FROM sessions WHERE session_id = ?", (session_id,))

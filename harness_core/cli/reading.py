@@ -85,6 +85,7 @@ def _matches(store: Any, session_id: str, needle: str) -> bool:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
+    from ..export import open_turn
     from ..serialize import record_to_dict
 
     since = parse_since(args.since) if args.since else None
@@ -119,7 +120,12 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             if fast is not None
             else {r.session_id: summarize(store, r.session_id) for r in shown}
         )
-        rows = [{**record_to_dict(r), **summaries[r.session_id]} for r in shown]
+        # An open session whose last turn has no end: "running" while its process lives,
+        # "interrupted" when a dead process left it (the next resume records that).
+        rows = [
+            {**record_to_dict(r), **summaries[r.session_id], "turn": open_turn(store, r.session_id)}
+            for r in shown
+        ]
     if args.json:
         print_json_lines(rows)
         return EXIT_OK
@@ -146,7 +152,7 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
             [
                 row["ref"]["session_id"],
                 row["ref"]["provider"],
-                row["status"],
+                row["turn"] or row["status"],
                 str(row["turns"]),
                 tokens,
                 cost_text(usage["cost_usd"]),
@@ -243,7 +249,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     text = json.dumps(bundle, ensure_ascii=False, indent=None if args.json else 2) + "\n"
     if args.output and args.output != "-":
         try:
-            with open(args.output, "w", encoding="utf-8") as handle:
+            with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
         except OSError:
             raise CliError("invalid-request", "the output file cannot be written") from None

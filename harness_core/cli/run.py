@@ -26,15 +26,30 @@ def active_file(state_root: Path, session_id: str) -> Path:
     return state_root / "active" / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
 
 
+def _active_record(turn_id: str) -> dict[str, Any]:
+    from ..ledger.owner import process_start
+
+    return {"pid": os.getpid(), "start": process_start(os.getpid()), "turn_id": turn_id}
+
+
 def _active_pid(state_root: Path, session_id: str) -> tuple[int, str] | None:
+    """The pid of the ``harness run`` running a turn in the session, if it still lives.
+
+    A run killed with -9 leaves its file, and its pid may now be another process's: only the
+    process that wrote the file (same pid and ``/proc`` start time) counts.
+    """
+    from ..ledger.owner import same_process
+
+    path = active_file(state_root, session_id)
     try:
-        info = json.loads(active_file(state_root, session_id).read_text())
+        info = json.loads(path.read_text())
         pid = int(info["pid"])
-        os.kill(pid, 0)
-    except (FileNotFoundError, ProcessLookupError, ValueError, KeyError, TypeError):
+        alive = same_process(pid, info.get("start"))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
         return None
-    except PermissionError:  # alive, owned by someone else
-        pass
+    if not alive:
+        path.unlink(missing_ok=True)
+        return None
     return pid, str(info.get("turn_id", "?"))
 
 
@@ -136,16 +151,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
                 tg.start_soon(watch)
                 try:
+                    # What the session holds already; then print what open/resume appended (a
+                    # dead run's turn ended as interrupted, then session.resumed).
+                    shown = controller.ledger.last_sequence(args.session) if args.session else 0
                     ref = await _open(controller, args, workspace, config, spec)
                     running["ref"] = ref
                     result = await _run_turn(
-                        controller, ref, prompt, args, running, signalled, printer
+                        controller, ref, prompt, args, running, signalled, printer, shown
                     )
                 finally:
                     tg.cancel_scope.cancel()
         if result.status == "completed":
             return EXIT_OK
-        return EXIT_CANCELLED if result.status == "cancelled" else EXIT_TURN_FAILED
+        # 130 only when the host interrupted the turn; a harness ending it itself is a failure.
+        by = getattr(result.events[-1].payload, "by", None) if result.events else None
+        return EXIT_CANCELLED if by == "host" else EXIT_TURN_FAILED
 
     code: int = anyio.run(main)
     return code
@@ -188,11 +208,14 @@ async def _run_turn(
     running: dict[str, Any],
     signalled: Any,
     printer: _Printer,
+    shown: int,
 ) -> Any:
     controller.ledger.flush()
-    last = controller.ledger.last_sequence(ref.session_id)
-    for event in controller.events(ref.session_id, after=last - 1):
-        printer.session(event)  # session.opened / session.resumed: the id comes first
+    for event in controller.events(ref.session_id, after=shown):
+        if event.type in ("session.opened", "session.resumed"):
+            printer.session(event)  # the session id comes first
+        else:
+            printer.event(event)  # e.g. a dead run's turn the resume ended as interrupted
     active = active_file(controller.state_root, ref.session_id)
     started = time.monotonic()
     async with controller.turn(ref, prompt) as turn:
@@ -200,7 +223,7 @@ async def _run_turn(
         if signalled.is_set():
             await controller.cancel_turn(ref, turn.turn_id)
         active.parent.mkdir(parents=True, exist_ok=True)
-        active.write_text(json.dumps({"pid": os.getpid(), "turn_id": turn.turn_id}))
+        active.write_text(json.dumps(_active_record(turn.turn_id)))
         try:
             async for event in turn:
                 if event.type != "turn.started" or printer.mode != "readable":

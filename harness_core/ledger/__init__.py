@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 import anyio.to_thread
-from harness_hookspecs import HarnessError, LedgerStore
+from harness_hookspecs import CommitsOnAppend, HarnessError, LedgerStore, NotifyingStore
 
 from .memory import MemoryStore
 
@@ -70,28 +70,53 @@ def path_of(url: str, scheme: str) -> str:
 async def flush_async(store: LedgerStore) -> None:
     """``store.flush()`` without blocking the event loop.
 
-    A store with ``flush_notify`` (SQLite) calls back from its writer thread on asyncio, one
-    thread hop instead of a worker thread's round trip; anything else runs ``flush`` in a thread.
+    A :class:`NotifyingStore` (SQLite) calls back from its writer thread on asyncio, one thread
+    hop instead of a worker thread's round trip; a :class:`CommitsOnAppend` store whose flush
+    does nothing more (memory) is not flushed; anything else runs ``flush`` in a thread.
     """
-    if getattr(store, "flush_is_noop", False):
-        return  # nothing buffered (the memory store): no thread hop
-    notify = getattr(store, "flush_notify", None)
+    await flusher(store)()
+
+
+def flusher(store: LedgerStore) -> Callable[[], Awaitable[None]]:
+    """:func:`flush_async` for ``store``, with the store's kind looked up once."""
+    committing = isinstance(store, CommitsOnAppend) and store.commits_on_append
+    if committing and not store.syncs_on_flush:  # type: ignore[attr-defined]
+        return _nothing
+    if isinstance(store, NotifyingStore):
+        return lambda: _notified(store)
+    return lambda: anyio.to_thread.run_sync(store.flush)
+
+
+def durable_waiter(
+    store: LedgerStore, flush: Callable[[], Awaitable[None]] | None = None
+) -> Callable[[], Awaitable[None]]:
+    """What to await before delivering what was appended: nothing for a store that commits on
+    append (its events already survive a crash of the process), else its flush (``flush``,
+    the store's :func:`flusher`, when the caller has it already)."""
+    if isinstance(store, CommitsOnAppend) and store.commits_on_append:
+        return _nothing
+    return flush if flush is not None else flusher(store)
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _notified(store: NotifyingStore) -> None:
     try:
-        loop = asyncio.get_running_loop() if notify is not None else None
+        loop = asyncio.get_running_loop()
     except RuntimeError:  # another backend (trio)
-        loop = None
-    if notify is not None and loop is not None:
-        done: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:
-            if not done.done():
-                done.set_result(None)
-
-        if notify(lambda: loop.call_soon_threadsafe(wake)):
-            await done
-            store.raise_failure()  # type: ignore[attr-defined]
+        await anyio.to_thread.run_sync(store.flush)  # type: ignore[attr-defined]
         return
-    await anyio.to_thread.run_sync(store.flush)
+    done: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    if store.flush_notify(lambda: loop.call_soon_threadsafe(wake)):
+        await done
+        store.raise_failure()
 
 
 def open_ledger(
@@ -115,6 +140,8 @@ __all__ = [
     "ENV_LEDGER",
     "ClaimingStore",
     "MemoryStore",
+    "durable_waiter",
     "flush_async",
+    "flusher",
     "open_ledger",
 ]

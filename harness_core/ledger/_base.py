@@ -13,6 +13,7 @@ from typing import Any
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import dumps_record, payload_from_dict, payload_json
+from .owner import owner_alive
 
 #: The envelope columns of one event row, in the order :func:`event_row` gives them.
 EVENT_COLUMNS = (
@@ -269,3 +270,16 @@ class SequenceGuard:
 
     def last(self, session_id: str) -> int | None:
         return self._last.get(session_id)
+
+
+#: Seconds an owner on another host keeps a claim without renewing it (same-host owners are
+#: checked exactly: process id and start time).
+LEASE = 60.0
+
+
+def holder_alive(owner: str | None, renewed_at: float, now: float) -> bool:
+    """Whether a recorded claim still holds: its owner process lives (or its lease runs)."""
+    if not owner:
+        return False
+    alive = owner_alive(owner.rsplit("#", 1)[0])
+    return alive if alive is not None else now - renewed_at < LEASE

@@ -1,16 +1,24 @@
 """A JSONL file store: ``sessions.jsonl`` (last record wins) and ``events.jsonl`` in a directory.
 
 One JSON object per line (``dumps_event``: the same shape as ``event_to_dict``). Appends are
-checked (gap or duplicate sequence -> ``ledger-failed``), kept in memory and buffered; ``flush``
-writes the buffer with one ``write`` and fsyncs it (the controller flushes at every terminal
-event and at close). Session records are written and fsynced at once. Opening the directory
-again (another process) reads everything back; a torn last line (a crash in the middle of a
-write, so never flushed) is ignored. One process writes a directory at a time; others may
-read it, and ``tail`` takes in what the writer appended since (by file offset).
+checked (gap or duplicate sequence -> ``ledger-failed``), kept in memory and written to the file
+at once (one ``write`` to an ``O_APPEND`` descriptor): when ``append`` returns the events survive
+a crash of the process (:class:`CommitsOnAppend`); ``flush`` fsyncs, for an OS crash (the
+controller flushes at every terminal event and at close). Session records are written and
+fsynced at once. Opening the directory again (another process) reads everything back; a torn
+last line (a crash in the middle of a write) is ignored. ``tail`` takes in what other processes
+appended since (by file offset).
+
+Claims: ``claims/<hash>.lock`` per session, held with ``flock`` while this store owns the
+session (the kernel drops it when the process dies, so a crashed owner never blocks a
+takeover); the file holds the last epoch. Claiming re-reads the session's events (another
+process may have written them).
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -26,6 +34,9 @@ T = TypeVar("T")
 
 
 class JsonlStore:
+    commits_on_append = True
+    syncs_on_flush = True
+
     def __init__(self, directory: str) -> None:
         self.directory = directory
         try:
@@ -35,10 +46,11 @@ class JsonlStore:
         self._sessions_path = os.path.join(directory, "sessions.jsonl")
         self._events_path = os.path.join(directory, "events.jsonl")
         self._lock = threading.Lock()
-        self._buffer: list[Event] = []
         self._sessions: dict[str, SessionRecord] = {}
         self._events: dict[str, list[Event]] = {}
         self._closed = False
+        self._fd: int | None = None  # events.jsonl, O_APPEND, opened on the first append
+        self._claims: dict[str, tuple[int, int]] = {}  # session -> (lock fd, epoch)
         self._offset = 0  # bytes of events.jsonl taken in (complete lines only)
         self._load()
         self._guard = SequenceGuard(
@@ -114,17 +126,95 @@ class JsonlStore:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._lock:
             events = self._guard.check(events)
-            self._buffer.extend(events)
+            if not events:
+                return
+            data = "".join([dumps_event(event) + "\n" for event in events]).encode()
+            try:
+                if self._fd is None:
+                    self._fd = os.open(
+                        self._events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                    )
+                written = os.write(self._fd, data)
+                while written < len(data):  # a short write (rare): the rest, still appended
+                    written += os.write(self._fd, data[written:])
+            except OSError:
+                raise HarnessError(
+                    "ledger-failed", "the JSONL ledger could not be written"
+                ) from None
             for event in events:
                 self._events.setdefault(event.session_id, []).append(event)
 
     def flush(self) -> None:
         with self._lock:
-            if not self._buffer:
+            if self._fd is None:
                 return
-            lines = [dumps_event(event) + "\n" for event in self._buffer]
-            self._buffer.clear()
-            self._write(self._events_path, lines)
+            try:
+                os.fsync(self._fd)
+            except OSError:
+                raise HarnessError(
+                    "ledger-failed", "the JSONL ledger could not be written"
+                ) from None
+
+    def claim(self, session_id: str) -> int:
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+        held = self._claims.get(session_id)
+        if held is not None:
+            return held[1]
+        directory = os.path.join(self.directory, "claims")
+        name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(os.path.join(directory, name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            raise HarnessError("ledger-failed", "the JSONL ledger could not be written") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise HarnessError("session-busy") from None
+        try:
+            text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+            epoch = (int(text) if text.isdigit() else 0) + 1
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(epoch).encode(), 0)
+            self._reload(session_id)
+        except (OSError, HarnessError):
+            os.close(fd)  # drops the lock
+            raise HarnessError("ledger-failed", "the JSONL ledger could not be read") from None
+        self._claims[session_id] = (fd, epoch)
+        return epoch
+
+    def _reload(self, session_id: str) -> None:
+        """Take in the session's events another process wrote since this store read the file."""
+        fresh = [e for e in _lines(self._events_path, loads_event) if e.session_id == session_id]
+        with self._lock:
+            for expected, event in enumerate(fresh, 1):
+                if event.sequence != expected:
+                    raise HarnessError("ledger-failed", "the JSONL ledger has a sequence gap")
+            self._events[session_id] = fresh
+            self._guard.reset(session_id, len(fresh))
+
+    def release(self, session_id: str) -> None:
+        held = self._claims.pop(session_id, None)
+        if held is not None:
+            os.close(held[0])  # closing the descriptor drops the flock
+
+    def claimed(self, session_id: str) -> bool:
+        if session_id in self._claims:
+            return True
+        name = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        try:
+            fd = os.open(os.path.join(self.directory, "claims", name + ".lock"), os.O_RDONLY)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return False
+        except OSError:
+            return True
+        finally:
+            os.close(fd)
 
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         bucket = self._events.get(session_id, [])
@@ -148,6 +238,10 @@ class JsonlStore:
     def close(self) -> None:
         if not self._closed:
             self.flush()
+            for session_id in list(self._claims):
+                self.release(session_id)
+            if self._fd is not None:
+                os.close(self._fd)
             self._closed = True
 
 

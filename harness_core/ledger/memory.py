@@ -1,4 +1,9 @@
-"""The in-memory store: for tests and embedding; nothing survives the process."""
+"""The in-memory store: for tests and embedding; nothing survives the process.
+
+It cannot promise durability: "durable before delivered" holds only in the sense that an event
+is stored before anyone sees it; a crash loses everything. Claims are per store instance (one
+process): a second store cannot see them, so ownership only separates controllers sharing it.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from ._base import SequenceGuard, nth_event
 
 
 class MemoryStore:
-    #: appends are complete when ``append`` returns; ``flush_async`` need not hop to a thread
-    flush_is_noop = True
+    #: appends are complete when ``append`` returns (CommitsOnAppend): no flush before delivery
+    commits_on_append = True
+    syncs_on_flush = False
 
     def __init__(self) -> None:
         self._sessions: dict[str, SessionRecord] = {}
@@ -22,6 +28,8 @@ class MemoryStore:
             lambda sid: len(self._events.get(sid, ())),
             lambda sid, seq: nth_event(self._events, sid, seq),
         )
+        self._epochs: dict[str, int] = {}  # every session claimed -> its epoch
+        self._held: set[str] = set()
 
     def create_session(self, record: SessionRecord) -> None:
         with self._lock:
@@ -61,5 +69,20 @@ class MemoryStore:
     def last_sequence(self, session_id: str) -> int:
         return len(self._events.get(session_id, ()))
 
+    def claim(self, session_id: str) -> int:
+        with self._lock:
+            if session_id in self._held:
+                return self._epochs[session_id]
+            epoch = self._epochs[session_id] = self._epochs.get(session_id, 0) + 1
+            self._held.add(session_id)
+            return epoch
+
+    def release(self, session_id: str) -> None:
+        with self._lock:
+            self._held.discard(session_id)
+
+    def claimed(self, session_id: str) -> bool:
+        return session_id in self._held
+
     def close(self) -> None:
-        return None
+        self._held.clear()

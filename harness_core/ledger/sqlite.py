@@ -13,11 +13,13 @@ lose the last transactions before the next checkpoint syncs them (the trade-off 
 documents). That is what "durable" means for this store, and it is what buys the throughput:
 ``synchronous=FULL`` would fsync every batch.
 
-Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`): ``events`` has one row per event with
-the envelope in columns and the payload as compact JSON; ``UNIQUE(session_id, sequence)`` (the
-primary key) and ``UNIQUE(event_id)``; triggers refuse ``UPDATE`` and ``DELETE``. A ledger from a
-newer harness-core (or a database that isn't a ledger) is refused with ``ledger-failed``; a
-version-1 ledger (the envelope as one JSON ``body``) is migrated in place on open.
+The schema is in :mod:`.sqlite_schema`. A ledger from a newer harness-core, a database that
+isn't a ledger, or a damaged file is refused with ``ledger-failed`` before anything writes to it
+(the file stays byte for byte as it was); older ledgers are migrated in place on open.
+
+Ownership: ``claim`` takes a session in the ``claims`` table (one ``BEGIN IMMEDIATE``, so of
+processes claiming at once one wins); the writer refuses rows of a session another writer holds
+(fencing) and renews this store's claims as it commits.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +36,7 @@ from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import loads_record
 from ._base import (
+    LEASE,
     STOP,
     QueuedWrites,
     RecentRecords,
@@ -39,59 +44,17 @@ from ._base import (
     Waiter,
     event_from_row,
     event_row,
+    holder_alive,
     record_row,
 )
+from .owner import this_process
+from .sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
+from .sqlite_schema import connect, migrate, rollback, use_wal, validate
 
-SCHEMA_VERSION = 2
 #: Session records written through this store kept for get_session (most recent first out).
 RECORD_CACHE = 4096
 #: Queue items the writer takes into one transaction at most.
 BATCH_ITEMS = 8192
-
-_SESSIONS = """
-CREATE TABLE sessions (
-    session_id  TEXT PRIMARY KEY,
-    provider    TEXT NOT NULL,
-    status      TEXT NOT NULL,
-    created_at  TEXT NOT NULL,
-    updated_at  TEXT NOT NULL,
-    record      TEXT NOT NULL
-);
-CREATE INDEX sessions_created ON sessions (created_at);
-"""
-
-_EVENTS = """
-CREATE TABLE events (
-    session_id        TEXT NOT NULL,
-    sequence          INTEGER NOT NULL,
-    event_id          TEXT NOT NULL UNIQUE,
-    turn_id           TEXT,
-    type              TEXT NOT NULL,
-    timestamp         TEXT NOT NULL,
-    harness           TEXT NOT NULL,
-    parent_event_id   TEXT,
-    protocol_version  INTEGER NOT NULL,
-    payload           TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-) WITHOUT ROWID;
-CREATE TRIGGER events_no_update BEFORE UPDATE ON events
-    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-CREATE TRIGGER events_no_delete BEFORE DELETE ON events
-    BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
-"""
-
-# Version 1 kept the whole envelope as JSON in ``body``; move it into columns.
-_MIGRATE_1_TO_2 = (
-    "ALTER TABLE events RENAME TO events_v1;"
-    + _EVENTS
-    + """
-INSERT INTO events SELECT session_id, sequence, event_id, turn_id, type, timestamp,
-    json_extract(body, '$.harness'), json_extract(body, '$.parent_event_id'),
-    coalesce(json_extract(body, '$.protocol_version'), 1), json_extract(body, '$.payload')
-    FROM events_v1;
-DROP TABLE events_v1;
-"""
-)
 
 _INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _SELECT_EVENTS = (
@@ -99,6 +62,26 @@ _SELECT_EVENTS = (
     "parent_event_id, protocol_version, payload FROM events "
     "WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
 )
+
+
+class _Release:
+    __slots__ = ("epoch", "session_id")
+
+    def __init__(self, session_id: str, epoch: int) -> None:
+        self.session_id = session_id
+        self.epoch = epoch
+
+
+class _Claim:
+    """The first claim of a session this store just created: nobody else can hold it yet, so
+    it rides with the writer's next transaction instead of one of its own."""
+
+    __slots__ = ("owner", "session_id", "stamp")
+
+    def __init__(self, session_id: str, owner: str, stamp: float) -> None:
+        self.session_id = session_id
+        self.owner = owner
+        self.stamp = stamp
 
 
 class _Session:
@@ -109,12 +92,12 @@ class _Session:
         self.upsert = upsert
 
 
-def _connect(path: str) -> sqlite3.Connection:
-    connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    connection.execute("PRAGMA busy_timeout=30000")
-    connection.execute("PRAGMA journal_mode=WAL")
-    connection.execute("PRAGMA synchronous=NORMAL")  # durable for WAL: see the module docstring
-    return connection
+def _insert_claims(connection: sqlite3.Connection, claims: list[_Claim]) -> None:
+    if claims:
+        connection.executemany(
+            "INSERT INTO claims VALUES (?, 1, ?, ?) ON CONFLICT(session_id) DO NOTHING",
+            [(claim.session_id, claim.owner, claim.stamp) for claim in claims],
+        )
 
 
 class SqliteStore(QueuedWrites):
@@ -129,9 +112,11 @@ class SqliteStore(QueuedWrites):
         reader: sqlite3.Connection | None = None
         writer: sqlite3.Connection | None = None
         try:
-            reader = _connect(path)
-            self._migrate(reader)
-            writer = _connect(path)
+            reader = connect(path, configure=False)
+            validate(reader)
+            use_wal(reader)
+            migrate(reader)
+            writer = connect(path)
         except sqlite3.Error:
             for connection in (reader, writer):
                 if connection is not None:
@@ -149,43 +134,16 @@ class SqliteStore(QueuedWrites):
         self._created: set[str] = set()
         self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
+        self._token = uuid.uuid4().hex[:12]  # this store instance, within its process
+        self._owner_pid = 0
+        self._owner_text = ""
+        self._epochs: dict[str, int] = {}  # sessions this store claimed -> writer epoch
+        self._new: set[str] = set()  # sessions this store created and has not claimed yet
+        self._renewed: dict[str, float] = {}  # when the writer last renewed each claim
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
         self._writer.start()
 
     # -- schema -----------------------------------------------------------------------------
-
-    @staticmethod
-    def _migrate(connection: sqlite3.Connection) -> None:
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:
-            return
-        connection.execute("BEGIN IMMEDIATE")  # one process creates or migrates; others wait
-        try:
-            version = connection.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION or version < 0:
-                raise HarnessError(
-                    "ledger-failed",
-                    f"the ledger schema version {version} is newer than this harness-core "
-                    f"supports ({SCHEMA_VERSION})",
-                )
-            if version == 0:
-                tables = connection.execute(
-                    "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
-                ).fetchone()[0]
-                if tables:
-                    raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
-                script = _SESSIONS + _EVENTS
-            elif version == 1:
-                script = _MIGRATE_1_TO_2
-            else:
-                script = ""
-            for statement in _statements(script):
-                connection.execute(statement)
-            connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            connection.execute("COMMIT")
-        except BaseException:
-            connection.execute("ROLLBACK")
-            raise
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -195,6 +153,8 @@ class SqliteStore(QueuedWrites):
                 row = self._reader.execute(
                     "SELECT MAX(sequence) FROM events WHERE session_id = ?", (session_id,)
                 ).fetchone()
+        except UnicodeEncodeError:  # an id no ledger row can have
+            return 0
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return int(row[0] or 0)
@@ -226,6 +186,7 @@ class SqliteStore(QueuedWrites):
             if session_id in self._created or self._stored_session(session_id):
                 raise HarnessError("ledger-failed", "the session already exists")
             self._created.add(session_id)
+            self._new.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._records.remember(record)
             self._queue.put(_Session(record, False))
@@ -253,6 +214,8 @@ class SqliteStore(QueuedWrites):
             items = self._next_batch(BATCH_ITEMS)
             rows: list[tuple[Any, ...]] = []
             sessions: list[_Session] = []
+            releases: list[_Release] = []
+            claims: list[_Claim] = []
             waiters: list[Waiter] = []
             stop = False
             try:
@@ -262,12 +225,16 @@ class SqliteStore(QueuedWrites):
                         waiters.append(item)
                     elif kind is _Session:
                         sessions.append(item)
+                    elif kind is _Release:
+                        releases.append(item)
+                    elif kind is _Claim:
+                        claims.append(item)
                     elif item is STOP:
                         stop = True
                     else:  # a sequence of events
                         rows += [event_row(e) for e in item]
-                if rows or sessions:
-                    self._commit(connection, rows, sessions)
+                if rows or sessions or releases or claims:
+                    self._commit(connection, rows, sessions, releases, claims)
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the SQLite writer failed")
             finally:
@@ -280,21 +247,35 @@ class SqliteStore(QueuedWrites):
                 return
 
     def _commit(
-        self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]], sessions: list[_Session]
+        self,
+        connection: sqlite3.Connection,
+        rows: list[tuple[Any, ...]],
+        sessions: list[_Session],
+        releases: list[_Release],
+        claims: list[_Claim],
     ) -> None:
         try:
-            connection.execute("BEGIN")
+            connection.execute("BEGIN IMMEDIATE")
+            _insert_claims(connection, claims)
+            rows = self._fence(connection, rows)
             for session in sessions:
                 self._write_session(connection, session)
             connection.executemany(_INSERT_EVENT, rows)
+            for release in releases:
+                connection.execute(
+                    "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
+                    (release.session_id, release.epoch),
+                )
             connection.execute("COMMIT")
             return
         except (sqlite3.Error, ValueError):  # ValueError: a str SQLite can't encode
-            _rollback(connection)
+            rollback(connection)
         # Keep every good row: redo the batch one statement at a time in one transaction
         # (a refused statement doesn't end the transaction) and report the first failure.
         try:
-            connection.execute("BEGIN")
+            connection.execute("BEGIN IMMEDIATE")
+            _insert_claims(connection, claims)
+            rows = self._fence(connection, rows)
             for session in sessions:
                 try:
                     self._write_session(connection, session)
@@ -305,9 +286,14 @@ class SqliteStore(QueuedWrites):
                     connection.execute(_INSERT_EVENT, row)
                 except (sqlite3.Error, ValueError):
                     self._fail("an event could not be stored (duplicate sequence or event id)")
+            for release in releases:
+                connection.execute(
+                    "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
+                    (release.session_id, release.epoch),
+                )
             connection.execute("COMMIT")
         except sqlite3.Error:
-            _rollback(connection)
+            rollback(connection)
             self._fail("the SQLite ledger could not be written")
 
     @staticmethod
@@ -323,6 +309,104 @@ class SqliteStore(QueuedWrites):
         else:
             connection.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", values)
 
+    # -- ownership --------------------------------------------------------------------------
+
+    def claim(self, session_id: str) -> int:
+        """Become the session's writer (``session-busy`` while a live owner holds it).
+
+        One ``BEGIN IMMEDIATE`` transaction reads the claim and takes it, so of several
+        processes claiming at once exactly one wins. The owner is ``HOST:PID:START#STORE``.
+        """
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+        held = self._epochs.get(session_id)
+        if held is not None:
+            return held
+        owner = self._owner()
+        stamp = time.time()
+        if session_id in self._new:
+            self._new.discard(session_id)
+            self._epochs[session_id] = 1
+            self._renewed[session_id] = stamp
+            self._queue.put(_Claim(session_id, owner, stamp))
+            return 1
+        try:
+            with self._read_lock:
+                connection = self._reader
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    row = connection.execute(
+                        "SELECT epoch, owner, renewed_at FROM claims WHERE session_id = ?",
+                        (session_id,),
+                    ).fetchone()
+                    if row is not None and holder_alive(row[1], row[2], stamp):
+                        raise HarnessError("session-busy")
+                    epoch = (row[0] if row is not None else 0) + 1
+                    connection.execute(
+                        "INSERT INTO claims VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE "
+                        "SET epoch=excluded.epoch, owner=excluded.owner, "
+                        "renewed_at=excluded.renewed_at",
+                        (session_id, epoch, owner, stamp),
+                    )
+                    connection.execute("COMMIT")
+                except BaseException:
+                    rollback(connection)
+                    raise
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be written") from None
+        self._epochs[session_id] = epoch
+        self._renewed[session_id] = stamp
+        with self._append_lock:  # the previous owner may have appended since we last looked
+            self._guard.reset(session_id, self._stored_last(session_id))
+        return epoch
+
+    def _owner(self) -> str:
+        """This store in this process: ``HOST:PID:START#STORE`` (a fork is another owner)."""
+        pid = os.getpid()
+        if self._owner_pid != pid:
+            self._owner_pid = pid
+            self._owner_text = f"{this_process()}#{self._token}"
+        return self._owner_text
+
+    def release(self, session_id: str) -> None:
+        """Give the claim up once everything appended before now is committed."""
+        epoch = self._epochs.pop(session_id, None)
+        self._renewed.pop(session_id, None)
+        if epoch is not None and not self._closed:
+            self._queue.put(_Release(session_id, epoch))
+
+    def claimed(self, session_id: str) -> bool:
+        if session_id in self._epochs:
+            return True
+        rows = self._read(
+            "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+        )
+        return bool(rows) and holder_alive(rows[0][0], rows[0][1], time.time())
+
+    def _fence(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Any]:
+        """``rows`` less those of sessions another writer holds (inside the transaction)."""
+        refused: set[str] = set()
+        now = time.time()
+        me = self._owner()
+        for session_id in {row[0] for row in rows}:
+            claim = connection.execute(
+                "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if claim is None:
+                continue
+            if claim[0] == me:  # ours (rows queued before a release still are)
+                if now - self._renewed.get(session_id, now) > LEASE / 3:
+                    connection.execute(
+                        "UPDATE claims SET renewed_at = ? WHERE session_id = ?", (now, session_id)
+                    )
+                    self._renewed[session_id] = now
+            elif session_id in self._epochs or holder_alive(claim[0], claim[1], now):
+                refused.add(session_id)  # taken over from us, or another live writer holds it
+        if not refused:
+            return rows
+        self._fail("the session is claimed by another writer")
+        return [row for row in rows if row[0] not in refused]
+
     # -- reads ------------------------------------------------------------------------------
 
     def _read(self, sql: str, args: tuple[Any, ...]) -> list[Any]:
@@ -330,6 +414,8 @@ class SqliteStore(QueuedWrites):
         try:
             with self._read_lock:
                 return self._reader.execute(sql, args).fetchall()
+        except UnicodeEncodeError:  # an id no ledger row can have (surrogate-escaped argv)
+            return []
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
 
@@ -357,25 +443,14 @@ class SqliteStore(QueuedWrites):
         known = self._guard.last(session_id)
         return known if known is not None else self._stored_last(session_id)
 
+    def close(self) -> None:
+        """Flush, stop the writer thread and close both connections (idempotent)."""
+        if self._closed:
+            return
+        for session_id in list(self._epochs):
+            self.release(session_id)
+        QueuedWrites.close(self)
+
     def _close_readers(self) -> None:
         with self._read_lock:
             self._reader.close()
-
-
-def _rollback(connection: sqlite3.Connection) -> None:
-    try:
-        connection.execute("ROLLBACK")
-    except sqlite3.Error:
-        pass  # SQLite already rolled back
-
-
-def _statements(script: str) -> list[str]:
-    """Split a schema script into statements (``executescript`` would commit our transaction)."""
-    statements: list[str] = []
-    current = ""
-    for line in script.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            statements.append(current.strip())
-            current = ""
-    return [s for s in statements if s]

@@ -6,7 +6,7 @@ Importing this package starts nothing and imports no runtime: only pluggy, attrs
 from __future__ import annotations
 
 from .diagnostics import stderr_diagnostics
-from .errors import MESSAGES, REASONS, HarnessError, Reason
+from .errors import MESSAGES, REASONS, RUNTIME_REASONS, HarnessError, Reason
 from .events import (
     ADAPTER_TYPES,
     EVENT_TYPES,
@@ -60,9 +60,11 @@ from .models import (
     assert_supported,
 )
 from .protocols import (
+    CommitsOnAppend,
     CredentialResolver,
     HarnessAdapter,
     LedgerStore,
+    NotifyingStore,
     ProcessHandle,
     SandboxProvider,
     SessionContext,
@@ -80,6 +82,7 @@ __all__ = [
     "PROJECT_NAME",
     "PROTOCOL_VERSION",
     "REASONS",
+    "RUNTIME_REASONS",
     "TARGETS",
     "TERMINAL_TYPES",
     "TOKEN_ENV",
@@ -87,6 +90,7 @@ __all__ = [
     "Artifact",
     "CancelTurnRequest",
     "CloseSessionRequest",
+    "CommitsOnAppend",
     "ConformanceProfile",
     "Credential",
     "CredentialRequest",
@@ -100,6 +104,7 @@ __all__ = [
     "McpBridge",
     "MessageCompleted",
     "MessageDelta",
+    "NotifyingStore",
     "OpenSessionRequest",
     "Payload",
     "PermissionRequested",

@@ -28,6 +28,8 @@ Reason = Literal[
     "policy-refused",
     "plugin-failed",
     "ledger-failed",
+    "session-busy",
+    "interrupted",
 ]
 
 REASONS: tuple[str, ...] = get_args(Reason)
@@ -50,7 +52,15 @@ MESSAGES: dict[str, str] = {
     "policy-refused": "the requested configuration is refused by policy",
     "plugin-failed": "a plugin failed to load or register",
     "ledger-failed": "the ledger could not be read or written",
+    "session-busy": "another process is running this session",
+    "interrupted": "the turn was interrupted: the process running it ended before the turn did",
 }
+
+#: Reasons only the runtime knows (a deadline, a limit, a dead process, ownership): a harness
+#: reporting one of them is not believed (recorded as ``provider-failed``).
+RUNTIME_REASONS: frozenset[str] = frozenset(
+    {"timeout", "limit-exceeded", "interrupted", "session-busy", "turn-active", "ledger-failed"}
+)
 
 
 class HarnessError(Exception):

@@ -8,7 +8,7 @@ sandbox and the runtime's process-group bookkeeping - adapters never hard-code e
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
 from .events import Event, Payload
@@ -168,7 +168,23 @@ class CredentialResolver(Protocol):
 
 @runtime_checkable
 class LedgerStore(Protocol):
-    """Append-only event ledger. Appends may be buffered; ``flush`` makes them durable."""
+    """Append-only event ledger.
+
+    **Durable before delivered.** Appends may be buffered; once ``flush`` returns, every event
+    appended before it survives a crash of this process (the store documents what more it
+    promises, e.g. an OS crash). The runtime hands an event to anyone (the turn's iterator,
+    observers, the CLI) only after a flush covering it returned, so what a caller saw is in the
+    ledger. A store that cannot promise that (memory) says so in its docs.
+
+    **One writer per session** (:meth:`claim`, :meth:`release`). Whoever opens, resumes or runs a
+    session claims it first; while a live owner (another store, usually another process) holds
+    it, ``claim`` raises ``HarnessError("session-busy")`` and nothing is appended. A claim whose
+    owner is gone (its process died, or its lease expired) is taken over. Each successful claim
+    gets a writer epoch greater than every earlier one of that session; once another store has
+    claimed the session, this store's appends to it are refused with ``ledger-failed`` (fenced),
+    so a writer that lost its claim cannot interleave with the new one. Appends to a session
+    nobody claimed are accepted (tools and tests write ledgers directly).
+    """
 
     def create_session(self, record: SessionRecord) -> None: ...
 
@@ -188,4 +204,51 @@ class LedgerStore(Protocol):
 
     def last_sequence(self, session_id: str) -> int: ...
 
-    def close(self) -> None: ...
+    def claim(self, session_id: str) -> int:
+        """Become the session's one writer; return the writer epoch (``session-busy`` if held).
+
+        Claiming a session this store already holds returns the same epoch.
+        """
+        ...
+
+    def release(self, session_id: str) -> None:
+        """Give up this store's claim on the session (idempotent; the epoch stays used)."""
+
+    def claimed(self, session_id: str) -> bool:
+        """Whether a live writer (this store or another) holds the session now.
+
+        Readers use it to tell a turn still running from one a dead process left open.
+        """
+        ...
+
+    def close(self) -> None:
+        """Flush, release every claim this store holds, close."""
+
+
+@runtime_checkable
+class CommitsOnAppend(Protocol):
+    """A store whose ``append`` has already done what ``flush`` would when it returns.
+
+    The runtime then skips the flush before delivering an event (no thread hop). The memory
+    store is one (it promises nothing past the process), and so is the JSONL store for a crash
+    of the process (its ``flush`` adds the fsync: ``syncs_on_flush``, so the runtime runs it in
+    a worker thread; a store whose flush does nothing more is not flushed at all).
+    """
+
+    commits_on_append: bool
+    syncs_on_flush: bool
+
+
+@runtime_checkable
+class NotifyingStore(Protocol):
+    """A store that can report a finished flush by calling back instead of blocking a thread.
+
+    ``flush_notify(callback)`` queues a flush and returns ``True``; ``callback()`` runs (on the
+    store's writer thread) once everything appended before the call is durable, and the caller
+    then calls ``raise_failure()`` to raise what went wrong (``ledger-failed``). Returns
+    ``False`` (and never calls back) when there is nothing to wait for.
+    """
+
+    def flush_notify(self, callback: Callable[[], object]) -> bool: ...
+
+    def raise_failure(self) -> None: ...

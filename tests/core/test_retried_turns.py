@@ -118,7 +118,11 @@ def test_retry_after_the_writer_died_restarts_the_turn_once(
         types = [e.type for e in events]
         assert types.count("turn.started") == 1
         assert types.count("turn.restarted") == 1
-        assert sum(t in TERMINAL_TYPES for t in types) == 1 and types[-1] == "turn.completed"
+        # The resume closed the dead attempt (crash recovery); the retry's attempt ends once.
+        terminals = [e for e in events if e.type in TERMINAL_TYPES]
+        assert [e.type for e in terminals] == ["turn.failed", "turn.completed"]
+        assert terminals[0].payload.reason == "interrupted" and types[-1] == "turn.completed"
+        assert terminals[0].sequence < events[types.index("turn.restarted")].sequence
         restarted = events[types.index("turn.restarted")]
         assert restarted.payload.attempt == 2
         [turn] = [t for t in export_session(store, session_id)["turns"] if t["turn_id"] == TURN_ID]

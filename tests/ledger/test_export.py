@@ -77,9 +77,12 @@ def test_export_bundle(store: LedgerStore) -> None:
     }
     assert (turns["t2"]["status"], turns["t2"]["reason"]) == ("failed", "provider-failed")
     assert turns["t3"]["status"] == "cancelled"
-    assert turns["t4"]["status"] == "incomplete"
+    assert turns["t4"]["status"] == "interrupted"  # nobody holds the session: its writer is gone
     assert turns["t4"]["terminal_sequence"] is None
     assert turns["t4"]["text"] == "partial"
+    store.claim(make_record().session_id)
+    running = export_session(store, make_record().session_id)["turns"]
+    assert [t["status"] for t in running if t["turn_id"] == "t4"] == ["running"]
 
 
 def test_export_unknown_session() -> None:

@@ -235,6 +235,18 @@ class PostgresStore(QueuedWrites):
             self._guard.reset(session_id, last)
         return epoch
 
+    def release(self, session_id: str) -> None:
+        """Stop writing the session (the epoch stays: the next claim, anyone's, bumps it)."""
+        self.flush()
+        with self._append_lock:
+            self._epochs.pop(session_id, None)
+
+    def claimed(self, session_id: str) -> bool:
+        """Whether this store holds the session. (A claim by another process is not seen as
+        alive here: fencing, not liveness, protects a shared PostgreSQL ledger; a takeover
+        always succeeds and the old writer's appends are refused.)"""
+        return session_id in self._epochs
+
     def _close_readers(self) -> None:
         self._pool.close()
 

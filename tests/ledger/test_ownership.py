@@ -1,0 +1,168 @@
+"""One writer per session, for every store: claim, session-busy, takeover from a dead owner,
+fencing of a writer that lost its claim, and the owner checks behind them."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from harness_hookspecs import CommitsOnAppend, HarnessError, LedgerStore, NotifyingStore
+
+from harness_core.ledger import open_ledger
+from harness_core.ledger.owner import host_id, owner_alive, process_start, this_process
+from harness_core.ledger.sqlite import SqliteStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ledger_samples import make_event
+
+DURABLE = ["jsonl", "sqlite"]
+
+
+def url_for(kind: str, tmp_path: Path) -> str:
+    return {
+        "memory": "memory:",
+        "jsonl": f"jsonl://{tmp_path}/jsonl-ledger",
+        "sqlite": f"sqlite://{tmp_path}/ledger.sqlite",
+    }[kind]
+
+
+@pytest.mark.parametrize("kind", ["memory", "jsonl", "sqlite"])
+def test_claim_is_idempotent_for_its_holder_and_epochs_grow(kind: str, tmp_path: Path) -> None:
+    store = open_ledger(url_for(kind, tmp_path))
+    assert isinstance(store, LedgerStore)
+    first = store.claim("sess-1")
+    assert store.claim("sess-1") == first and store.claimed("sess-1")
+    store.release("sess-1")
+    store.release("sess-1")  # idempotent
+    assert not store.claimed("sess-1")
+    assert store.claim("sess-1") > first
+    store.close()
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+def test_a_second_store_is_refused_while_the_first_holds_then_takes_over(
+    kind: str, tmp_path: Path
+) -> None:
+    url = url_for(kind, tmp_path)
+    first, second = open_ledger(url), open_ledger(url)
+    epoch = first.claim("sess-1")
+    first.append([make_event(1), make_event(2)])
+    first.flush()
+    with pytest.raises(HarnessError) as busy:
+        second.claim("sess-1")
+    assert busy.value.reason == "session-busy"
+    assert second.claimed("sess-1")
+    first.release("sess-1")
+    first.flush()
+    assert second.claim("sess-1") == epoch + 1
+    second.append([make_event(3)])  # it sees what the first wrote: no gap, no duplicate
+    second.flush()
+    assert [e.sequence for e in second.events("sess-1")] == [1, 2, 3]
+    first.close()
+    second.close()
+
+
+HOLDER = """
+import sys, time
+from harness_core.ledger import open_ledger
+store = open_ledger(sys.argv[1])
+store.claim("sess-1")
+store.flush()
+print("claimed", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+def test_a_claim_whose_process_was_killed_is_taken_over(kind: str, tmp_path: Path) -> None:
+    url = url_for(kind, tmp_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "claimed\n"
+    store = open_ledger(url)
+    with pytest.raises(HarnessError) as busy:
+        store.claim("sess-1")
+    assert busy.value.reason == "session-busy"
+    holder.kill()
+    deadline = time.monotonic() + 5
+    while process_start(holder.pid) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)  # dead: a zombie counts as gone before its parent reaps it
+    assert not store.claimed("sess-1")
+    holder.wait()
+    assert store.claim("sess-1") == 2
+    store.close()
+
+
+def test_sqlite_fences_a_writer_that_lost_its_claim(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    store.claim("sess-1")
+    store.append([make_event(1)])
+    store.flush()
+    # Another host took the session over (its lease is fresh): our next rows are refused.
+    connection = sqlite3.connect(path)
+    connection.execute(
+        "UPDATE claims SET epoch = epoch + 1, owner = 'elsewhere/boot:1:1#x', renewed_at = ?",
+        (time.time(),),
+    )
+    connection.commit()
+    connection.close()
+    store.append([make_event(2)])
+    with pytest.raises(HarnessError) as fenced:
+        store.flush()
+    assert fenced.value.reason == "ledger-failed"
+    assert [e.sequence for e in store.events("sess-1")] == [1]
+    store.close()
+
+
+def test_sqlite_a_lease_from_another_host_expires(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    connection = sqlite3.connect(path)
+    for session_id, age in (("fresh", 5.0), ("stale", 3600.0)):
+        connection.execute(
+            "INSERT INTO claims VALUES (?, 3, 'elsewhere/boot:1:1#x', ?)",
+            (session_id, time.time() - age),
+        )
+    connection.commit()
+    connection.close()
+    with pytest.raises(HarnessError):
+        store.claim("fresh")
+    assert store.claim("stale") == 4
+    store.close()
+
+
+def test_owner_identity_survives_pid_reuse() -> None:
+    me = this_process()
+    assert owner_alive(me) is True
+    pid = os.getpid()
+    assert me == f"{host_id()}:{pid}:{process_start(pid)}"
+    assert owner_alive(f"{host_id()}:{pid}:1") is False  # same PID, another start: reused
+    assert owner_alive(f"{host_id()}:999999999:1") is False
+    assert owner_alive("another-host/boot:1:1") is None  # judged by its lease instead
+    assert owner_alive("garbage") is False
+
+
+def test_the_optional_store_kinds_are_declared() -> None:
+    memory = open_ledger("memory:")
+    assert isinstance(memory, CommitsOnAppend) and not memory.syncs_on_flush
+    assert not isinstance(memory, NotifyingStore)
+
+
+@pytest.mark.parametrize("kind", DURABLE)
+def test_durable_kinds(kind: str, tmp_path: Path) -> None:
+    store = open_ledger(url_for(kind, tmp_path))
+    if kind == "jsonl":
+        assert isinstance(store, CommitsOnAppend) and store.syncs_on_flush
+        store.append([make_event(1)])  # on disk before flush: survives a crash of the process
+        text = (tmp_path / "jsonl-ledger" / "events.jsonl").read_text()
+        assert '"sequence":1' in text.replace(" ", "")
+    else:
+        assert isinstance(store, NotifyingStore) and not isinstance(store, CommitsOnAppend)
+    store.close()
