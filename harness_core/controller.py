@@ -35,6 +35,7 @@ from harness_hookspecs import (
     Event,
     HarnessDescriptor,
     HarnessError,
+    HostTool,
     OpenSessionRequest,
     Payload,
     ResumeSessionRequest,
@@ -54,6 +55,7 @@ from harness_hookspecs.protocols import LedgerStore
 
 from .context import RuntimeSessionContext, state_dir_for
 from .delivery import Delivery
+from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
 from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor
@@ -113,6 +115,7 @@ class Controller:
         turn_timeout: float | None = None,
         max_events_per_turn: int | None = None,
         env_passthrough: Sequence[str] = (),
+        host_tools: Sequence[HostTool] = (),
     ) -> None:
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
@@ -128,6 +131,8 @@ class Controller:
         self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
         self._deliver = self.delivery.deliver
         self._flush = self.delivery.flush
+        #: The host's own tools, served with the plugins' over each session's MCP bridge.
+        self.host_tools = tuple(host_tools)
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -382,6 +387,8 @@ class Controller:
                 task_group=self._task_group,
                 env_passthrough=self.env_passthrough,
             )
+            tools = merge_tools(self.plugins.host_tools.values(), self.host_tools)
+            context.bridge = await start_bridge(tools, config, self._task_group)
             ref = await call(context)
             if not isinstance(ref, SessionRef):
                 raise HarnessError("provider-failed", "the adapter returned no session ref")
@@ -396,6 +403,7 @@ class Controller:
                 if context is not None:
                     await context.kill_processes("turn", CLEANUP_GRACE)
                     await context.kill_processes("session", CLEANUP_GRACE)
+                    await context.close_bridge()
                 await self._finalize_sandbox(sandbox, "failure")
             if isinstance(error, Exception):
                 raise as_error(error) from None
@@ -499,6 +507,8 @@ class Controller:
         )
         live.active = turn
         turn._record(opening)
+        # The run's bridge token (if the session has host tools): revoked in Turn._finish.
+        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
         try:
             iterator = self.hook.harness_run_turn(request=request, context=live.context)
             if iterator is None or not hasattr(iterator, "__anext__"):
@@ -607,6 +617,7 @@ class Controller:
             scope.cancel()
         await live.context.kill_processes("turn", CLEANUP_GRACE)
         await live.context.kill_processes("session", CLEANUP_GRACE)
+        await live.context.close_bridge()
         await self._finalize_sandbox(live.sandbox, live.outcome)
         if not closing:
             self._live.pop(live.ref.session_id, None)
