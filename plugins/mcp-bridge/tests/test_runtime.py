@@ -35,7 +35,7 @@ class BridgeCaller:
         self.seen: list[dict[str, Any]] = []
 
     def describe(self) -> HarnessDescriptor:
-        return HarnessDescriptor(provider=self.name, targets=["local"], features=["mcp"])
+        return HarnessDescriptor(provider=self.name, targets=["local"], features=["mcp", "cancel"])
 
     async def open_session(self, request, context):
         return SessionRef(provider=self.name, target="local", session_id=context.session_id)
@@ -169,3 +169,39 @@ def test_bad_tool_config_is_invalid_request(tmp_path):
     with pytest.raises(HarnessError) as caught:
         run(adapter, tmp_path, body)
     assert caught.value.reason == "invalid-request"
+
+
+def test_a_call_in_flight_at_cancel_records_nothing_after_the_terminal(tmp_path):
+    adapter = BridgeCaller()
+    release = anyio.Event()
+
+    async def slow(arguments):
+        await release.wait()
+        return "late"
+
+    async def body(c):
+        ref = await c.open_session(
+            harness=adapter.name,
+            workspace=str(tmp_path),
+            config={"mcp_loopback": {"include": ["Get_slow"]}},
+        )
+        async with c.turn(ref, "hello") as turn:
+            async for event in turn:
+                if event.type == "tool.started":
+                    await c.cancel_turn(ref)
+        # The tool may answer after the turn ended (or was cancelled with the client's request):
+        # either way its tool.completed finds the turn over.
+        release.set()
+        await anyio.sleep(0.3)
+        return turn.result(), c.events(ref.session_id)
+
+    host = HostTool(name="Get_slow", description="answers late", function=slow)
+    result, stored = run(adapter, tmp_path, body, host_tools=[host])
+    assert result.status == "cancelled"
+    turn_events = [e for e in stored if e.turn_id == result.turn_id]
+    assert turn_events[-1].type == "turn.cancelled"
+    assert [e.type for e in turn_events].count("tool.started") == 1
+    # the call ends with the turn (cancelled with the client's request, recorded before the
+    # terminal) or not at all: never after the terminal, never as a success
+    completed = [e.payload for e in turn_events if e.type == "tool.completed"]
+    assert all(not p.ok for p in completed) and len(completed) <= 1
