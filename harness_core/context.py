@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -12,11 +13,14 @@ import anyio
 import anyio.abc
 from harness_hookspecs import HarnessError, McpBridge, Payload, SandboxHandle
 
+from . import proctree
 from .process import Process, base_environment, spawn
 from .redaction import Redactor
 
 if TYPE_CHECKING:
     from harness_mcp_bridge import Bridge
+
+_contexts = itertools.count(1)
 
 
 def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
@@ -62,6 +66,9 @@ class RuntimeSessionContext:
         self.turn_processes: list[Process] = []
         self.session_processes: list[Process] = []
         self.background_scopes: list[anyio.CancelScope] = []
+        self._background_tasks: set[int] = set()
+        #: Every process this session spawns carries ``<owner>/<this>.<n>`` (see proctree).
+        self.tag_prefix = f"s{next(_contexts)}."
         self.bridge: Bridge | None = None
         self._turn_env: dict[str, str] = {}
 
@@ -132,7 +139,11 @@ class RuntimeSessionContext:
         if workdir is not None and not os.path.isdir(workdir):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
         process = await spawn(
-            (*self.sandbox.command_prefix, *argv), env=full_env, cwd=workdir, stdin=stdin
+            (*self.sandbox.command_prefix, *argv),
+            env=full_env,
+            cwd=workdir,
+            stdin=stdin,
+            tag_prefix=self.tag_prefix,
         )
         (self.turn_processes if lifetime == "turn" else self.session_processes).append(process)
         return process
@@ -145,12 +156,37 @@ class RuntimeSessionContext:
         self.background_scopes.append(scope)
 
         async def runner() -> None:
+            self._background_tasks.add(anyio.get_current_task().id)
             with scope:
                 await function(*args)
 
         self._task_group.start_soon(runner)
 
-    async def kill_processes(self, which: str, grace: float) -> None:
+    async def kill_processes(self, which: str, grace: float, *, stopped: bool = False) -> None:
+        """Kill the turn's (or the session's) processes and everything they started.
+
+        At the end of a turn that did not complete (``stopped``: cancelled, timed out, failed),
+        a session-lifetime process whose output the turn itself was reading goes too: it may
+        ignore the cancel and still be busy, and its stream is at an unknown position, so it
+        could not serve the next turn. It gets ``grace`` to exit on its own, then SIGTERM, then
+        SIGKILL; the adapter starts a fresh one. (A process read by a background task of the
+        session - an RPC connection with its own cancel protocol - is left alone.)
+        """
         processes = self.turn_processes if which == "turn" else self.session_processes
         while processes:
             await processes.pop().terminate(grace)
+        if which == "turn":
+            for process in list(self.session_processes):
+                read_by_turn = process.reader is not None and (
+                    process.reader not in self._background_tasks
+                )
+                if process.interrupted or (stopped and read_by_turn):
+                    self.session_processes.remove(process)
+                    await process.terminate(grace, linger=grace)
+                elif read_by_turn:
+                    process.reader = None
+        else:
+            # Anything of this session still tagged (its spawns are all gone by now).
+            await anyio.to_thread.run_sync(
+                lambda: proctree.kill_all((), f"{proctree.owner()}/{self.tag_prefix}", prefix=True)
+            )

@@ -58,7 +58,7 @@ from .delivery import Delivery
 from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
 from .plugin_manager import Plugins, get_plugins
-from .redaction import Redactor
+from .redaction import Redactor, add_known_secrets
 from .retry import opening_event
 from .turn import (
     CLEANUP_GRACE,
@@ -367,6 +367,7 @@ class Controller:
         except Exception:
             raise HarnessError("sandbox-failed") from None
         redactor = Redactor()
+        add_known_secrets(redactor, self.plugins.credential_resolvers.values())
         context: RuntimeSessionContext | None = None
         try:
             credentials = await self._credentials(descriptor, agent, user)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from attrs import define, field, frozen
@@ -24,6 +24,7 @@ from harness_hookspecs import (
     MessageDelta,
     OpenSessionRequest,
     Payload,
+    ProcessHandle,
     ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
@@ -62,7 +63,13 @@ class Message:
 
 @define
 class FunctionSession:
-    """What the function sees of its session; ``state`` is free for the function to use."""
+    """What the function sees of its session; ``state`` is free for the function to use.
+
+    ``env`` holds only what the session was granted (credentials, sandbox variables), not the
+    host's environment. The function itself runs in the host process with the host's privileges
+    and ``os.environ``; to run untrusted code, start it with :meth:`spawn` (sandboxed) or use a
+    stdio-jsonl program under a sandbox instead.
+    """
 
     session_id: str
     harness_id: str
@@ -72,6 +79,27 @@ class FunctionSession:
     env: Any
     history: list[tuple[str, str]] = field(factory=list)
     state: dict[str, Any] = field(factory=dict)
+    _context: SessionContext | None = field(default=None, repr=False, alias="context")
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stdin: bool = False,
+        lifetime: str = "turn",
+    ) -> ProcessHandle:
+        """Start a process the runtime controls, exactly as an adapter's ``context.spawn``.
+
+        It runs inside the session's sandbox with a minimal environment plus :attr:`env` and
+        ``env``, in its own process group; with ``lifetime="turn"`` (the default) it and
+        everything it starts are killed when the turn ends, is cancelled or times out,
+        ``"session"`` keeps it until the session closes.
+        """
+        if self._context is None:
+            raise HarnessError("invalid-request", "the session has no runtime context")
+        return await self._context.spawn(argv, env=env, cwd=cwd, stdin=stdin, lifetime=lifetime)
 
 
 class FunctionHarness:
@@ -117,8 +145,11 @@ class FunctionHarness:
                 model=context.model,
                 config=context.config,
                 env=context.env,
+                context=context,
             )
             self._sessions[ref.session_id] = session
+        # The runtime may hand a resumed or re-attached session a new context.
+        session._context = context
         return session
 
     async def open_session(

@@ -1,9 +1,17 @@
-"""Spawning harness processes: own process group, minimal environment, whole-group kill."""
+"""Spawning harness processes: own session, minimal environment, whole-tree kill.
+
+Every process gets an owner tag in its environment, dies with the controller
+(``PR_SET_PDEATHSIG`` through util-linux ``setpriv``, where present) and, on terminate, is
+killed with everything it started - its group, its descendants, and anything carrying its tag
+even after ``setsid`` or a double fork (see :mod:`harness_core.proctree`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -15,10 +23,15 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 from harness_hookspecs import HarnessError
 
+from . import proctree
+
 #: Host variables a harness process may see; everything else must be passed explicitly.
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM")
 MAX_LINE = 16 * 1024 * 1024
 STDERR_TAIL = 8192
+_serial = itertools.count(1)
+#: ``setpriv --pdeathsig KILL --``: the child dies when the spawning thread's process dies.
+_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
 
 
 def base_environment(passthrough: Sequence[str] = ()) -> dict[str, str]:
@@ -29,9 +42,19 @@ def base_environment(passthrough: Sequence[str] = ()) -> dict[str, str]:
 class Process:
     """A running process in its own process group (see ``SessionContext.spawn``)."""
 
-    def __init__(self, process: anyio.abc.Process, stderr_file: IO[bytes]) -> None:
+    def __init__(self, process: anyio.abc.Process, stderr_file: IO[bytes], tag: str = "") -> None:
         self._process = process
         self._stderr = stderr_file
+        self.tag = tag
+        # Its own cgroup where possible (moved in before the program has had time to fork).
+        self._cgroup = proctree.place(process.pid, tag.partition("/")[2]) if tag else None
+        info = proctree.read_stat(process.pid)
+        self._leader = (process.pid, info.start if info is not None else -1)
+        #: Set when reading or writing was cancelled mid-way: the program's stream position is
+        #: unknown, so it cannot serve another turn (see RuntimeSessionContext.kill_processes).
+        self.interrupted = False
+        #: The task that last read this process's output (None: not read since the last turn).
+        self.reader: int | None = None
         self._stdout = (
             BufferedByteReceiveStream(process.stdout) if process.stdout is not None else None
         )
@@ -47,9 +70,14 @@ class Process:
     async def lines(self) -> AsyncIterator[bytes]:
         if self._stdout is None:
             return
+        cancelled = anyio.get_cancelled_exc_class()
         while True:
+            self.reader = anyio.get_current_task().id
             try:
                 line = await self._stdout.receive_until(b"\n", MAX_LINE)
+            except cancelled:
+                self.interrupted = True
+                raise
             except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
                 rest = self._stdout.buffer
                 if rest:
@@ -62,7 +90,11 @@ class Process:
     async def send(self, data: bytes) -> None:
         if self._process.stdin is None:
             raise HarnessError("provider-failed", "the process has no stdin")
-        await self._process.stdin.send(data)
+        try:
+            await self._process.stdin.send(data)
+        except anyio.get_cancelled_exc_class():
+            self.interrupted = True
+            raise
 
     async def close_stdin(self) -> None:
         if self._process.stdin is not None:
@@ -84,15 +116,31 @@ class Process:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, sig)
 
-    async def terminate(self, grace: float = 2.0) -> None:
-        """SIGTERM the group, then SIGKILL it after ``grace`` seconds; always reaps."""
+    def _tree(self) -> set[int]:
+        return proctree.members(proctree.snapshot(), (self._leader,), self.tag)
+
+    def _kill_everything(self, tree: set[int]) -> None:
+        proctree.kill_cgroup(self._cgroup, spawned=(self._leader[0],))
+        proctree.kill_all((self._leader,), self.tag, signalled=tree)
+
+    async def terminate(self, grace: float = 2.0, *, linger: float = 0.0) -> None:
+        """Wait ``linger`` seconds for a voluntary exit, SIGTERM the group and everything it
+        started, SIGKILL all of it after ``grace`` seconds; always reaps."""
         with anyio.CancelScope(shield=True):
+            if linger > 0 and self._process.returncode is None:
+                with anyio.move_on_after(linger):
+                    await self._process.wait()
+            tree: set[int] = set()
             if self._process.returncode is None:
+                # Found while the leader lives: its descendants by ancestry, not only by tag.
+                tree = await anyio.to_thread.run_sync(self._tree)
                 self.kill_group(signal.SIGTERM)
+                proctree.signal_all(tree - {self._leader[0]}, signal.SIGTERM)
                 with anyio.move_on_after(grace):
                     await self._process.wait()
-            # The leader may be gone while children live on in its group.
+            # The leader may be gone while children live on in its group, or left it.
             self.kill_group(signal.SIGKILL)
+            await anyio.to_thread.run_sync(self._kill_everything, tree)
             if self._process.returncode is None:
                 await self._process.wait()
             await self._process.aclose()
@@ -105,14 +153,25 @@ async def spawn(
     env: Mapping[str, str],
     cwd: str | None,
     stdin: bool,
+    tag_prefix: str = "",
 ) -> Process:
-    """Start ``argv`` in a new session (and so its own process group)."""
+    """Start ``argv`` in a new session (and so its own process group), tagged and tied to us."""
     if not argv:
         raise HarnessError("invalid-request", "empty command")
+    proctree.ensure_watchdog()  # first: it must not be re-parented to us
+    proctree.become_subreaper()
+    tag = f"{proctree.owner()}/{tag_prefix}{next(_serial)}"
+    env = {**env, proctree.OWNER_ENV: tag}
+    command = list(argv)
+    if _SETPRIV is not None:
+        # setpriv reports a missing program as exit 127, not as an error we can map: look first.
+        if _resolve(command[0], env, cwd) is None:
+            raise HarnessError("provider-unavailable", "the harness command was not found")
+        command = [_SETPRIV, "--pdeathsig", "KILL", "--", *command]
     stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
     try:
         process = await anyio.open_process(
-            list(argv),
+            command,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=stderr_file,
@@ -126,4 +185,11 @@ async def spawn(
     except OSError:
         stderr_file.close()
         raise HarnessError("provider-unavailable", "the harness command could not start") from None
-    return Process(process, stderr_file)
+    return Process(process, stderr_file, tag)
+
+
+def _resolve(program: str, env: Mapping[str, str], cwd: str | None) -> str | None:
+    if os.sep in program:
+        path = program if os.path.isabs(program) else os.path.join(cwd or os.getcwd(), program)
+        return path if os.access(path, os.X_OK) and not os.path.isdir(path) else None
+    return shutil.which(program, path=env.get("PATH", os.defpath))

@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
+from collections.abc import Iterable
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 import attrs
 from harness_hookspecs import Payload
@@ -34,6 +38,24 @@ REPLACEMENT = "\ufffd"
 _FIELD_NAMES: dict[type[Any], tuple[str, ...]] = {}
 
 
+def encodings(value: str) -> set[str]:
+    """The forms a secret commonly takes when a program re-encodes it."""
+    raw = value.encode("utf-8", "surrogatepass")
+    forms = {
+        base64.b64encode(raw).decode(),
+        base64.urlsafe_b64encode(raw).decode(),
+        binascii.hexlify(raw).decode(),
+        binascii.hexlify(raw).decode().upper(),
+        quote(value, safe=""),
+        quote_plus(value, safe=""),
+        value.upper(),
+        value.lower(),
+    }
+    forms |= {form.rstrip("=") for form in forms}  # unpadded base64
+    forms.discard(value)
+    return forms
+
+
 class Redactor:
     """Replaces registered secret values and common key shapes in every string field."""
 
@@ -42,10 +64,12 @@ class Redactor:
         self._pattern: re.Pattern[str] = KEY_SHAPES
 
     def add(self, value: str) -> None:
+        """Register a secret and its common encodings (base64, hex, URL-encoding)."""
         # Very short values would redact ordinary words; they are not useful secrets anyway.
         if not isinstance(value, str) or len(value) < MIN_MATCH or value in self._secrets:
             return
         self._secrets.add(value)
+        self._secrets.update(v for v in encodings(value) if len(v) >= MIN_MATCH)
         literal = "|".join(re.escape(s) for s in sorted(self._secrets, key=len, reverse=True))
         self._pattern = re.compile(f"{literal}|{KEY_SHAPES.pattern}")
 
@@ -101,3 +125,18 @@ class Redactor:
             clipped = {k: v[: len(getattr(payload, k))] for k, v in changes.items()}
             result = attrs.evolve(payload, **clipped)
         return result
+
+
+def add_known_secrets(redactor: Redactor, resolvers: Iterable[Any]) -> None:
+    """Register every value a credential resolver knows (``known_values()``, optional), granted
+    to this session or not: a harness may come by a secret it was never given."""
+    for resolver in resolvers:
+        known = getattr(resolver, "known_values", None)
+        if known is None:
+            continue
+        try:
+            values = known()
+        except Exception:  # a resolver that cannot list its values still resolves normally
+            continue
+        for value in values:
+            redactor.add(value)

@@ -359,7 +359,8 @@ class Turn:
             if len(text) > keep:
                 self._record(MessageDelta(text=text[: len(text) - keep]))
             return
-        self._release_carry()
+        # The carry stays held across other events (a secret split by a status line between
+        # its pieces); it is released before the terminal.
         self._record(payload)
 
     def _release_carry(self) -> None:
@@ -389,7 +390,9 @@ class Turn:
                         await aclose()
                 except BaseException:
                     pass
-            await live.context.kill_processes("turn", CLEANUP_GRACE)
+            await live.context.kill_processes(
+                "turn", CLEANUP_GRACE, stopped=terminal.TYPE != TurnCompleted.TYPE
+            )
             live.context.deadline = None
             if live.active is self:
                 live.active = None

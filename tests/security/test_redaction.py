@@ -32,3 +32,69 @@ def test_payload_without_secrets_is_returned_unchanged():
     redactor.add("another-secret")
     status = Status(message="nothing to see")
     assert redactor.payload(status) is status
+
+
+def test_common_encodings_of_a_secret_are_redacted():
+    import base64
+    from urllib.parse import quote
+
+    secret = "hunter2-Pa$$ w0rd/+="
+    redactor = Redactor()
+    redactor.add(secret)
+    raw = secret.encode()
+    for form in (
+        base64.b64encode(raw).decode(),
+        base64.b64encode(raw).decode().rstrip("="),
+        base64.urlsafe_b64encode(raw).decode(),
+        raw.hex(),
+        raw.hex().upper(),
+        quote(secret, safe=""),
+        secret.upper(),
+    ):
+        assert form not in redactor.text(f"before {form} after"), form
+
+
+async def _split_secret_harness(message, session):
+    from harness_hookspecs import Status
+
+    yield "the key is sk-live-"
+    yield Status(message="between the pieces")
+    yield "0123456789abcdef and more"
+
+
+def test_a_secret_split_across_deltas_with_an_event_between_is_redacted(make_controller, workspace):
+    import anyio
+
+    from harness_core.function_harness import FunctionHarness
+
+    class Resolver:
+        name = "known"
+
+        async def resolve(self, request):
+            return []  # grants nothing to this session ...
+
+        def known_values(self):
+            return ["sk-live-0123456789abcdef"]  # ... but knows this value
+
+    class Register:
+        from harness_hookspecs import hookimpl
+
+        @hookimpl
+        def register_credential_resolvers(self, register):
+            register(Resolver())
+
+    adapter = FunctionHarness("splitter", _split_secret_harness)
+
+    async def main():
+        async with make_controller(adapter, Register()) as c:
+            ref = await c.open_session(harness="splitter", workspace=workspace)
+            result = await c.run_turn(ref, "go")
+            return result, c.export(ref.session_id)
+
+    result, bundle = anyio.run(main)
+    assert result.ok
+    text = "".join(e.payload.text for e in result.events if e.type == "message.delta")
+    assert "0123456789abcdef" not in text and REDACTED in text
+    assert "0123456789abcdef" not in repr(bundle)
+    types = [e.type for e in result.events]
+    assert "status" in types

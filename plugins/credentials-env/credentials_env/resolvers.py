@@ -106,6 +106,13 @@ class EnvCredentialResolver:
     async def resolve(self, request: CredentialRequest) -> Sequence[Credential]:
         return await anyio.to_thread.run_sync(self._resolve, request)
 
+    def known_values(self) -> list[str]:
+        """Every value any grant could resolve to, granted to this session or not: the runtime
+        redacts them all (an in-process harness can read the host environment)."""
+        environ = os.environ if self._environ is None else self._environ
+        names = {grant.from_env or grant.env for grant in self._all_grants()}
+        return [environ[name] for name in sorted(names) if environ.get(name)]
+
 
 class FileCredentialResolver:
     """Grants with inline values from a secrets file (TOML or JSON).
@@ -159,6 +166,10 @@ class FileCredentialResolver:
             os.close(fd)
         data = _decode(self.path, raw, what="secrets file")
         return parse_grants(data, where="secrets file", inline_values=True)
+
+    def known_values(self) -> list[str]:
+        """Every inline value in the file, for redaction (see the env resolver)."""
+        return [grant.value for grant in self.load() if grant.value]
 
     def _resolve(self, request: CredentialRequest) -> list[Credential]:
         return [

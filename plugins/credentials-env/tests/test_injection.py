@@ -19,6 +19,7 @@ from harness_hookspecs import (
 
 from harness_core import Controller, plugins_from
 from harness_core.process import BASE_ENV_KEYS
+from harness_core.proctree import OWNER_ENV
 
 AGENT_KEY = "agent-level-llm-key-0123456789"
 VENDOR_KEY = "vendor-fallback-llm-key-0123456789"
@@ -131,7 +132,8 @@ def run_probe(tmp_path, probe, resolvers, sessions):
 
 
 def base_keys() -> set[str]:
-    return {k for k in BASE_ENV_KEYS if k in os.environ}
+    # plus the runtime's process owner tag (not a secret: it names the controller process)
+    return {k for k in BASE_ENV_KEYS if k in os.environ} | {OWNER_ENV}
 
 
 def test_only_granted_variables_and_the_base_env_reach_the_process(tmp_path, host_env):

@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .hardening import SECCOMP_FD, SECCOMP_SHIM, drop_user_tail, limits_prefix
 from .policy import SandboxSpec
 
 #: Where the proxy socket and the forwarder script appear inside the sandbox (on the /run tmpfs).
@@ -68,6 +69,21 @@ def _interpreter(
     return str(exe)
 
 
+def _traversable(dst: Path, hidden: tuple[Path, ...], made: set[Path], needed: bool) -> list[str]:
+    """Directories bwrap would create (mode 0700) between a hidden tmpfs and a bind target,
+    made 0755 first so a sandbox user other than root can reach the target."""
+    if not needed:
+        return []
+    argv: list[str] = []
+    for h in hidden:
+        if h in dst.parents:
+            for ancestor in reversed(dst.parents):
+                if h in ancestor.parents and ancestor not in made:
+                    made.add(ancestor)
+                    argv += ["--perms", "0755", "--dir", str(ancestor)]
+    return argv
+
+
 def build_prefix(
     spec: SandboxSpec,
     *,
@@ -89,19 +105,36 @@ def build_prefix(
     hidden = tuple(dict.fromkeys((*ALWAYS_HIDDEN, *(Path(p) for p in spec.hide))))
     cwd = Path(spec.cwd) if spec.cwd is not None else spec.workspace
 
+    lead = limits_prefix(spec.limits)
+    if spec.seccomp is not None:
+        lead += [*SECCOMP_SHIM, str(spec.seccomp)]
     argv: list[str] = [
+        *lead,
         bwrap,
         "--die-with-parent",  # PR_SET_PDEATHSIG(SIGKILL) on the sandbox's pid 1
         "--new-session",  # setsid: no TIOCSTI into the caller's terminal
-        "--unshare-all",  # user(-try), ipc, pid, net, uts, cgroup(-try)
-        "--cap-drop",
-        "ALL",  # as real root bwrap keeps all caps: without this `mount -o remount,rw /` works
-        "--hostname",
-        spec.hostname,
     ]
-    if not spec.allow_nested_userns:
-        argv += ["--unshare-user", "--disable-userns"]
-    if net.mode == "open":
+    if spec.user is None:
+        argv += ["--unshare-all"]  # user(-try), ipc, pid, net, uts, cgroup(-try)
+        # as real root bwrap keeps all caps: without this `mount -o remount,rw /` works
+        argv += ["--cap-drop", "ALL"]
+        if not spec.allow_nested_userns:
+            argv += ["--unshare-user", "--disable-userns"]
+    else:
+        # No user namespace: it would map only the caller's uid, and the command must switch
+        # to an unprivileged host uid (setpriv, below) for root-only files to stay unreadable.
+        argv += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+        if net.mode != "open":
+            argv.append("--unshare-net")
+        argv += ["--cap-drop", "ALL"]
+        # For setpriv only (it drops them all with the switch to the sandbox uid), and to let
+        # bwrap chdir into a workspace already lent to that uid (mode 0700).
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH"):
+            argv += ["--cap-add", cap]
+    argv += ["--hostname", spec.hostname]
+    if spec.seccomp is not None:
+        argv += ["--seccomp", str(SECCOMP_FD)]
+    if net.mode == "open" and spec.user is None:
         argv.append("--share-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for h in hidden:
@@ -111,16 +144,23 @@ def build_prefix(
         resolv = Path(os.path.realpath("/etc/resolv.conf"))
         if resolv.exists() and any(_under(resolv, h) for h in hidden):
             argv += ["--ro-bind", str(resolv), str(resolv)]
+    made: set[Path] = set()
     for src, dst in spec.ro_binds:
+        argv += _traversable(Path(dst), hidden, made, spec.user is not None)
         argv += ["--ro-bind", str(src), str(dst)]
     for src, dst in spec.rw_binds:
+        argv += _traversable(Path(dst), hidden, made, spec.user is not None)
         argv += ["--bind", str(src), str(dst)]
+    argv += _traversable(spec.workspace, hidden, made, spec.user is not None)
     argv += ["--bind", str(spec.workspace), str(spec.workspace)]
 
     proxy_url = None
     tail: list[str] = []
+    if spec.user is not None:
+        tail += drop_user_tail(*spec.user)
     if net.needs_proxy:
         proxy_url = f"http://127.0.0.1:{net.proxy_port}"
+        argv += _traversable(Path(INSIDE_SOCKET), hidden, made, spec.user is not None)
         argv += ["--ro-bind", os.fspath(proxy_socket), str(INSIDE_SOCKET)]  # type: ignore[arg-type]
         argv += ["--ro-bind", str(FORWARDER_PATH), str(INSIDE_FORWARDER)]
         for name in _PROXY_ENV:
@@ -129,7 +169,7 @@ def build_prefix(
             argv += ["--unsetenv", name]
         argv += ["--setenv", "NODE_USE_ENV_PROXY", "1"]  # Node >= 24 honours HTTP(S)_PROXY then
         exposed = tuple(Path(d) for s, d in (*spec.ro_binds, *spec.rw_binds) if Path(s) == Path(d))
-        tail = [_interpreter(python, hidden, exposed), "-I", str(INSIDE_FORWARDER), "--unix"]
+        tail += [_interpreter(python, hidden, exposed), "-I", str(INSIDE_FORWARDER), "--unix"]
         tail += [str(INSIDE_SOCKET), "--proxy-port", str(net.proxy_port)]
         for ep in net.tunnels():
             tail += ["--tunnel", f"{ep.port}:{ep.authority()}"]

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from .hardening import Limits
+
 NetworkMode = Literal["none", "open", "allowlist", "mcp-only"]
 NETWORK_MODES: tuple[NetworkMode, ...] = ("none", "open", "allowlist", "mcp-only")
 
@@ -170,6 +172,12 @@ class SandboxSpec:
     # True only for hosts whose bwrap cannot create a user namespace (setuid bwrap, userns off).
     allow_nested_userns: bool = False
     setenv: tuple[tuple[str, str], ...] = ()
+    # Run the command as this (uid, gid) with no capabilities (see hardening.py); None: as the
+    # caller. Needs bwrap to run as real root (it then makes no user namespace).
+    user: tuple[int, int] | None = None
+    limits: Limits = field(default_factory=Limits)
+    # A seccomp BPF program file (hardening.seccomp_filter) bwrap installs before the command.
+    seccomp: Path | None = None
 
     def __post_init__(self) -> None:
         ws = Path(self.workspace)

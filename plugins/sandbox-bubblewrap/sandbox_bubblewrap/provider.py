@@ -46,6 +46,8 @@ from harness_hookspecs import HarnessError, SandboxHandle, SandboxRequest
 from harness_hookspecs.models import SANDBOX_OUTCOMES
 
 from .command import ALWAYS_HIDDEN, BwrapUnavailable, build_prefix, probe_bwrap
+from .hardening import parse_limits, parse_user, seccomp_filter, seccomp_supported
+from .ownership import Loan, give_back, lend
 from .policy import Endpoint, NetworkPolicy, SandboxSpec
 from .proxy import AllowlistProxy
 
@@ -89,6 +91,9 @@ CONFIG_KEYS = frozenset(
         "root",
         "keep",
         "queue_timeout",
+        "user",
+        "limits",
+        "seccomp",
     }
 )
 _SOCKET_MAX = 107
@@ -107,6 +112,7 @@ class BubblewrapState:
     policy: NetworkPolicy
     proxy: AllowlistProxy | None = None
     local_handle: SandboxHandle | None = None
+    loans: list[Loan] = attrs.Factory(list)
     finalized: bool = False
     outcome: str | None = None
 
@@ -317,6 +323,14 @@ class BubblewrapSandboxProvider:
         hidden = (*host_homes(), *_paths(config, "hide", must_exist=True))
         ro_paths = _paths(config, "ro_paths", must_exist=True)
         rw_paths = _paths(config, "rw_paths", must_exist=True)
+        try:
+            user = parse_user(config.get("user"), is_root=os.geteuid() == 0)
+            limits = parse_limits(config.get("limits"), own_uid=user is not None)
+        except ValueError as error:
+            raise _invalid(str(error)) from None
+        seccomp = config.get("seccomp", seccomp_supported())
+        if not isinstance(seccomp, bool) or (seccomp and not seccomp_supported()):
+            raise _invalid("sandbox config seccomp must be true (x86_64 only) or false")
         bwrap = await self.bwrap_path()
 
         local_handle: SandboxHandle | None = None
@@ -349,6 +363,17 @@ class BubblewrapSandboxProvider:
                 proxy = AllowlistProxy(socket_path, policy.allowed())
                 await anyio.to_thread.run_sync(proxy.start)
                 state.proxy = proxy
+            filter_path = None
+            if seccomp:
+                filter_path = private_dir / "seccomp.bpf"
+                filter_path.write_bytes(seccomp_filter())
+            if user is not None:
+                writable = [workspace, home, *rw_paths]
+                if request.state_dir:
+                    writable.append(Path(request.state_dir))
+                state.loans = await anyio.to_thread.run_sync(lend, writable, *user)
+                if socket_path is not None:
+                    os.chown(socket_path, *user)
             sandbox_spec = SandboxSpec(
                 workspace=workspace,
                 network=policy,
@@ -360,6 +385,9 @@ class BubblewrapSandboxProvider:
                     *(((Path(request.state_dir),) * 2,) if request.state_dir else ()),
                 ),
                 hide=tuple(hidden),
+                user=user,
+                limits=limits,
+                seccomp=filter_path,
             )
             python = None
             if policy.needs_proxy:
@@ -424,6 +452,8 @@ class BubblewrapSandboxProvider:
         try:
             if proxy is not None:
                 await anyio.to_thread.run_sync(proxy.close)
+            loans, state.loans = state.loans, []
+            await anyio.to_thread.run_sync(give_back, loans)
             await anyio.to_thread.run_sync(shutil.rmtree, state.private_dir, True)
         finally:
             local_handle, state.local_handle = state.local_handle, None

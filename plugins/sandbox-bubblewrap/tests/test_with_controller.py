@@ -28,6 +28,7 @@ from sandbox_local import plugin as local_plugin
 from harness_core import Controller, plugins_from
 from harness_core.plugins import Plugins
 from harness_core.testing.processes import group_members, wait_gone
+from harness_core.testing.processes import with_marker as pids_with
 
 PYTHON = os.path.realpath(sys.executable)
 PROBE = str(Path(__file__).with_name("probe_agent.py"))
@@ -99,20 +100,6 @@ async def probe(controller, ref, code: str):
     result = await controller.run_turn(ref, code)
     assert result.ok, (result.status, result.reason, [e.type for e in result.events])
     return json.loads(result.text)
-
-
-def pids_with(marker: str) -> list[int]:
-    """Host pids whose command line carries ``marker`` (bwrap, forwarder, agent, grandchildren)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if marker.encode() in f.read():
-                        found.append(int(entry))
-            except OSError:
-                pass
-    return [pid for pid in found if pid != os.getpid()]
 
 
 def bwrap_pid(marker: str) -> int:
