@@ -186,9 +186,17 @@ class Controller:
     # -- open / resume ----------------------------------------------------------------------
 
     async def open_session(
-        self, request: OpenSessionRequest | None = None, /, **fields: Any
+        self,
+        request: OpenSessionRequest | None = None,
+        /,
+        *,
+        session_id: str | None = None,
+        **fields: Any,
     ) -> SessionRef:
-        """Open a session: ``open_session(OpenSessionRequest(...))`` or keyword fields."""
+        """Open a session: ``open_session(OpenSessionRequest(...))`` or keyword fields.
+        ``session_id``: a UUID to propose (e.g. a Temporal workflow id); by default a new one."""
+        if session_id is not None and not _is_uuid(session_id):
+            raise HarnessError("invalid-request", "the session id is a UUID")
         if request is None:
             try:
                 request = OpenSessionRequest(**fields)
@@ -196,7 +204,7 @@ class Controller:
                 raise HarnessError("invalid-request", _safe_hint(error)) from None
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
-        proposed = str(uuid.uuid4())
+        proposed = session_id if session_id is not None else str(uuid.uuid4())
         live = await self._attach(
             descriptor,
             session_id=proposed,
@@ -666,6 +674,13 @@ class Controller:
         self.ledger.flush()
         bundle: dict[str, Any] = export_session(self.ledger, session_id)
         return bundle
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def _ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:

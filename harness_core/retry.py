@@ -11,8 +11,11 @@ and so is an attempt number that does not grow.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from harness_hookspecs import (
     TERMINAL_TYPES,
+    Event,
     HarnessError,
     LedgerStore,
     Payload,
@@ -27,6 +30,13 @@ def _interrupted(payload: Payload) -> bool:
     return isinstance(payload, TurnFailed) and payload.reason == "interrupted"
 
 
+def turn_ended(events: Sequence[Event]) -> bool:
+    """Whether a turn's events (in order) hold its result: a terminal that is not the crash
+    recovery's ``interrupted`` (which ends an attempt, and a retry may still follow)."""
+    terminal = next((e for e in reversed(events) if e.type in TERMINAL_TYPES), None)
+    return terminal is not None and not _interrupted(terminal.payload)
+
+
 def opening_event(
     ledger: LedgerStore, session_id: str, turn_id: str, attempt: int, prompt: str
 ) -> Payload:
@@ -36,8 +46,7 @@ def opening_event(
     earlier = [event for event in ledger.events(session_id) if event.turn_id == turn_id]
     if not earlier:
         return TurnStarted(prompt=prompt)
-    terminal = next((e for e in reversed(earlier) if e.type in TERMINAL_TYPES), None)
-    if terminal is not None and not _interrupted(terminal.payload):
+    if turn_ended(earlier):
         raise HarnessError("invalid-request", "the turn already ended; its result stands")
     last = max([1] + [e.payload.attempt for e in earlier if isinstance(e.payload, TurnRestarted)])
     if attempt <= last:

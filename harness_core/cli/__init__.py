@@ -118,6 +118,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--timeout", type=_positive_seconds, help="turn deadline in seconds")
     p.add_argument("--max-events", type=_count(1), help="event-count limit for the turn")
     p.add_argument("--close", action="store_true", help="close the session after the turn")
+    p.add_argument("--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)")
     p.add_argument("--events", action="store_true", help="one line per event instead")
     p.add_argument(
         "--config",
@@ -185,6 +186,9 @@ def build_parser() -> ArgumentParser:
     from ..serve.command import add_arguments as add_serve_arguments
 
     add_serve_arguments(p)
+    p = sub.add_parser("worker", help="run a Temporal worker for sessions (executor-temporal)")
+    p.set_defaults(func=_worker)
+    _worker_arguments(p)
     p = sub.add_parser("fake-model", help="run the scripted fake model server (offline tests)")
     p.set_defaults(func=info.cmd_fake_model)
     p.add_argument("rest", nargs="...", help="e.g. serve --port 8080 --script FILE")
@@ -195,6 +199,22 @@ def _serve(args: Namespace) -> int:
     from ..serve.command import main as serve_main
 
     return serve_main(args)
+
+
+def _worker_arguments(parser: ArgumentParser) -> None:
+    try:
+        from executor_temporal.cli import add_arguments
+    except ImportError:
+        return  # `harness worker` then says what to install
+    add_arguments(parser)
+
+
+def _worker(args: Namespace) -> int:
+    try:
+        from executor_temporal.cli import run
+    except ImportError:
+        raise CliError("unsupported", "install harnessplane-executor-temporal") from None
+    return run(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

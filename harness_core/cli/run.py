@@ -127,6 +127,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = sandbox_spec(args)
     workspace = check_workspace(args.workspace) if args.workspace or not args.session else None
     printer = _Printer(args)
+    if args.temporal:  # the session runs on Temporal workers (harnessplane-executor-temporal)
+        try:
+            from executor_temporal.cli import run_on_temporal
+        except ImportError:
+            raise CliError("unsupported", "install harnessplane-executor-temporal") from None
+        return run_on_temporal(args, prompt, config, workspace, printer)
 
     async def main() -> int:
         async with (

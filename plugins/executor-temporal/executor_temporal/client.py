@@ -1,0 +1,239 @@
+"""The host side: a controller that looks like the local one but drives session workflows.
+
+A host switches from one machine to a cluster by constructing :class:`TemporalController`
+instead of ``harness_core.Controller``: ``open_session`` / ``turn`` / ``run_turn`` /
+``cancel_turn`` / ``close_session`` / ``events`` keep their shapes. A turn's events come from the
+shared ledger's live tail (never through Temporal); its result is the workflow's summary.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from types import TracebackType
+from typing import Any
+
+import anyio.to_thread
+from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore, SessionRef
+from temporalio.client import (
+    Client,
+    WorkflowHandle,
+    WorkflowUpdateFailedError,
+    WorkflowUpdateHandle,
+    WorkflowUpdateStage,
+)
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from harness_core.ledger import open_ledger
+from harness_core.ledger.tail import follow
+from harness_core.plugin_manager import get_plugins
+from harness_core.retry import turn_ended
+
+from .shapes import (
+    NAMESPACE,
+    TASK_QUEUE,
+    ApprovalDecision,
+    ExecutorOptions,
+    SessionRefShape,
+    SessionSpec,
+    SessionStart,
+    TurnRequest,
+    TurnSummary,
+)
+from .workflow import SessionWorkflow
+
+
+class RemoteTurn:
+    """A turn running on some worker; iterate it for its events (from the ledger)."""
+
+    def __init__(
+        self, ledger: LedgerStore, session_id: str, turn_id: str, after: int, update: Any
+    ) -> None:
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self._ledger = ledger
+        self._after = after
+        self._update: WorkflowUpdateHandle[TurnSummary] = update
+        self.events: list[Event] = []
+        self.terminal: Event | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.terminal is not None
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        if self.terminal is not None:
+            return
+        async for event in follow(self._ledger, self.session_id, after=self._after):
+            self._after = event.sequence
+            if event.turn_id != self.turn_id:
+                continue
+            self.events.append(event)
+            yield event
+            # The crash recovery's ``interrupted`` ends a lost attempt: its retry follows.
+            if event.type in TERMINAL_TYPES and turn_ended([event]):
+                self.terminal = event
+                return
+
+    async def result(self) -> TurnSummary:
+        with _refusals():
+            return await self._update.result()
+
+
+class TemporalController:
+    """Open, run and close sessions on Temporal workers. ``async with`` it, like Controller."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        ledger: LedgerStore | str | None,
+        task_queue: str = TASK_QUEUE,
+        options: ExecutorOptions | None = None,
+    ) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.options = options if options is not None else ExecutorOptions()
+        self._owns_ledger = ledger is None or isinstance(ledger, str)
+        self.ledger: LedgerStore = (
+            open_ledger(ledger, schemes=get_plugins().ledger_schemes)
+            if ledger is None or isinstance(ledger, str)
+            else ledger
+        )
+
+    @classmethod
+    async def connect(
+        cls,
+        address: str,
+        *,
+        ledger: LedgerStore | str | None,
+        namespace: str = NAMESPACE,
+        **kw: Any,
+    ) -> TemporalController:
+        """Connect to Temporal at ``address``; ``ledger``: the workers' shared ledger."""
+        try:
+            client = await Client.connect(address, namespace=namespace)
+        except RuntimeError:  # the SDK's connection failure
+            raise HarnessError(
+                "provider-unavailable", "cannot reach the Temporal service"
+            ) from None
+        return cls(client, ledger=ledger, **kw)
+
+    async def __aenter__(self) -> TemporalController:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._owns_ledger:
+            self.ledger.close()
+
+    def _handle(self, session: SessionRef | str) -> WorkflowHandle[Any, Any]:
+        session_id = session if isinstance(session, str) else session.session_id
+        return self.client.get_workflow_handle(session_id)
+
+    async def open_session(self, **fields: Any) -> SessionRef:
+        """Start the session's workflow and open the session on a worker."""
+        session_id = str(uuid.uuid4())
+        try:
+            spec = SessionSpec(**fields)
+        except TypeError:
+            raise HarnessError("invalid-request", "unknown session field") from None
+        start = SessionStart(session_id=session_id, spec=spec, options=self.options)
+        with _refusals():
+            handle = await self.client.start_workflow(
+                SessionWorkflow.run, start, id=session_id, task_queue=self.task_queue
+            )
+            shape: SessionRefShape = await handle.execute_update(
+                "open", result_type=SessionRefShape
+            )
+        return SessionRef(provider=shape.provider, target=shape.target, session_id=shape.session_id)
+
+    @asynccontextmanager
+    async def turn(
+        self, session: SessionRef | str, prompt: str, *, turn_id: str | None = None
+    ) -> AsyncIterator[RemoteTurn]:
+        """Submit a turn; iterate the yielded turn for its events. Leaving early cancels it."""
+        session_id = session if isinstance(session, str) else session.session_id
+        turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
+        after = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
+        with _refusals():
+            update = await self._handle(session_id).start_update(
+                SessionWorkflow.turn,
+                TurnRequest(turn_id=turn_id, prompt=prompt),
+                wait_for_stage=WorkflowUpdateStage.ACCEPTED,
+            )
+        turn = RemoteTurn(self.ledger, session_id, turn_id, after, update)
+        try:
+            yield turn
+        finally:
+            if not turn.finished:
+                with anyio.CancelScope(shield=True):
+                    await self.cancel_turn(session_id, turn_id)
+                    await turn.result()
+
+    async def run_turn(
+        self,
+        session: SessionRef | str,
+        prompt: str,
+        *,
+        on_event: Callable[[Event], Any] | None = None,
+        turn_id: str | None = None,
+    ) -> TurnSummary:
+        """Run a turn to its end; ``on_event`` sees its events as the ledger records them."""
+        async with self.turn(session, prompt, turn_id=turn_id) as turn:
+            if on_event is None:
+                return await turn.result()
+            async for event in turn:
+                on_event(event)
+        return await turn.result()
+
+    async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
+        with _refusals():
+            await self._handle(session).signal(SessionWorkflow.cancel, turn_id)
+
+    async def close_session(self, session: SessionRef | str) -> None:
+        """Close the session (idempotent): its workflow then completes."""
+        try:
+            with _refusals():
+                await self._handle(session).execute_update("close")
+        except HarnessError as error:
+            if error.reason != "session-closed":
+                raise
+
+    async def approve(
+        self, session: SessionRef | str, request_id: str, allow: bool
+    ) -> ApprovalDecision:
+        """Answer a pending permission request (to be wired to the host approval seam)."""
+        with _refusals():
+            decision: ApprovalDecision = await self._handle(session).execute_update(
+                SessionWorkflow.answer_permission, ApprovalDecision(request_id, allow)
+            )
+        return decision
+
+    def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        return self.ledger.events(session_id, after=after, limit=limit)
+
+
+@contextmanager
+def _refusals() -> Iterator[None]:
+    """A workflow's refusal (validator, failed update) becomes the HarnessError it names."""
+    try:
+        yield
+    except WorkflowUpdateFailedError as error:
+        cause: BaseException | None = error.cause
+        while cause is not None and not isinstance(cause, ApplicationError):
+            cause = cause.__cause__
+        reason = cause.type if isinstance(cause, ApplicationError) and cause.type else None
+        raise HarnessError(reason or "provider-failed") from None
+    except RPCError as error:
+        if "already completed" in error.message:
+            raise HarnessError("session-closed") from None  # the workflow ends at close
+        if error.status == RPCStatusCode.NOT_FOUND:
+            raise HarnessError("session-not-found") from None
+        raise HarnessError("provider-unavailable", "the Temporal service refused") from None

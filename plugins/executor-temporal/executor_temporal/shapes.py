@@ -1,0 +1,129 @@
+"""What crosses Temporal: small serialisable records, never events, never credentials.
+
+Workflow history holds only these (Temporal's JSON data converter encodes dataclasses): a
+session's open parameters (harness config names paths and URLs; secrets are resolved on the
+worker by the credentials plugins), turn prompts and ids, and turn summaries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TASK_QUEUE = "harness-sessions"
+NAMESPACE = "default"
+
+#: Activity names (the workflow names them; the worker registers them).
+OPEN_SESSION = "harness.open_session"
+RUN_TURN = "harness.run_turn"
+CLOSE_SESSION = "harness.close_session"
+
+#: HarnessError reasons no retry can change (the request or the session is wrong).
+NON_RETRYABLE = (
+    "invalid-request",
+    "session-closed",
+    "session-not-found",
+    "turn-active",
+    "turn-not-found",
+    "unsupported",
+    "session-busy",
+    "authentication-required",
+)
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """How to open (and, on another worker, resume) a session."""
+
+    harness: str
+    workspace: str | None = None
+    model: str | None = None
+    posture: str = "auto"
+    agent: str | None = None
+    user: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """Per-session execution settings (deterministic: they live in workflow history)."""
+
+    #: Attempts of one turn across worker losses (the first included).
+    max_attempts: int = 2
+    #: A worker silent this long is presumed lost; its turn is retried elsewhere.
+    heartbeat_timeout: float = 5.0
+    #: Upper bound of one turn activity (the turn's own deadline is ``turn_timeout``).
+    turn_activity_timeout: float = 3600.0
+    turn_timeout: float | None = None
+    #: Continue-as-new after this many turns in one run (or when Temporal suggests it).
+    turns_per_run: int = 200
+    #: A permission request nobody answers within this is denied.
+    approval_timeout: float = 300.0
+
+
+@dataclass(frozen=True)
+class SessionRefShape:
+    provider: str
+    target: str
+    session_id: str
+
+
+@dataclass(frozen=True)
+class SessionStart:
+    """The workflow's input; ``ref`` and ``turns`` carry over a continue-as-new."""
+
+    session_id: str
+    spec: SessionSpec
+    options: ExecutorOptions = field(default_factory=ExecutorOptions)
+    ref: SessionRefShape | None = None  # set once opened
+    turns: int = 0
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    turn_id: str
+    prompt: str
+
+
+@dataclass(frozen=True)
+class TurnWork:
+    """What the ``run_turn`` activity gets."""
+
+    session_id: str
+    spec: SessionSpec
+    turn_id: str
+    prompt: str
+    turn_timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class TurnSummary:
+    """What a turn returns through Temporal: never its events (they are in the ledger)."""
+
+    turn_id: str
+    status: str  # completed | failed | cancelled
+    reason: str | None = None
+    last_sequence: int = 0
+    attempt: int = 1
+    usage: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """A permission request raised on the worker (to be wired to the host approval seam)."""
+
+    request_id: str
+    turn_id: str
+    summary: str
+    timeout: float | None = None  # None: the session's approval_timeout
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    request_id: str
+    allow: bool
+    by: str = "host"  # host | timeout

@@ -1,0 +1,96 @@
+"""Fixtures: a Temporal dev server per test session, a PostgreSQL ledger per test (the
+PostgreSQL plugin's fixtures), and the deterministic slow harness program."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+from executor_temporal.shapes import SessionStart
+from executor_temporal.testing import DevServer, TemporalUnavailable
+from executor_temporal.workflow import SessionWorkflow
+from temporalio import workflow
+
+PROGRAM = Path(__file__).with_name("steps_program.py")
+
+
+@workflow.defn(name="SessionWorkflow")
+class ChangedWorkflow(SessionWorkflow):
+    """The negative control: open now starts a timer first (a new command in history)."""
+
+    @workflow.init
+    def __init__(self, start: SessionStart) -> None:
+        super().__init__(start)
+
+    @workflow.run
+    async def run(self, start: SessionStart) -> int:
+        return await super().run(start)
+
+    @workflow.update(name="open")
+    async def open(self):  # type: ignore[override]
+        await workflow.sleep(0.001)
+        return await super().open()
+
+
+@pytest.fixture(scope="session")
+def temporal_address() -> Iterator[str]:
+    server = DevServer()
+    try:
+        server.start()
+    except TemporalUnavailable as error:
+        pytest.skip(f"Temporal dev server unavailable: {error}")
+    try:
+        yield server.address
+        # every workflow history the tests recorded replays without a nondeterminism error
+        failures, control = anyio.run(replay_every_history, server.address)
+        assert not failures, failures
+        assert control, "the replayer did not notice a changed workflow"
+    finally:
+        server.stop()
+
+
+async def replay_every_history(address: str) -> tuple[dict[str, str], int]:
+    from temporalio.client import Client
+    from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+
+    client = await Client.connect(address)
+    runs = client.list_workflows("WorkflowType = 'SessionWorkflow'")
+    histories = [history async for history in runs.map_histories()]
+
+    async def recorded():  # the replayer takes an async iterator
+        for history in histories:
+            yield history
+
+    assert histories, "no workflow history to replay"
+    results = await Replayer(workflows=[SessionWorkflow]).replay_workflows(
+        recorded(), raise_on_replay_failure=False
+    )
+    changed = await Replayer(
+        workflows=[ChangedWorkflow], workflow_runner=UnsandboxedWorkflowRunner()
+    ).replay_workflows(recorded(), raise_on_replay_failure=False)
+    print(f"replayed {len(histories)} workflow histories; the changed workflow failed "
+          f"{len(changed.replay_failures)} of them")  # fmt: skip
+    failures = {run: repr(error) for run, error in results.replay_failures.items()}
+    return failures, len(changed.replay_failures)
+
+
+@pytest.fixture
+def pid_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "pids"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def steps_config(pid_dir: Path) -> dict[str, object]:
+    return {"command": [sys.executable, str(PROGRAM), str(pid_dir)], "mode": "per-turn"}
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> str:
+    path = tmp_path / "workspace"
+    path.mkdir()
+    return str(path)

@@ -1,0 +1,209 @@
+"""Cancel through the workflow, the next turn, refusals, continue-as-new, replay (in-process
+worker on the dev server, PostgreSQL ledger)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+import pytest
+from executor_temporal.activities import SessionActivities
+from executor_temporal.client import TemporalController
+from executor_temporal.shapes import ApprovalRequest, ExecutorOptions
+from executor_temporal.worker import build_worker
+from executor_temporal.workflow import SessionWorkflow
+from harness_hookspecs import HarnessError
+from temporalio.client import Client
+from temporalio.worker import Replayer
+
+from harness_core.testing.processes import alive
+
+
+async def with_worker(address, ledger_url, tmp_path: Path, body, options=None):
+    """Run ``body(controller, client, task_queue)`` with one in-process worker."""
+    client = await Client.connect(address)
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    activities = SessionActivities(ledger=ledger_url, state_dir=tmp_path / "state-w")
+    controller = TemporalController(client, ledger=ledger_url, task_queue=queue, options=options)
+    async with activities, build_worker(client, activities, task_queue=queue), controller:
+        return await body(controller, client, queue)
+
+
+def pids_gone(pid_dir: Path) -> bool:
+    return all(not alive(int(p.name.rsplit(".", 1)[1])) for p in pid_dir.iterdir())
+
+
+def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config, pid_dir
+):
+    async def body(controller, client, queue):
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        async with controller.turn(ref, "steps 100 0.1") as turn:
+            async for event in turn:
+                if event.type == "message.delta":
+                    asked = time.monotonic()
+                    await controller.cancel_turn(ref, turn.turn_id)
+                if event.type == "turn.cancelled":
+                    cancelled_after = time.monotonic() - asked
+            summary = await turn.result()
+        print(f"cancel: turn.cancelled in the ledger {cancelled_after:.3f} s after the signal")
+        assert summary.status == "cancelled", summary
+        assert cancelled_after < 1.0, cancelled_after
+        await anyio.sleep(0.5)
+        assert pids_gone(pid_dir)
+        following = await controller.run_turn(ref, "hello again")
+        assert following.status == "completed", following
+        events = controller.events(ref.session_id)
+        assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+        terminals = [
+            e.type for e in events if e.type.startswith("turn.") and e.type != "turn.started"
+        ]
+        assert terminals == ["turn.cancelled", "turn.completed"]
+        assert next(e for e in events if e.type == "turn.cancelled").payload.by == "host"
+        # refusals: a turn while one runs, then after close
+        async with controller.turn(ref, "steps 20 0.05") as running:
+            with pytest.raises(HarnessError) as refused:
+                await controller.run_turn(ref, "second at once")
+            assert refused.value.reason == "turn-active"
+            async for _ in running:
+                pass
+        await controller.close_session(ref)
+        await controller.close_session(ref)  # idempotent
+        with pytest.raises(HarnessError) as closed:
+            await controller.run_turn(ref, "after close")
+        assert closed.value.reason == "session-closed"
+        assert controller.events(ref.session_id)[-1].type == "session.closed"
+        await controller.close_session(ref)  # also once the workflow has completed
+        return ref.session_id
+
+    session_id = anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
+    replay_all(temporal_address, [session_id])
+
+
+def test_continue_as_new_keeps_the_session(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
+):
+    async def body(controller, client, queue):
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        for n in range(3):
+            summary = await controller.run_turn(ref, f"turn {n}")
+            assert summary.status == "completed", summary
+        runs = [w async for w in client.list_workflows(f"WorkflowId = '{ref.session_id}'")]
+        await controller.close_session(ref)
+        return ref.session_id, len(runs)
+
+    session_id, runs = anyio.run(
+        with_worker,
+        temporal_address,
+        postgresql_ledger_url,
+        tmp_path,
+        body,
+        ExecutorOptions(turns_per_run=1),
+    )
+    assert runs >= 3  # one run per turn (continue-as-new), the last one still open then
+    replay_all(temporal_address, [session_id])
+
+
+def replay_all(address: str, workflow_ids: list[str]) -> None:
+    """Temporal's Replayer replays every run of these workflows: no nondeterminism."""
+
+    async def replay() -> int:
+        client = await Client.connect(address)
+        query = " OR ".join(f"WorkflowId = '{w}'" for w in workflow_ids)
+        histories = client.list_workflows(query).map_histories()
+        results = await Replayer(workflows=[SessionWorkflow]).replay_workflows(
+            histories, raise_on_replay_failure=False
+        )
+        failures = {run: str(error) for run, error in results.replay_failures.items()}
+        assert not failures, failures
+        return len(results.replay_failures) + sum(1 for _ in workflow_ids)
+
+    anyio.run(replay)
+
+
+def test_approval_update_lands_refuses_unknown_ids_and_times_out_to_deny(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
+):
+    """The approval update against the distribution's own request/decision shape (the host
+    approval seam is not wired yet): a worker-side request arrives as a signal."""
+
+    async def body(controller, client, queue):
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        handle = client.get_workflow_handle(ref.session_id)
+        await handle.signal(
+            SessionWorkflow.permission_requested, ApprovalRequest("req-1", "turn-x", "write a file")
+        )
+        started = time.monotonic()
+        decision = await controller.approve(ref, "req-1", True)
+        landed = time.monotonic() - started
+        print(f"approval: the answer update landed in {landed:.3f} s")
+        assert decision.allow and decision.by == "host"
+        assert landed < 0.5, landed
+        with pytest.raises(HarnessError) as unknown:
+            await controller.approve(ref, "req-404", True)
+        assert unknown.value.reason == "invalid-request"
+        with pytest.raises(HarnessError):  # answered already: no longer pending
+            await controller.approve(ref, "req-1", False)
+        await handle.signal(
+            SessionWorkflow.permission_requested,
+            ApprovalRequest("req-2", "turn-x", "run a command", timeout=0.3),
+        )
+        await anyio.sleep(1.0)
+        timed_out = await handle.query(SessionWorkflow.permission_decision, "req-2")
+        assert timed_out is not None and not timed_out.allow and timed_out.by == "timeout"
+        await controller.close_session(ref)
+        return ref.session_id
+
+    session_id = anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
+    replay_all(temporal_address, [session_id])
+
+
+def test_a_refused_turn_raises_like_locally_and_is_not_retried(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config
+):
+    async def body(controller, client, queue):
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        before = len(controller.events(ref.session_id))
+        with pytest.raises(HarnessError) as refused:
+            await controller.run_turn(ref, "")  # an empty prompt: invalid-request
+        assert refused.value.reason == "invalid-request"
+        # nothing of that turn was recorded (the worker's resume may add session.resumed)
+        assert all(e.turn_id is None for e in controller.events(ref.session_id)[before:])
+        history = await client.get_workflow_handle(ref.session_id).fetch_history()
+        started = [
+            e for e in history.events if e.HasField("activity_task_started_event_attributes")
+        ]
+        attempts = [e.activity_task_started_event_attributes.attempt for e in started]
+        assert attempts == [1, 1]  # open, then the refused turn once: not retried
+        following = await controller.run_turn(ref, "still usable")
+        assert following.status == "completed", following
+        await controller.close_session(ref)
+
+    anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
+
+
+def test_a_session_that_cannot_open_is_refused_and_its_workflow_ends(
+    temporal_address, postgresql_ledger_url, tmp_path, workspace
+):
+    async def body(controller, client, queue):
+        with pytest.raises(HarnessError) as refused:
+            await controller.open_session(harness="no-such-harness", workspace=workspace)
+        assert refused.value.reason == "invalid-request"
+        for _ in range(100):  # visibility catches up within moments
+            runs = [w async for w in client.list_workflows(f"TaskQueue = '{queue}'")]
+            if runs and runs[0].status is not None and runs[0].status.name == "COMPLETED":
+                break
+            await anyio.sleep(0.05)
+        assert [w.status.name for w in runs if w.status] == ["COMPLETED"]
+
+    anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)

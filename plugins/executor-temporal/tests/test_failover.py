@@ -1,0 +1,144 @@
+"""Worker loss: SIGKILL the worker running a turn; the turn completes on the other worker."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from executor_temporal.client import TemporalController
+from executor_temporal.shapes import ExecutorOptions
+from temporal_workers import WorkerProcess, alive, ancestors
+from temporalio.client import Client
+
+HEARTBEAT_TIMEOUT = 2.0
+
+
+def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
+    temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
+):
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    workers = [
+        WorkerProcess(name, temporal_address, queue, postgresql_ledger_url, tmp_path)
+        for name in ("a", "b")
+    ]
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        outcome = anyio.run(failover, temporal_address, postgresql_ledger_url, queue, workers,
+                            workspace, steps_config, pid_dir)  # fmt: skip
+    finally:
+        for worker in workers:
+            worker.stop()
+    events, turn_id, summary, restarted_after, took, program_gone_after = outcome
+    print(f"failover: program gone {program_gone_after:.2f} s after the SIGKILL, turn restarted "
+          f"after {restarted_after:.2f} s, completed after {took:.2f} s")  # fmt: skip
+    assert summary.status == "completed" and summary.attempt == 2, summary
+    # the other worker took the turn over within the heartbeat timeout + 3 s; it then ran the
+    # whole 10 x 0.3 s turn again
+    assert restarted_after <= HEARTBEAT_TIMEOUT + 3.0, restarted_after
+    assert took <= restarted_after + 10 * 0.3 + 2.0, took
+    assert program_gone_after is not None and program_gone_after <= 1.0, program_gone_after
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))  # gap-free
+    turn = [e for e in events if e.turn_id is not None]
+    assert {e.turn_id for e in turn} == {turn_id}
+    types = [e.type for e in turn]
+    assert types.count("turn.started") == 1 and types.count("turn.restarted") == 1
+    # The lost attempt ends once (the new worker's resume records it as interrupted), the
+    # retried attempt once: the turn's result is its last attempt's.
+    terminals = [e for e in turn if e.type in ("turn.completed", "turn.failed", "turn.cancelled")]
+    assert [e.type for e in terminals] == ["turn.failed", "turn.completed"], types
+    assert terminals[0].payload.reason == "interrupted" and types[-1] == "turn.completed"
+    assert terminals[0].sequence < turn[types.index("turn.restarted")].sequence
+    # no write from the dead worker's epoch after the takeover: epochs never go back in sequence
+    # order, and the retry writes under a newer epoch than the lost attempt
+    epochs = writer_epochs(postgresql_ledger_url, events[0].session_id)[: len(events)]
+    assert epochs == sorted(epochs), epochs
+    by_sequence = dict(zip([e.sequence for e in events], epochs, strict=True))
+    restarted_event = next(e for e in turn if e.type == "turn.restarted")
+    started_event = next(e for e in turn if e.type == "turn.started")
+    assert by_sequence[restarted_event.sequence] > by_sequence[started_event.sequence]
+    assert all(by_sequence[e.sequence] == by_sequence[restarted_event.sequence]
+               for e in turn if e.sequence > restarted_event.sequence)  # fmt: skip
+    restarted = types.index("turn.restarted")
+    assert types[:restarted].count("message.delta") >= 3  # the dead attempt's committed deltas
+    assert types[restarted:].count("message.delta") == 10  # the retry ran the whole turn
+
+
+def writer_epochs(ledger_url: str, session_id: str) -> list[int]:
+    import psycopg
+
+    with psycopg.connect(ledger_url) as connection:
+        rows = connection.execute(
+            "SELECT writer_epoch FROM ledger_events WHERE session_id = %s ORDER BY sequence",
+            (session_id,),
+        ).fetchall()
+    return [int(row[0]) for row in rows]
+
+
+async def failover(address, ledger_url, queue, workers, workspace, steps_config, pid_dir,
+                   max_attempts=2):  # fmt: skip
+    client = await Client.connect(address)
+    options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, max_attempts=max_attempts)
+    async with TemporalController(
+        client, ledger=ledger_url, task_queue=queue, options=options
+    ) as controller:
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        killed_at = program_gone_after = restarted_after = None
+        async with controller.turn(ref, "steps 10 0.3") as turn:
+            deltas = 0
+            async for event in turn:
+                deltas += event.type == "message.delta"
+                if event.type == "turn.restarted":
+                    restarted_after = time.monotonic() - killed_at
+                if deltas == 3 and killed_at is None:
+                    program = int(next(pid_dir.iterdir()).name.rsplit(".", 1)[1])
+                    victim = next(w for w in workers if w.pid in ancestors(program))
+                    os.kill(victim.pid, signal.SIGKILL)
+                    killed_at = time.monotonic()
+                    while alive(program) and time.monotonic() - killed_at < 5:
+                        await anyio.sleep(0.02)
+                    if not alive(program):
+                        program_gone_after = time.monotonic() - killed_at
+                    if max_attempts == 1:
+                        break  # no retry will come: leave the tail (the update still answers)
+            took = time.monotonic() - killed_at
+            summary = await turn.result()
+        if max_attempts == 1:  # the session stays usable: the next turn runs on the survivor
+            following = await controller.run_turn(ref, "after the loss")
+            assert following.status == "completed", following
+        events = controller.events(ref.session_id)
+        await controller.close_session(ref)
+        return events, turn.turn_id, summary, restarted_after, took, program_gone_after
+
+
+def test_a_turn_whose_attempts_are_all_lost_fails_as_interrupted(
+    temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
+):
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    workers = [
+        WorkerProcess(name, temporal_address, queue, postgresql_ledger_url, tmp_path)
+        for name in ("a", "b")
+    ]
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        outcome = anyio.run(failover, temporal_address, postgresql_ledger_url, queue, workers,
+                            workspace, steps_config, pid_dir, 1)  # fmt: skip
+    finally:
+        for worker in workers:
+            worker.stop()
+    events, turn_id, summary, _, _, program_gone_after = outcome
+    assert (summary.status, summary.reason, summary.attempt) == ("failed", "interrupted", 1)
+    assert program_gone_after is not None and program_gone_after <= 1.0
+    lost = [e.type for e in events if e.turn_id == turn_id]
+    assert "turn.restarted" not in lost  # not retried (max_attempts=1)
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
