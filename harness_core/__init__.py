@@ -10,7 +10,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness_hookspecs import HarnessError, hookimpl
+    from harness_hookspecs import HarnessError, HostTool, hookimpl
 
     from .controller import Controller
     from .function_harness import FunctionSession, Message, Result, harness
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "HarnessError": "harness_hookspecs",
     "hookimpl": "harness_hookspecs",
+    "HostTool": "harness_hookspecs",
     "Controller": "harness_core.controller",
     "Turn": "harness_core.turn",
     "TurnResult": "harness_core.turn",
@@ -36,6 +37,7 @@ __all__ = [
     "Controller",
     "FunctionSession",
     "HarnessError",
+    "HostTool",
     "Message",
     "Plugins",
     "Result",

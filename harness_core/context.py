@@ -7,7 +7,7 @@ import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -15,6 +15,8 @@ import attrs
 from harness_hookspecs import (
     HarnessError,
     LedgerStore,
+    McpBridge,
+    Payload,
     PermissionDecision,
     PermissionRequest,
     SandboxHandle,
@@ -25,6 +27,9 @@ from .approvals import Approvals, Recorder
 from .history import TranscriptTurn, transcript
 from .process import Process, base_environment, spawn
 from .redaction import Redactor
+
+if TYPE_CHECKING:
+    from harness_mcp_bridge import Bridge
 
 _contexts = itertools.count(1)
 
@@ -82,10 +87,50 @@ class RuntimeSessionContext:
         #: Every process this session spawns carries ``<owner>/<this>.<n>`` (see proctree).
         self.tag_prefix = f"s{next(_contexts)}."
         self._ledger = ledger
+        self.bridge: Bridge | None = None
+        self._turn_env: dict[str, str] = {}
 
     @property
     def env(self) -> Mapping[str, str]:
-        return {**self.sandbox.env, **self._credential_env}
+        return {**self.sandbox.env, **self._credential_env, **self._turn_env}
+
+    # -- the loopback MCP bridge (harness_core.host_tools) -----------------------------------
+
+    @property
+    def mcp_bridge(self) -> McpBridge | None:
+        """Where the session's host tools are served, or None (no tools selected)."""
+        return self.bridge.endpoint if self.bridge is not None else None
+
+    def mcp_session_token(self) -> str | None:
+        """The token of an agent that lives for the whole session (ACP): honoured only while
+        one of the session's turns runs. Per-turn CLIs find theirs in ``mcp_bridge.token_env``."""
+        if self.bridge is None:
+            return None
+        token = self.bridge.session_token()
+        self.add_secret(token)
+        return token
+
+    def begin_bridge_run(
+        self, run_id: str, sink: Callable[[Payload], bool], deadline: float | None
+    ) -> None:
+        """Mint the run's token: redacted everywhere, in the environment of the turn's processes."""
+        if self.bridge is None:
+            return
+        token = self.bridge.begin_run(run_id, sink, deadline=deadline)
+        self.add_secret(token)
+        self._turn_env = {self.bridge.endpoint.token_env: token}
+
+    def end_bridge_run(self, run_id: str) -> None:
+        """Revoke the run's token (before the terminal event is recorded)."""
+        self._turn_env = {}
+        if self.bridge is not None:
+            self.bridge.end_run(run_id)
+
+    async def close_bridge(self) -> None:
+        bridge, self.bridge = self.bridge, None
+        self._turn_env = {}
+        if bridge is not None:
+            await bridge.close()
 
     @property
     def state_dir(self) -> str:

@@ -35,6 +35,7 @@ from harness_hookspecs import (
     Event,
     HarnessDescriptor,
     HarnessError,
+    HostTool,
     OpenSessionRequest,
     Payload,
     PermissionHandler,
@@ -58,6 +59,7 @@ from .budgets import Budget, SessionLimits
 from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, state_dir_for
 from .delivery import Delivery
+from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
 from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
@@ -122,6 +124,7 @@ class Controller:
         permission_timeout: float = DEFAULT_PERMISSION_TIMEOUT,
         command_policy: CommandPolicy | None = None,
         budget: Budget | Mapping[str, Any] | None = None,
+        host_tools: Sequence[HostTool] = (),
     ) -> None:
         """``permission_handler`` answers the harness's permission requests (see
         :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
@@ -148,6 +151,8 @@ class Controller:
         self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
         self._deliver = self.delivery.deliver
         self._flush = self.delivery.flush
+        #: The host's own tools, served with the plugins' over each session's MCP bridge.
+        self.host_tools = tuple(host_tools)
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
 
@@ -425,6 +430,8 @@ class Controller:
                 approvals=self.approvals,
                 ledger=self.ledger,
             )
+            tools = merge_tools(self.plugins.host_tools.values(), self.host_tools)
+            context.bridge = await start_bridge(tools, config, self._task_group)
             ref = await call(context)
             if not isinstance(ref, SessionRef):
                 raise HarnessError("provider-failed", "the adapter returned no session ref")
@@ -439,6 +446,7 @@ class Controller:
                 if context is not None:
                     await context.kill_processes("turn", CLEANUP_GRACE)
                     await context.kill_processes("session", CLEANUP_GRACE)
+                    await context.close_bridge()
                 await self._finalize_sandbox(sandbox, "failure")
             if isinstance(error, Exception):
                 raise as_error(error) from None
@@ -563,6 +571,8 @@ class Controller:
         turn.structured = structured
         live.lineage.expect(parent_event_id)
         turn._record(opening)
+        # The run's bridge token (if the session has host tools): revoked in Turn._finish.
+        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
         try:
             iterator = self.hook.harness_run_turn(request=request, context=live.context)
             if iterator is None or not hasattr(iterator, "__anext__"):
@@ -678,6 +688,7 @@ class Controller:
             scope.cancel()
         await live.context.kill_processes("turn", CLEANUP_GRACE)
         await live.context.kill_processes("session", CLEANUP_GRACE)
+        await live.context.close_bridge()
         await self._finalize_sandbox(live.sandbox, live.outcome)
         if not closing:
             self._live.pop(live.ref.session_id, None)

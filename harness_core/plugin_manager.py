@@ -25,6 +25,7 @@ from harness_hookspecs import (
     CredentialResolver,
     HarnessAdapter,
     HarnessDescriptor,
+    HostTool,
     SandboxProvider,
     hookimpl,
 )
@@ -105,6 +106,10 @@ class Plugins:
     @property
     def ledger_schemes(self) -> Registry[LedgerFactory]:
         return self.registries.ledger_schemes
+
+    @property
+    def host_tools(self) -> Registry[HostTool]:
+        return self.registries.host_tools
 
     @property
     def info(self) -> Mapping[str, PluginInfo]:

@@ -17,6 +17,7 @@ from harness_hookspecs import (
     CredentialResolver,
     HarnessAdapter,
     HarnessError,
+    HostTool,
     LedgerStore,
     SandboxProvider,
 )
@@ -88,6 +89,7 @@ class Registries:
         self.sandbox_providers: Registry[SandboxProvider] = Registry("sandbox provider")
         self.credential_resolvers: Registry[CredentialResolver] = Registry("credential resolver")
         self.ledger_schemes: Registry[LedgerFactory] = Registry("ledger store")
+        self.host_tools: Registry[HostTool] = Registry("host tool")
 
     def all(self) -> tuple[Registry[Any], ...]:
         return (
@@ -95,6 +97,7 @@ class Registries:
             self.sandbox_providers,
             self.credential_resolvers,
             self.ledger_schemes,
+            self.host_tools,
         )
 
     def adapter(self, name: str) -> HarnessAdapter:
@@ -147,6 +150,12 @@ class Registration:
             raise ValueError("register(scheme, factory) needs a name and a callable")
         self._stage(self.registries.ledger_schemes, scheme, factory, check_name=False)
 
+    def host_tool(self, item: Any) -> None:
+        """``register_host_tools``: a :class:`HostTool`."""
+        if not isinstance(item, HostTool):
+            raise ValueError("not a host tool")
+        self._stage(self.registries.host_tools, item.name, item, check_name=False)
+
     def _stage(
         self, registry: Registry[Any], name: Any, value: Any, *, check_name: bool = True
     ) -> None:
@@ -164,6 +173,7 @@ class Registration:
             ("register_sandbox_providers", self.sandbox_provider),
             ("register_credential_resolvers", self.credential_resolver),
             ("register_ledger_stores", self.ledger_store),
+            ("register_host_tools", self.host_tool),
         )
 
     def apply(self) -> None:

@@ -249,6 +249,15 @@ class Turn:
         if self._started:
             await self._done.wait()
 
+    def record_side_event(self, payload: Payload) -> bool:
+        """Record an event from outside the adapter's stream (the MCP bridge's tool calls) in
+        this turn, in sequence; False once the terminal event is recorded."""
+        if self.terminal is not None or type(payload) not in _PAYLOAD_CLASSES:
+            return False
+        self._release_carry()
+        self._record(payload)
+        return True
+
     def _record(self, payload: Payload) -> Event:
         event = self.controller._emit(self._live, self.turn_id, payload)
         self.events.append(event)
@@ -398,6 +407,8 @@ class Turn:
         """Emit the one terminal event, then release everything the turn held."""
         if self.terminal is not None:
             return
+        # Revoked first: no bridged call can record an event after the terminal one.
+        self._live.context.end_bridge_run(self.turn_id)
         self._release_carry()
         self.terminal = self._record(terminal)
         live = self._live

@@ -33,6 +33,7 @@ from .events import (
     UsageReported,
     make_payload,
 )
+from .host_tools import TOKEN_ENV, HostTool, McpBridge
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .models import (
     FEATURES,
@@ -94,6 +95,7 @@ __all__ = [
     "RUNTIME_REASONS",
     "TARGETS",
     "TERMINAL_TYPES",
+    "TOKEN_ENV",
     "TOOL_KINDS",
     "WORKSPACE_SCOPES",
     "Artifact",
@@ -108,7 +110,9 @@ __all__ = [
     "HarnessAdapter",
     "HarnessDescriptor",
     "HarnessError",
+    "HostTool",
     "LedgerStore",
+    "McpBridge",
     "MessageCompleted",
     "MessageDelta",
     "NotifyingStore",

@@ -51,3 +51,15 @@ def register_ledger_stores(register: Callable[[str, Callable[[str], Any]], None]
     :class:`~harness_hookspecs.protocols.LedgerStore` for ledger URLs ``scheme:...``. The runtime
     registers ``memory``, ``jsonl`` and ``sqlite`` itself. Returns nothing.
     """
+
+
+@hookspec
+def register_host_tools(register: Callable[[Any], None]) -> None:
+    """Register host tools: read-only functions the harness may call during a turn.
+
+    Called once when plugins load. Call ``register(tool)`` with a
+    :class:`~harness_hookspecs.host_tools.HostTool` (name, description, input schema, async
+    function). A session whose include/exclude patterns select at least one tool gets a loopback
+    MCP bridge (the ``harnessplane-mcp-bridge`` distribution) with a per-turn read-only token, and
+    its adapter points the CLI at it. Names must be unique. Returns nothing.
+    """

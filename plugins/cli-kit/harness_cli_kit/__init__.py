@@ -21,6 +21,7 @@ from .locate import (
     version_sync,
     version_via,
 )
+from .mcp import bridge_of, claude_mcp_config, codex_mcp_toml, opencode_mcp
 from .safe import safe_id, safe_name, safe_prompt
 from .settings import api_key, base_url, extra_env, int_setting, require_workspace
 from .state import NativeSession, Sessions
@@ -33,9 +34,12 @@ __all__ = [
     "Sessions",
     "api_key",
     "base_url",
+    "bridge_of",
     "check_cli",
+    "claude_mcp_config",
     "cli_descriptor",
     "cli_details",
+    "codex_mcp_toml",
     "command_of",
     "count",
     "endpoint_reachable",
@@ -44,6 +48,7 @@ __all__ = [
     "int_setting",
     "json_object",
     "local_descriptor",
+    "opencode_mcp",
     "positive_cost",
     "preflight",
     "require_cli",

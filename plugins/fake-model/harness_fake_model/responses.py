@@ -63,16 +63,17 @@ def responses_items(step: Step, custom_tools: set[str]) -> list[dict[str, Any]]:
                 }
             )
         else:
-            items.append(
-                {
-                    "id": new_id("fc_"),
-                    "type": "function_call",
-                    "status": "completed",
-                    "call_id": call_id,
-                    "name": c.name,
-                    "arguments": arguments_text(c),
-                }
-            )
+            item = {
+                "id": new_id("fc_"),
+                "type": "function_call",
+                "status": "completed",
+                "call_id": call_id,
+                "name": c.name,
+                "arguments": arguments_text(c),
+            }
+            if c.namespace:
+                item["namespace"] = c.namespace
+            items.append(item)
     return items
 
 

@@ -19,11 +19,17 @@ class ToolCall:
     """One tool call the fake model makes.  ``name`` is the harness's own tool name (Claude
     Code ``Bash``/``Write``, Codex ``shell``/``exec_command``, OpenCode ``bash``/``write``...).
     ``arguments`` is a JSON object (or an already-encoded string; for a Responses API *custom*
-    (freeform) tool such as Codex's ``apply_patch`` it is the raw input text)."""
+    (freeform) tool such as Codex's ``apply_patch`` it is the raw input text).
+    ``namespace``: the Responses API ``function_call`` item's ``namespace`` (Codex runs an MCP
+    tool only from a call that names its server's namespace, ``mcp__<server>``).
+    ``mcp_server``: ``name`` is a tool of that MCP server; the reply names it the way the
+    requesting CLI offered it (see :mod:`.mcp`), so one script drives every harness."""
 
     name: str
     arguments: Any = field(default_factory=dict)
     id: str | None = None
+    namespace: str | None = None
+    mcp_server: str | None = None
 
 
 @dataclass

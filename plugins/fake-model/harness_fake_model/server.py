@@ -15,6 +15,7 @@ from aiohttp import web
 
 from .anthropic import anthropic_message, anthropic_stream
 from .chat import chat_stream, chat_tool_calls, chat_usage
+from .mcp import resolve_mcp_calls
 from .recording import RecordedRequest, analyse, redact_headers
 from .responses import response_object, responses_items, responses_stream, responses_usage
 from .script import ENDPOINTS, ScriptItem, Step, load_script
@@ -293,6 +294,7 @@ class FakeModelServer:
     async def _reply(
         self, request: web.Request, rec: RecordedRequest, step: Step, body: dict[str, Any]
     ) -> web.StreamResponse:
+        step = resolve_mcp_calls(step, rec)
         if step.delay:
             await asyncio.sleep(step.delay)
         endpoint = rec.endpoint

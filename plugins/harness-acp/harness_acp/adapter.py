@@ -31,6 +31,8 @@ from acp.schema import (
     CancelNotification,
     ClientCapabilities,
     FileSystemCapabilities,
+    HttpHeader,
+    HttpMcpServer,
     Implementation,
     InitializeRequest,
     LoadSessionRequest,
@@ -40,7 +42,7 @@ from acp.schema import (
     TextContentBlock,
 )
 from anyio.streams.memory import MemoryObjectSendStream
-from harness_cli_kit import NativeSession, preflight, require_workspace, usage_of
+from harness_cli_kit import NativeSession, bridge_of, preflight, require_workspace, usage_of
 from harness_cli_kit.calls import audit_summary, permission_request
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.safe import is_safe_name
@@ -151,6 +153,7 @@ class _Session:
         self.conn: Connection | None = None
         self.native_id: str | None = None
         self.can_load = False
+        self.mcp_http = False
         self.turn: _Turn | None = None
         self.scopes: list[anyio.CancelScope] = []
         self.base_url: str | None = None
@@ -179,6 +182,17 @@ def _safe_tool_name(update: Mapping[str, Any]) -> str:
                 return str(name)
     kind = update.get("kind")
     return kind if isinstance(kind, str) and is_safe_name(kind) else "tool"
+
+
+def _bridge_tool(context: SessionContext, tool_call: Mapping[str, Any]) -> bool:
+    """Whether an agent's permission request is for one of the bridge's host tools (Claude
+    Code's agent titles such a call ``mcp__<server>__<tool>``)."""
+    bridge = bridge_of(context)
+    title = tool_call.get("title")
+    if bridge is None or not isinstance(title, str):
+        return False
+    prefix = f"mcp__{bridge.name}__"
+    return title.startswith(prefix) and title[len(prefix) :] in bridge.tools
 
 
 def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
@@ -254,7 +268,8 @@ class AcpAdapter:
         return HarnessDescriptor(
             provider=self.name,
             targets=["local"],
-            features=["resume", "cancel", "permissions", "usage"],
+            features=["resume", "cancel", "permissions", "usage"]
+            + (["mcp"] if self.agent.mcp else []),
             version="0.1.0",
             display_name=self.agent.display_name,
             details=details,
@@ -287,11 +302,12 @@ class AcpAdapter:
         options = [o for o in params.get("options") or [] if isinstance(o, Mapping)]
         tool_call = params.get("toolCall") if isinstance(params.get("toolCall"), Mapping) else {}
         assert isinstance(tool_call, Mapping)
-        request = permission_request_of(tool_call)
-        decision = await session.context.request_permission(request)
-        wanted = (
-            ("allow_once", "allow_always") if decision.allowed else ("reject_once", "reject_always")
-        )
+        if _bridge_tool(session.context, tool_call):
+            allowed = True  # the host's own read-only tools, offered by the host itself
+        else:
+            decision = await session.context.request_permission(permission_request_of(tool_call))
+            allowed = decision.allowed
+        wanted = ("allow_once", "allow_always") if allowed else ("reject_once", "reject_always")
         chosen = next((o for k in wanted for o in options if o.get("kind") == k), None)
         if chosen is None or not isinstance(chosen.get("optionId"), str):
             return {"outcome": {"outcome": "cancelled"}}
@@ -329,6 +345,8 @@ class AcpAdapter:
         result = await self._request(session, "initialize", _dump(request), INIT_TIMEOUT)
         caps = result.get("agentCapabilities") if isinstance(result, Mapping) else None
         session.can_load = bool(isinstance(caps, Mapping) and caps.get("loadSession"))
+        mcp = caps.get("mcpCapabilities") if isinstance(caps, Mapping) else None
+        session.mcp_http = bool(isinstance(mcp, Mapping) and mcp.get("http"))
         return result if isinstance(result, dict) else {}
 
     async def _request(
@@ -347,6 +365,17 @@ class AcpAdapter:
         except ConnectionError:
             raise HarnessError("provider-failed", "the agent exited") from None
 
+    def _mcp_servers(self, session: _Session, context: SessionContext) -> list[Any]:
+        """The host tools' bridge, for an agent that speaks HTTP MCP. The agent lives for the
+        whole session, so it gets the session's token (honoured only while a turn runs), over
+        its stdin - never on a command line or in a file."""
+        bridge = bridge_of(context)
+        token_of = getattr(context, "mcp_session_token", None)
+        if bridge is None or not session.mcp_http or token_of is None:
+            return []
+        header = HttpHeader(name="Authorization", value=f"Bearer {token_of()}")
+        return [HttpMcpServer(type="http", name=bridge.name, url=bridge.url, headers=[header])]
+
     async def _set_mode(self, session: _Session, context: SessionContext) -> None:
         mode = context.config.get("mode")
         if isinstance(mode, str) and mode and session.native_id:
@@ -363,7 +392,8 @@ class AcpAdapter:
         session = _Session(context)
         try:
             await self._connect(session, context)
-            new = NewSessionRequest(cwd=workspace, mcp_servers=[])
+            servers = self._mcp_servers(session, context)
+            new = NewSessionRequest(cwd=workspace, mcp_servers=servers)
             result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
             native = result.get("sessionId") if isinstance(result, Mapping) else None
             if not isinstance(native, str) or not native:
@@ -393,7 +423,8 @@ class AcpAdapter:
             await self._connect(session, context)
             if not session.can_load:
                 raise HarnessError("unsupported-feature", "the agent cannot load sessions")
-            load = LoadSessionRequest(session_id=native, cwd=workspace, mcp_servers=[])
+            servers = self._mcp_servers(session, context)
+            load = LoadSessionRequest(session_id=native, cwd=workspace, mcp_servers=servers)
             # The agent replays the history as session/update notifications: no turn is
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)

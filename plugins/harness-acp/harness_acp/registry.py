@@ -34,6 +34,8 @@ class AgentSpec:
     command: tuple[str, ...]
     setup: Setup
     tested: str | None = None
+    #: Verified to call host tools over HTTP MCP (``mcpServers`` in ``session/new``).
+    mcp: bool = False
 
 
 def _command(context: SessionContext, default: tuple[str, ...]) -> list[str]:
@@ -172,6 +174,7 @@ AGENTS: dict[str, AgentSpec] = {
             ("claude-code-acp",),
             claude_code,
             "@zed-industries/claude-code-acp 0.16.2",
+            mcp=True,
         ),
         AgentSpec(
             "codex", "Codex (ACP)", ("codex-acp",), codex, "@zed-industries/codex-acp 0.16.0"

@@ -29,7 +29,9 @@ from harness_cli_kit import (
     NativeSession,
     api_key,
     base_url,
+    bridge_of,
     check_cli,
+    claude_mcp_config,
     extra_env,
     int_setting,
     safe_prompt,
@@ -127,7 +129,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
     binary = BINARY
     vendor = "anthropic"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
     details = DETAILS
 
     def _home(self, context: SessionContext) -> Path:
@@ -165,6 +167,23 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             env["ANTHROPIC_BASE_URL"] = url.rstrip("/").removesuffix("/v1")
         return {**env, **extra_env(context.config)}
 
+    def _mcp_args(self, context: SessionContext, perms: list[str]) -> list[str]:
+        """Permission flags, plus the host tools' bridge when the session has one: only that
+        server (``--strict-mcp-config``), its tools allowed (they are read-only)."""
+        bridge = bridge_of(context)
+        if bridge is None:
+            return perms
+        path = Path(context.state_dir) / "mcp.json"
+        path.write_text(json.dumps(claude_mcp_config(bridge)))
+        allowed = "mcp__" + bridge.name
+        perms = list(perms)
+        if "--allowedTools" in perms:
+            at = perms.index("--allowedTools") + 1
+            perms[at] = f"{perms[at]},{allowed}"
+        elif "bypassPermissions" not in perms:
+            perms += ["--allowedTools", allowed]
+        return [*perms, "--strict-mcp-config", "--mcp-config", str(path)]
+
     def launch(
         self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
     ) -> CliTurn:
@@ -172,7 +191,8 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         home = self._home(context)
         perms, _mode = permission_args(context.posture, context.config)
         argv = [session.cli, "-p", "--output-format", "stream-json", "--verbose"]
-        argv += ["--include-partial-messages", *perms]
+        argv += ["--include-partial-messages"]
+        argv += self._mcp_args(context, perms)
         asking = asks_host(context.posture)
         if asking:
             # Claude asks on stdout (control_request can_use_tool) and reads the answer on

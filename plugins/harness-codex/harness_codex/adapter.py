@@ -30,7 +30,9 @@ from typing import Any
 from harness_cli_kit import (
     NativeSession,
     api_key,
+    bridge_of,
     check_cli,
+    codex_mcp_toml,
     extra_env,
     int_setting,
     safe_id,
@@ -104,7 +106,7 @@ class CodexAdapter(PerTurnCliAdapter):
     # No "permissions": `codex exec` cannot ask the host (approval policy never), so the
     # runtime refuses the strict posture rather than run it unchecked (codex app-server can
     # ask: not wired yet).
-    features = ("resume", "cancel", "usage", "structured-output")
+    features = ("resume", "cancel", "usage", "structured-output", "mcp")
     details = {
         "wire_api": "openai-responses",
         "permission_modes": "approval never (cannot ask the host); auto=workspace-write, "
@@ -154,15 +156,17 @@ class CodexAdapter(PerTurnCliAdapter):
     ) -> CliTurn:
         settings = self._settings(context)
         home, tmp = self._dirs(context)
-        (home / "config.toml").write_text(
-            render_config(
-                base_url=settings["base_url"],
-                model=settings["model"],
-                retries=settings["retries"],
-                posture=context.posture,
-                wire_api=settings["wire_api"],
-            )
+        config = render_config(
+            base_url=settings["base_url"],
+            model=settings["model"],
+            retries=settings["retries"],
+            posture=context.posture,
+            wire_api=settings["wire_api"],
         )
+        bridge = bridge_of(context)
+        if bridge is not None:
+            config += "\n" + codex_mcp_toml(bridge)
+        (home / "config.toml").write_text(config)
         env = {
             "HOME": str(home),
             "CODEX_HOME": str(home),

@@ -22,7 +22,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import NativeSession, api_key, base_url, command_of, extra_env, safe_prompt
+from harness_cli_kit import (
+    NativeSession,
+    api_key,
+    base_url,
+    bridge_of,
+    command_of,
+    extra_env,
+    opencode_mcp,
+    safe_prompt,
+)
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import HarnessError, SessionContext
 
@@ -43,6 +52,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
     display_name = "OpenCode"
     tested_cli = f"opencode-ai {TESTED_CLI}"
     details = {"wire_api": "chat-completions"}
+    features = ("resume", "cancel", "usage", "mcp")
 
     async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])
@@ -86,6 +96,9 @@ class OpenCodeAdapter(PerTurnCliAdapter):
             full = model
         config["model"] = full
         config["small_model"] = full
+        bridge = bridge_of(context)
+        if bridge is not None:
+            config["mcp"] = opencode_mcp(bridge)
         path = home / "opencode.json"
         path.write_text(json.dumps(config, indent=2))
         return path, full

@@ -1,0 +1,60 @@
+"""Host tools for a session: which it gets, and its loopback MCP bridge's lifetime.
+
+The bridge itself is the ``harnessplane-mcp-bridge`` distribution, imported only when a session
+selects tools. The controller starts it at open/resume (before the adapter, so an agent that
+lives for the session can be told where it is), hands each turn a fresh token through the
+context, revokes that token before the turn's terminal event, and stops the bridge at close.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio.abc
+from harness_hookspecs import HarnessError, HostTool
+
+if TYPE_CHECKING:
+    from harness_mcp_bridge import Bridge
+
+CONFIG_KEY = "mcp_loopback"
+
+
+def merge_tools(registered: Iterable[HostTool], explicit: Sequence[HostTool]) -> list[HostTool]:
+    """The plugins' tools and the host's (a host tool of the same name replaces the plugin's)."""
+    chosen = {tool.name: tool for tool in registered}
+    for tool in explicit:
+        if not isinstance(tool, HostTool):
+            raise HarnessError("invalid-request", "host_tools must be HostTool objects")
+        chosen[tool.name] = tool
+    return list(chosen.values())
+
+
+async def start_bridge(
+    tools: Sequence[HostTool], config: Mapping[str, Any], task_group: anyio.abc.TaskGroup | None
+) -> Bridge | None:
+    """Start the session's bridge if it selects any tool (``config["mcp_loopback"]``)."""
+    if not tools:
+        return None
+    settings = config.get(CONFIG_KEY, {})
+    try:
+        from harness_mcp_bridge import Bridge, Limits, select_tools
+    except ImportError:
+        if CONFIG_KEY in config:
+            raise HarnessError(
+                "invalid-request", "host tools need harnessplane-mcp-bridge installed"
+            ) from None
+        return None
+    selected = select_tools(tools, settings)
+    if not selected:
+        return None
+    if task_group is None:
+        raise HarnessError("invalid-request", "the controller is not running (use async with)")
+    bridge = Bridge(selected, limits=Limits.from_config(settings))
+    try:
+        await task_group.start(bridge.run)
+    except HarnessError:
+        raise
+    except Exception:
+        raise HarnessError("provider-unavailable", "the MCP bridge did not start") from None
+    return bridge
