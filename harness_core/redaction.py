@@ -91,6 +91,18 @@ class Redactor:
                     break
         return longest
 
+    def hold_back(self, value: str) -> int:
+        """How much of streamed ``value`` to hold back until the next piece arrives: the
+        longest suffix that could start a secret, but never part of a secret already whole in
+        ``value`` (one secret's form may end with the first characters of another's - the
+        hex form of a secret starts with digits its own tail may end with - and cutting there
+        would leave the whole secret, less its last characters, unredacted)."""
+        cut = len(value) - self.partial_suffix(value)
+        for match in self._pattern.finditer(value):
+            if match.start() < cut < match.end():
+                cut = match.end()
+        return len(value) - cut
+
     def text(self, value: str) -> str:
         return self._pattern.sub(REDACTED, value)
 

@@ -382,7 +382,7 @@ class Turn:
         """Record, holding back the tail of streamed text that could start a secret."""
         if isinstance(payload, MessageDelta):
             text = self._carry + payload.text
-            keep = self._live.context.redactor.partial_suffix(text)
+            keep = self._live.context.redactor.hold_back(text)
             self._carry = text[len(text) - keep :]
             if len(text) > keep:
                 self._record(MessageDelta(text=text[: len(text) - keep]))

@@ -98,3 +98,18 @@ def test_a_secret_split_across_deltas_with_an_event_between_is_redacted(make_con
     assert "0123456789abcdef" not in repr(bundle)
     types = [e.type for e in result.events]
     assert "status" in types
+
+
+def test_hold_back_never_cuts_a_whole_secret_whose_tail_starts_another_form():
+    # The hex form of "CANARY-..." starts with "43" (the hex of "C"): a secret ending in "4"
+    # once made the stream hold back that "4" and record the rest of the secret unredacted.
+    secret = "CANARY-" + "ab" * 11 + "4"
+    redactor = Redactor()
+    redactor.add(secret)
+    for text in (f"delta {secret}", secret, f"{secret} and {secret}"):
+        keep = redactor.hold_back(text)
+        emitted = redactor.text(text[: len(text) - keep])
+        assert secret[:-1] not in emitted, (text, keep)
+        assert redactor.partial_suffix(text) >= 1  # the trap: a suffix that starts a form
+    # A real prefix at the end is still held back (a secret split across two deltas).
+    assert redactor.hold_back("look: " + secret[:10]) == 10
