@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,8 +28,6 @@ import attrs
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
-    Credential,
-    CredentialRequest,
     Event,
     HarnessDescriptor,
     HarnessError,
@@ -56,13 +52,16 @@ from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .budgets import Budget, SessionLimits
+from .clock import now
 from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, state_dir_for
+from .credentials import resolve_credentials
 from .delivery import Delivery
 from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
 from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
+from .request_checks import is_uuid, ref_of, require_asking, safe_hint
 from .retry import opening_event
 from .turn import (
     CLEANUP_GRACE,
@@ -78,24 +77,6 @@ from .turn_protocol import DEFAULT_OUTPUT_RETRIES, check_parent, structured_turn
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
 
 PROVIDER_CANCEL_WAIT = 1.0
-
-
-_second_cache: list[Any] = [-1, ""]
-
-
-def now() -> str:
-    """UTC now as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (what ``datetime.isoformat`` would give).
-
-    The date-and-seconds prefix is formatted once per second; the microseconds are appended.
-    """
-    micros = time.time_ns() // 1000
-    cache = _second_cache
-    if cache[0] != micros // 1_000_000:
-        second = micros // 1_000_000
-        cache[1] = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S.")
-        cache[0] = second
-    prefix: str = cache[1]
-    return prefix + "%06dZ" % (micros % 1_000_000)  # noqa: UP031 - fastest form here
 
 
 def default_state_root() -> Path:
@@ -217,14 +198,14 @@ class Controller:
         """Open a session: ``open_session(OpenSessionRequest(...))`` or keyword fields.
         ``session_id``: a UUID to propose (e.g. a Temporal workflow id); by default a new one.
         ``budget`` adds this session's limits to the controller's."""
-        if session_id is not None and not _is_uuid(session_id):
+        if session_id is not None and not is_uuid(session_id):
             raise HarnessError("invalid-request", "the session id is a UUID")
         limits = self.budget.tighter(Budget.of(budget))
         if request is None:
             try:
                 request = OpenSessionRequest(**fields)
             except (TypeError, ValueError) as error:
-                raise HarnessError("invalid-request", _safe_hint(error)) from None
+                raise HarnessError("invalid-request", safe_hint(error)) from None
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
@@ -272,7 +253,7 @@ class Controller:
         ``budget`` as for :meth:`open_session` (what the session used before counts)."""
         limits = self.budget.tighter(Budget.of(budget))
         record = self.ledger.get_session(
-            session if isinstance(session, str) else _ref_of(session).session_id
+            session if isinstance(session, str) else ref_of(session).session_id
         )
         if isinstance(session, str):
             if record is None:
@@ -288,7 +269,7 @@ class Controller:
             try:
                 request = ResumeSessionRequest(session=session, **fields)
             except (TypeError, ValueError) as error:
-                raise HarnessError("invalid-request", _safe_hint(error)) from None
+                raise HarnessError("invalid-request", safe_hint(error)) from None
         else:
             request = session
         ref = request.session
@@ -410,7 +391,7 @@ class Controller:
         add_known_secrets(redactor, self.plugins.credential_resolvers.values())
         context: RuntimeSessionContext | None = None
         try:
-            credentials = await self._credentials(descriptor, agent, user)
+            credentials = await resolve_credentials(self.hook, descriptor, agent, user)
             for credential in credentials.values():
                 redactor.add(credential.value)
             context = RuntimeSessionContext(
@@ -462,36 +443,6 @@ class Controller:
         )
         self._live[ref.session_id] = live
         return live
-
-    async def _credentials(
-        self, descriptor: HarnessDescriptor, agent: str | None, user: str | None
-    ) -> dict[str, Credential]:
-        request = CredentialRequest(
-            harness=descriptor.provider, vendor=descriptor.vendor, agent=agent, user=user
-        )
-        found: list[Credential] = []
-        for awaitable in self.hook.credentials_resolve(request=request):
-            if awaitable is not None:
-                found.extend(await awaitable)
-        eligible = [
-            credential
-            for credential in found
-            # a grant for another agent, or a fallback for another vendor, is not this session's
-            if (credential.agent is None or credential.agent == agent)
-            and (credential.agent is not None or credential.vendor in (None, descriptor.vendor))
-        ]
-        # Seed 004 section 6.3: an agent-level grant for a purpose replaces the vendor fallback
-        # for that purpose (not just for the same variable name).
-        granted = {c.purpose for c in eligible if c.agent is not None}
-        chosen: dict[str, Credential] = {}
-        for credential in eligible:
-            if credential.agent is None and credential.purpose in granted:
-                continue
-            rank = (credential.agent is not None, credential.priority)
-            current = chosen.get(credential.env_var)
-            if current is None or rank > (current.agent is not None, current.priority):
-                chosen[credential.env_var] = credential
-        return chosen
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -546,7 +497,7 @@ class Controller:
                 output_schema=output_schema,
             )
         except (TypeError, ValueError) as error:
-            raise HarnessError("invalid-request", _safe_hint(error)) from None
+            raise HarnessError("invalid-request", safe_hint(error)) from None
         opening: Payload = TurnStarted(prompt=prompt)
         if retried:
             opening = await anyio.to_thread.run_sync(
@@ -738,29 +689,3 @@ class Controller:
         self.ledger.flush()
         bundle: dict[str, Any] = export_session(self.ledger, session_id)
         return bundle
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        return str(uuid.UUID(text)) == text
-    except (TypeError, ValueError, AttributeError):
-        return False
-
-
-def require_asking(descriptor: HarnessDescriptor, posture: str) -> None:
-    """The strict posture asks the host for every tool call: refused on a harness that cannot
-    ask (rather than run unchecked)."""
-    if posture == "strict" and "permissions" not in descriptor.features:
-        raise HarnessError(
-            "unsupported-feature", f"{descriptor.provider} cannot ask the host (strict posture)"
-        )
-
-
-def _ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:
-    return session if isinstance(session, SessionRef) else session.session
-
-
-def _safe_hint(error: BaseException) -> str | None:
-    # Our own validators' messages are fixed strings naming the field; keep only those.
-    text = str(error).splitlines()[0] if str(error) else ""
-    return text[:240] if text and len(text) <= 240 and text.isprintable() else None

@@ -1,0 +1,33 @@
+"""Small checks the controller makes on what a host asks of it."""
+
+from __future__ import annotations
+
+import uuid
+
+from harness_hookspecs import HarnessDescriptor, HarnessError, ResumeSessionRequest, SessionRef
+
+
+def is_uuid(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
+def require_asking(descriptor: HarnessDescriptor, posture: str) -> None:
+    """The strict posture asks the host for every tool call: refused on a harness that cannot
+    ask (rather than run unchecked)."""
+    if posture == "strict" and "permissions" not in descriptor.features:
+        raise HarnessError(
+            "unsupported-feature", f"{descriptor.provider} cannot ask the host (strict posture)"
+        )
+
+
+def ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:
+    return session if isinstance(session, SessionRef) else session.session
+
+
+def safe_hint(error: BaseException) -> str | None:
+    # Our own validators' messages are fixed strings naming the field; keep only those.
+    text = str(error).splitlines()[0] if str(error) else ""
+    return text[:240] if text and len(text) <= 240 and text.isprintable() else None
