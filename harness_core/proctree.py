@@ -62,7 +62,7 @@ def read_stat(pid: int | str) -> ProcInfo | None:
     fields = data[data.rfind(b")") + 2 :].split()
     try:
         return ProcInfo(
-            int(pid), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] == b"Z",
+            int(pid), int(fields[1]), int(fields[2]), int(fields[3]), fields[0] in (b"Z", b"X"),
             int(fields[19]),
         )  # fmt: skip
     except (IndexError, ValueError):

@@ -13,20 +13,14 @@ import functools
 import os
 import socket
 
+from ..proctree import read_stat
+
 
 def process_start(pid: int) -> str | None:
     """The start time of ``pid`` (``/proc/PID/stat`` field 22), ``None`` if it is gone (or a
-    zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    # Field 2 (the command) is in parentheses and may hold spaces or ')': split after the last.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
-        return None  # a zombie is dead, only not yet reaped by its parent
-    return fields[19].decode()
+    zombie: dead, only not yet reaped by its parent)."""
+    info = read_stat(pid)
+    return None if info is None or info.zombie else str(info.start)
 
 
 @functools.cache
