@@ -4,20 +4,21 @@ Ids are kept (the session id, every event id and sequence), so an export importe
 ledger exports equal again. The whole bundle is checked before anything is written: a bundle
 that is not JSON (truncated), of another format or version, whose events are not this session's
 gap-free sequence 1..N, or whose session id is already in the ledger is refused with one
-``invalid-request`` line and the ledger is left as it was.
+``invalid-request`` line and the ledger is left as it was. An import killed midway is finished by
+running it again (see :func:`import_bundle`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
 from harness_hookspecs import Event, HarnessError, LedgerStore, SessionRecord
 
 from .export import EXPORT_FORMAT, EXPORT_VERSION
-from .serialize import event_from_dict, record_from_dict
+from .serialize import event_from_dict, event_to_dict, record_from_dict
 
 
 @attrs.frozen
@@ -65,14 +66,39 @@ def parse_bundle(text: str | bytes) -> Bundle:
 
 
 def import_bundle(store: LedgerStore, bundle: Bundle) -> None:
-    """Write ``bundle`` into ``store``; refused (nothing written) if its session id is there."""
+    """Write ``bundle`` into ``store``; refused (nothing written) if its session id is there.
+
+    The one exception is an import that was interrupted (the process killed between its
+    writes): the ledger then holds the bundle's own record and a strict prefix of its events,
+    and importing the same bundle again writes the rest. A session the ledger got any other way
+    holds at least as many events as a bundle exported from it, so it is never "finished".
+    """
     session_id = bundle.record.ref.session_id
-    if store.get_session(session_id) is not None or store.last_sequence(session_id) > 0:
+    record = store.get_session(session_id)
+    stored = (
+        store.events(session_id) if record is not None or store.last_sequence(session_id) else ()
+    )
+    if record is None and not stored:
+        store.create_session(bundle.record)
+    elif not _interrupted_import_of(bundle, record, stored):
         raise HarnessError("invalid-request", "the ledger already has this session id")
-    store.create_session(bundle.record)
-    if bundle.events:
-        store.append(bundle.events)
+    rest = bundle.events[len(stored) :]
+    if rest:
+        store.append(rest)
     store.flush()
+
+
+def _interrupted_import_of(
+    bundle: Bundle, record: SessionRecord | None, stored: Sequence[Event]
+) -> bool:
+    return (
+        record == bundle.record
+        and len(stored) < len(bundle.events)
+        and all(
+            event_to_dict(mine) == event_to_dict(theirs)
+            for mine, theirs in zip(stored, bundle.events, strict=False)
+        )
+    )
 
 
 def load_bundle_file(path: str) -> Bundle:

@@ -36,11 +36,11 @@ def _without_stamp(path: Path) -> dict:
     return data
 
 
-def _rows(path: Path) -> int:
+def _rows(path: Path, table: str = "events") -> int:
     if not path.exists():
         return 0
     with sqlite3.connect(path) as db:
-        return db.execute("SELECT count(*) FROM events").fetchone()[0]
+        return db.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
 
 
 def test_export_import_round_trips_equal(cli_env, tmp_path, exported):
@@ -118,3 +118,107 @@ def test_replay_prints_the_session_in_order(cli_env, exported):
     assert [r["sequence"] for r in records] == list(range(1, len(lines) + 1))
     missing = harness(cli_env, "replay", "no-such-session")
     assert missing.returncode != 0 and "session-not-found" in missing.stderr
+
+
+def _grown(bundle: Path, path: Path, copies: int) -> dict:
+    """``bundle`` with its last delta event repeated ``copies`` times before its final events
+    (new ids, sequences renumbered): a big, valid bundle."""
+    data = json.loads(bundle.read_text())
+    events = data["events"]
+    delta = max(i for i, e in enumerate(events) if e["type"] == "message.delta")
+    extra = [dict(events[delta], event_id=f"evt_grown_{n:07d}") for n in range(copies)]
+    events[delta + 1 : delta + 1] = extra
+    for sequence, event in enumerate(events, 1):
+        event["sequence"] = sequence
+    path.write_text(json.dumps(data))
+    return data
+
+
+def _export_of(cli_env, session_id: str, ledger: str, path: Path) -> dict:
+    out = harness(cli_env, "export", session_id, "--ledger", ledger, "-o", str(path))
+    assert out.returncode == 0, out.stderr
+    data = json.loads(path.read_text())
+    data.pop("exported_at")
+    return data
+
+
+def test_an_interrupted_import_is_finished_by_importing_again(cli_env, tmp_path, exported):
+    from harness_core.bundle_import import load_bundle_file
+    from harness_core.ledger import open_ledger
+
+    session_id, bundle = exported
+    loaded = load_bundle_file(str(bundle))
+    other = f"sqlite:///{tmp_path}/partial.sqlite"
+    store = open_ledger(other)  # what a killed import leaves: the record and a prefix
+    store.create_session(loaded.record)
+    store.append(loaded.events[:3])
+    store.close()
+    out = harness(cli_env, "import", str(bundle), "--ledger", other)
+    assert out.returncode == 0, out.stderr
+    assert _export_of(cli_env, session_id, other, tmp_path / "a.json") == _without_stamp(bundle)
+    # once complete it is the ledger's session like any other: a further import is refused
+    out = harness(cli_env, "import", str(bundle), "--ledger", other)
+    assert out.stderr.strip() == (
+        "harness: error: invalid-request: the ledger already has this session id"
+    )
+
+
+def test_a_prefix_that_differs_from_the_bundle_is_a_clash(cli_env, tmp_path, exported):
+    import attrs
+
+    from harness_core.bundle_import import load_bundle_file
+    from harness_core.ledger import open_ledger
+
+    _, bundle = exported
+    loaded = load_bundle_file(str(bundle))
+    other = f"sqlite:///{tmp_path}/clash.sqlite"
+    store = open_ledger(other)
+    store.create_session(loaded.record)
+    store.append([*loaded.events[:2], attrs.evolve(loaded.events[2], event_id="evt_someone_else")])
+    store.close()
+    out = harness(cli_env, "import", str(bundle), "--ledger", other)
+    assert out.returncode != 0
+    assert "the ledger already has this session id" in out.stderr
+
+
+def test_kill_9_mid_import_then_import_again_gives_the_whole_bundle(cli_env, tmp_path, exported):
+    import signal
+    import subprocess
+    import time
+
+    from cli_run import harness_cmd
+
+    session_id, small = exported
+    bundle = tmp_path / "big.json"
+    expected = _grown(small, bundle, 40_000)
+    expected.pop("exported_at")
+    total = len(expected["events"])
+    outcomes = []
+    # Killed once the session record is committed, and once events are: never on a timer.
+    for run, table in enumerate(("sessions", "events")):
+        ledger = f"sqlite:///{tmp_path}/killed{run}.sqlite"
+        path = Path(ledger.split("///", 1)[1])
+        process = subprocess.Popen(
+            [*harness_cmd(), "import", str(bundle), "--ledger", ledger],
+            env=cli_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        seen = 0
+        while process.poll() is None and not seen:
+            time.sleep(0.002)
+            try:
+                seen = _rows(path, table)
+            except sqlite3.OperationalError:
+                pass  # not created yet, or its schema not yet
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        state = (_rows(path, "sessions"), _rows(path))
+        again = harness(cli_env, "import", str(bundle), "--ledger", ledger, timeout=300)
+        outcomes.append(state)
+        # Finished by the second import, or complete already (then refused as a clash).
+        assert again.returncode == 0 or state == (1, total), (state, again.stderr)
+        exported_again = _export_of(cli_env, session_id, ledger, tmp_path / f"e{run}.json")
+        assert exported_again["events"] == expected["events"], run
+    # the case an import must survive: its record written, not all of its events
+    assert (1, 0) in outcomes or any(0 < events < total for _, events in outcomes), outcomes
