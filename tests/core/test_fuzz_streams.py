@@ -16,12 +16,11 @@ import json
 from pathlib import Path
 
 import pytest
+from harness_cli_kit.stream import JsonLinesStream
 from harness_hookspecs import TERMINAL_TYPES, TurnFailed
 from harness_hookspecs.events import PAYLOAD_TYPES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from harness_cli_kit.stream import JsonLinesStream
 
 STREAM_MODULES = [
     "harness_claude_code.stream",
