@@ -45,12 +45,17 @@ class TestScenarios(CheckedCliScenarios):
 
 
 def test_truncated_stream_is_provider_failed(tmp_path, cli):
+    # an app-server that answers the handshake, starts the turn, then dies mid-line
     body = (
-        'print(\'{"type":"thread.started","thread_id":"t-1"}\')\n'
-        'print(\'{"type":"turn.started"}\')\n'
-        'print(\'{"type":"item.completed","item":{"id":"i1","type":"agent_mess\', flush=True)\n'
+        'print(\'{"id":1,"result":{}}\')\n'
+        'print(\'{"id":2,"result":{"thread":{"id":"t-1"}}}\')\n'
+        'print(\'{"id":3,"result":{"turn":{"id":"u-1"}}}\')\n'
+        'print(\'{"method":"item/completed","params":{"item":{"id":"i1","type":"agentMess\', '
+        "flush=True)\n"
     )
-    assert_failed(cli.fake_turn(tmp_path, body), "provider-failed")
+    result = cli.fake_turn(tmp_path, body)
+    assert_failed(result, "provider-failed")
+    assert result.events[-1].payload.hint == "codex wrote an unreadable stream"
 
 
 def line(data):
