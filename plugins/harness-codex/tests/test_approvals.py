@@ -97,3 +97,14 @@ def test_cancel_while_the_host_is_asked_leaves_no_process(cli):
 def assert_one_terminal_of(events):
     terminals = [e for e in events if e.terminal]
     assert len(terminals) == 1 and terminals[0] is events[-1], events
+
+
+@pytest.mark.cli
+def test_the_conformance_kit_sees_codex_ask_the_host(cli):
+    from harness_core.conformance import run_conformance
+
+    report = run_conformance("codex", timeout=60)
+    checks = {check.name: check for check in report.checks}
+    assert all(check.passed for check in report.checks), report.checks
+    # not the "skipped" note: the kit's turn asked its host, which denied, and it was recorded
+    assert checks["approvals"].detail.startswith("1 request(s) asked the host"), checks
