@@ -53,9 +53,9 @@ KEY_VAR = "HARNESS_CODEX_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "codex-thread.json"
 DEFAULT_RETRIES = 1
-#: posture -> (approval policy, sandbox mode). ``untrusted``: Codex asks before every command
-#: that is not a known read-only one (ls, cat, ...) and before patches; the approval seam
-#: answers (strict: the host; auto: the command policy, then the host for ``ask``).
+#: posture -> (approval policy, sandbox mode). ``untrusted``: Codex 0.171 asks before every
+#: command (even ``ls``) and before patches; the approval seam answers (strict: the host; auto:
+#: the command policy, then the host for ``ask``).
 POSTURES = {
     "strict": ("untrusted", "workspace-write"),
     "auto": ("untrusted", "workspace-write"),
