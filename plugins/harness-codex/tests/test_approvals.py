@@ -108,3 +108,20 @@ def test_the_conformance_kit_sees_codex_ask_the_host(cli):
     assert all(check.passed for check in report.checks), report.checks
     # not the "skipped" note: the kit's turn asked its host, which denied, and it was recorded
     assert checks["approvals"].detail.startswith("1 request(s) asked the host"), checks
+
+
+@pytest.mark.cli
+def test_strict_asks_even_for_a_read_only_command(cli):
+    from harness_cli_kit.approval_testing import approval_turn
+
+    asked = []
+
+    async def allow(request):
+        asked.append(request)
+        return PermissionDecision.allow()
+
+    result, _ = approval_turn(cli, ToolCall("exec_command", {"cmd": "ls"}), allow)
+    assert result.status == "completed", result
+    assert [(r.tool, r.kind, r.command) for r in asked] == [("shell", "shell", "ls")]
+    completed = next(e.payload for e in result.events if e.type == "tool.completed")
+    assert completed.ok and completed.summary == "ran a shell command (exit code 0)"
