@@ -125,3 +125,34 @@ def test_strict_asks_even_for_a_read_only_command(cli):
     assert [(r.tool, r.kind, r.command) for r in asked] == [("shell", "shell", "ls")]
     completed = next(e.payload for e in result.events if e.type == "tool.completed")
     assert completed.ok and completed.summary == "ran a shell command (exit code 0)"
+
+
+#: A model Codex 0.171 has metadata for: only then does it offer its ``apply_patch`` tool.
+PATCH_MODEL = "gpt-5.5"
+PATCH = f"*** Begin Patch\n*** Add File: {APPROVED}\n+hello\n*** End Patch\n"
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("answer", ["allow", "deny"])
+def test_a_patch_asks_the_host_as_a_file_write(cli, answer):
+    import dataclasses
+
+    from harness_cli_kit.approval_testing import approval_turn
+
+    asked = []
+
+    async def handler(request):
+        asked.append(request)
+        return PermissionDecision.allow() if answer == "allow" else PermissionDecision.deny("no")
+
+    patching = dataclasses.replace(cli, model=PATCH_MODEL)
+    result, _ = approval_turn(patching, ToolCall("apply_patch", PATCH), handler)
+    assert result.status == "completed", result
+    written = Path(cli.workspace) / APPROVED
+    assert written.exists() == (answer == "allow")
+    # item/fileChange/requestApproval names only the item: the path comes from its changes
+    assert [(r.tool, r.kind, r.path) for r in asked] == [("apply_patch", "write", str(written))]
+    started = next(e.payload for e in result.events if e.type == "tool.started")
+    assert started.summary == f"apply_patch: {written}"
+    completed = next(e.payload for e in result.events if e.type == "tool.completed")
+    assert completed.ok == (answer == "allow")
