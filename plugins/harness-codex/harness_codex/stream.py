@@ -152,8 +152,10 @@ class CodexStream(JsonLinesStream):
     def _response(self, data: Mapping[str, Any]) -> list[Payload]:
         rid, result = data.get("id"), data.get("result")
         if "error" in data or not isinstance(result, Mapping):
-            what = {THREAD: "could not resume the thread" if self.resume else "refused the thread"}
-            self._fail("provider-failed", f"codex {what.get(rid, 'refused a request')}")
+            what = "refused a request"
+            if rid == THREAD:
+                what = "could not resume the thread" if self.resume else "refused the thread"
+            self._fail("provider-failed", f"codex {what}")
             return []
         if rid == INITIALIZE:
             self._outbox.append(rpc({"method": "initialized"}))
