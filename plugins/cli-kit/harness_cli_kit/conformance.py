@@ -20,6 +20,9 @@ from harness_hookspecs.specs.conformance import ConformanceProfile
 from .locate import require_cli
 
 SLOW = "Take your time with the slow task"
+#: The conformance kit's approval prompt: the fake model answers it with the profile's
+#: ``approval_call`` (which the kit's host denies), then finishes once it sees the result.
+APPROVAL = "Create the approval file now"
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class OfflineProfile:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: A fixed port for agents whose endpoint cannot be configured (no ``base_url`` then).
     port: int = 0
+    #: ``(tool name, arguments)`` the fake model calls for the kit's approval prompt (an
+    #: adapter that asks the host); ``None``: the approvals check runs no turn.
+    approval_call: tuple[str, Mapping[str, Any]] | None = None
 
     def config(self) -> dict[str, Any]:
         """The session config without the endpoint (a missing CLI fails here, before any
@@ -61,14 +67,31 @@ def port_in_use(port: int) -> bool:
 
 
 @contextmanager
-def fake_server(port: int = 0) -> Iterator[Any]:
-    """The fake model server with the slow step for cancel. ``port``: a fixed port (agents
+def fake_server(
+    port: int = 0, approval_call: tuple[str, Mapping[str, Any]] | None = None
+) -> Iterator[Any]:
+    """The fake model server with the slow step for cancel and (with ``approval_call``) the
+    approval prompt's tool call and the answer after its result. ``port``: a fixed port (agents
     whose endpoint cannot be configured); taken -> ``provider-unavailable``, never another."""
-    from harness_core.testing.fake_model import FakeModelServer, Match, Step
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
 
-    script = [
-        Step(text="still working", delay=30, times=None, match=Match(contains=SLOW, tools=None))
-    ]
+    slow = Step(text="still working", delay=30, times=None, match=Match(contains=SLOW, tools=None))
+    script: list[Any] = [slow]
+    if approval_call is not None:
+        name, arguments = approval_call
+        call = Step(text="Asking to run it.", tool_calls=[ToolCall(name, dict(arguments))])
+        finished = Step(text="Finished.")
+
+        def respond(request: Any) -> Any:
+            # Whichever of the kit's prompts comes (a cancelled slow turn may never reach the
+            # model): the server replays its script in order, so one responder answers both.
+            if SLOW in request.last_user_text:
+                return slow
+            if APPROVAL in request.last_user_text and request.tool_names:
+                return finished if request.has_tool_result else call
+            return None
+
+        script = [respond] * 50  # a responder item is used once per request it answers
     busy = HarnessError(
         "provider-unavailable",
         f"port {port} on localhost is already in use: the fake model server must listen there "
@@ -90,7 +113,7 @@ def fake_server(port: int = 0) -> Iterator[Any]:
 @contextmanager
 def offline_profile(profile: OfflineProfile) -> Iterator[ConformanceProfile]:
     config = profile.config()
-    with fake_server(profile.port) as server:
+    with fake_server(profile.port, profile.approval_call) as server:
         if not profile.port:
             api = profile.api
             config["base_url"] = server.base_url if api == "anthropic" else server.openai_base_url
@@ -100,4 +123,5 @@ def offline_profile(profile: OfflineProfile) -> Iterator[ConformanceProfile]:
             config=config,
             turn_timeout=60,
             cancel_after=1.0,
+            approval_prompt=APPROVAL if profile.approval_call is not None else None,
         )

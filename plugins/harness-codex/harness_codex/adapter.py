@@ -1,6 +1,7 @@
-"""The Codex adapter: one ``codex exec --json`` process per turn.
+"""The Codex adapter: one ``codex app-server`` process per turn, spoken to in JSON-RPC lines.
 
-What it relies on (verified against @openai/codex 0.171.0, see ``docs/cli-streams.md``):
+What it relies on (verified against @openai/codex 0.171.0; the protocol from
+``codex app-server generate-ts``):
 
 - a private ``CODEX_HOME`` (and ``HOME``) under the session's ``state_dir`` with a generated
   ``config.toml``: one model provider whose ``base_url`` comes from the session config or the
@@ -10,15 +11,14 @@ What it relies on (verified against @openai/codex 0.171.0, see ``docs/cli-stream
 - ``TMPDIR`` under ``state_dir`` too: Codex refuses to create its sandbox helper when
   ``CODEX_HOME`` is inside the temporary directory, and its ``workspace-write`` sandbox then
   silently runs no command;
-- stdin closed (with an open pipe it waits for input forever);
-- the thread id from ``thread.started`` kept in ``state_dir``; later turns and resume run
-  ``codex exec ... resume THREAD_ID``;
-- posture -> sandbox mode (``auto`` workspace-write, ``dangerous`` danger-full-access),
-  approval policy ``never``: ``codex exec`` cannot ask the host, so the descriptor claims no
-  ``permissions`` and the runtime refuses ``strict`` with ``unsupported-feature``.
+- ``initialize`` -> ``thread/start`` (or ``thread/resume`` of the thread id kept in
+  ``state_dir``) with the posture's approval policy and sandbox -> ``turn/start`` (with
+  ``outputSchema`` for structured output); the turn ends at ``turn/completed``, when stdin is
+  closed and the server exits;
+- ``codex exec`` cannot ask the host (``-a`` is rejected there); the app-server's approval
+  requests can, so the descriptor claims ``permissions``.
 
-The stream's mapping to contract payloads (and why an unreachable endpoint ends the turn at the
-first "waiting for network" notice) is in :mod:`.stream`.
+The conversation and its mapping to contract payloads is in :mod:`.stream`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from harness_cli_kit import (
     extra_env,
     int_setting,
     safe_id,
-    safe_prompt,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_cli_kit.structured import strict_schema
@@ -45,7 +44,7 @@ from harness_hookspecs import (
     SessionContext,
 )
 
-from .stream import CodexStream, classify, parse_stream
+from .stream import CodexStream, classify, initialize, parse_stream
 
 NAME = "codex"
 BINARY = "codex"
@@ -54,10 +53,13 @@ KEY_VAR = "HARNESS_CODEX_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "codex-thread.json"
 DEFAULT_RETRIES = 1
-SANDBOX_MODES = {
-    "strict": "read-only",
-    "auto": "workspace-write",
-    "dangerous": "danger-full-access",
+#: posture -> (approval policy, sandbox mode). ``untrusted``: Codex 0.171 asks before every
+#: command (even ``ls``) and before patches; the approval seam answers (strict: the host; auto:
+#: the command policy, then the host for ``ask``).
+POSTURES = {
+    "strict": ("untrusted", "workspace-write"),
+    "auto": ("untrusted", "workspace-write"),
+    "dangerous": ("never", "danger-full-access"),
 }
 
 
@@ -68,13 +70,14 @@ def _toml_str(value: str) -> str:
 def render_config(
     *, base_url: str, model: str | None, retries: int, posture: str, wire_api: str
 ) -> str:
+    # No approval_policy here: Codex 0.171 refuses most values in config.toml ("no longer
+    # supported"); thread/start carries it.
     lines = []
     if model:
         lines.append(f"model = {_toml_str(model)}")
     lines += [
         f'model_provider = "{PROVIDER_ID}"',
-        'approval_policy = "never"',
-        f"sandbox_mode = {_toml_str(SANDBOX_MODES[posture])}",
+        f"sandbox_mode = {_toml_str(POSTURES[posture][1])}",
         "check_for_update_on_startup = false",
         "",
         "[history]",
@@ -103,14 +106,16 @@ class CodexAdapter(PerTurnCliAdapter):
     tested_cli = f"@openai/codex {TESTED_CLI}"
     binary = BINARY
     vendor = "openai"
-    # No "permissions": `codex exec` cannot ask the host (approval policy never), so the
-    # runtime refuses the strict posture rather than run it unchecked (codex app-server can
-    # ask: not wired yet).
-    features = ("resume", "cancel", "usage", "structured-output", "mcp")
+    # "permissions": codex app-server asks before each command and patch (approval policy
+    # untrusted) and the adapter answers through the approval seam.
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
     details = {
         "wire_api": "openai-responses",
-        "permission_modes": "approval never (cannot ask the host); auto=workspace-write, "
-        "dangerous=danger-full-access sandbox",
+        "protocol": "codex app-server (JSON-RPC lines on stdio), one process per turn",
+        "permission_modes": "strict/auto=approval untrusted + workspace-write sandbox, "
+        "dangerous=approval never + danger-full-access",
+        "approvals": "strict and auto ask the host (auto: the command policy first) via "
+        "item/commandExecution|fileChange/requestApproval",
     }
 
     def _dirs(self, context: SessionContext) -> tuple[Path, Path]:
@@ -175,33 +180,27 @@ class CodexAdapter(PerTurnCliAdapter):
             KEY_VAR: settings["key"] or "",
             **extra_env(context.config),
         }
-        argv = [
-            session.cli,
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--color",
-            "never",
-            "-s",
-            SANDBOX_MODES[context.posture],
-            "-C",
-            workspace,
-        ]
-        thread = safe_id(session.native_id)
-        if thread:
-            argv += ["resume", thread]
-        argv += ["--", safe_prompt(prompt)]
-        # stdin stays closed (/dev/null): with an open pipe codex waits for input forever.
-        return CliTurn(argv, env, CodexStream(network_waits=settings["network_waits"]))
+        approval, sandbox = POSTURES[context.posture]
+        thread: dict[str, Any] = {"cwd": workspace, "approvalPolicy": approval, "sandbox": sandbox}
+        if settings["model"]:
+            thread["model"] = settings["model"]
+        stream = CodexStream(
+            thread=thread,
+            resume=safe_id(session.native_id),
+            prompt=prompt,
+            approver=context.request_permission,
+            network_waits=settings["network_waits"],
+        )
+        # stdin stays open: the JSON-RPC requests and the approval answers go there.
+        return CliTurn([session.cli, "app-server"], env, stream, stdin=initialize())
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
-        """``--output-schema FILE``: sent as the Responses API's strict ``json_schema`` text
-        format (Codex does not validate, the runtime does). The schema is made strict-compatible
-        first; the answer's nulls for optional properties are dropped again."""
-        path = Path(context.state_dir) / "output-schema.json"
-        path.write_text(json.dumps(strict_schema(schema)))
-        turn.add_options("--output-schema", str(path))
+        """``turn/start``'s ``outputSchema``: sent as the Responses API's strict
+        ``json_schema`` text format (Codex does not validate, the runtime does). The schema is
+        made strict-compatible first; the answer's nulls for optional properties are dropped
+        again."""
         assert isinstance(turn.stream, CodexStream)
+        turn.stream.wire_schema = strict_schema(schema)
         turn.stream.output_schema = schema
 
 

@@ -1,46 +1,54 @@
-"""``codex exec --json`` lines -> contract payloads (pure: no I/O).
+"""One turn on ``codex app-server``: the JSON-RPC conversation and its mapping to payloads.
 
-Codex never gives up on an unreachable endpoint (``Reconnecting... waiting for network`` forever,
-whatever the retry settings): the first such notice ends the turn ``provider-unavailable``.
-Failures are classified from the stream; Codex's text is never forwarded.
+The adapter writes ``initialize``; then each answer moves the turn on: ``initialized`` and
+``thread/start`` (or ``thread/resume`` of the saved thread), then ``turn/start``. The server's
+notifications map to payloads (``item/agentMessage/delta`` -> ``message.delta``, items ->
+``message.completed`` / ``tool.started`` / ``tool.completed``, ``thread/tokenUsage/updated`` ->
+``usage``); its ``item/commandExecution/requestApproval`` and ``item/fileChange/requestApproval``
+requests go to the approval seam (allow -> ``accept``, deny -> ``decline``: the model is told and
+the turn goes on). ``turn/completed`` ends the turn: stdin is closed and the server exits.
+
+Codex retries an unreachable endpoint for a long time (``httpConnectionFailed`` errors with
+``willRetry``), so a bounded number of such notices ends the turn ``provider-unavailable``; a
+rejected key ends it at once. Codex's own text is read to classify, never forwarded.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, safe_id, usage_of
-from harness_cli_kit.calls import audit_summary, outcome_summary
+from harness_cli_kit.calls import permission_request
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.structured import drop_optional_nulls, parsed_json
 from harness_hookspecs import (
     MessageCompleted,
+    MessageDelta,
     Payload,
+    PermissionDecision,
+    PermissionRequest,
+    ProcessHandle,
     Status,
-    ToolCompleted,
-    ToolStarted,
     TurnCompleted,
-    UsageReported,
+    TurnFailed,
 )
 
-#: Codex item types that are tool calls, with the contract name and an adapter-authored summary.
-TOOL_ITEMS = {
-    "command_execution": ("shell", "ran a shell command"),
-    "file_change": ("apply_patch", "changed files"),
-    "mcp_tool_call": ("mcp", "called an MCP tool"),
-    "web_search": ("web_search", "searched the web"),
+from .items import ItemTracker, script_of
+
+Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
+
+INITIALIZE, THREAD, TURN = 1, 2, 3
+CLIENT = {"name": "harness_core", "title": None, "version": "1"}
+#: Server requests answered through the approval seam, with the contract's tool name.
+APPROVALS = {
+    "item/commandExecution/requestApproval": "shell",
+    "item/fileChange/requestApproval": "apply_patch",
 }
-
-
-def _call_input(item: Mapping[str, Any]) -> dict[str, Any]:
-    """What a Codex item ran: the command, or the first changed file's path."""
-    changes = item.get("changes")
-    first = changes[0] if isinstance(changes, list) and changes else None
-    path = first.get("path") if isinstance(first, Mapping) else None
-    return {"command": item.get("command"), "path": path}
-
+#: Older (v1) approval requests: same meaning, other answer words.
+LEGACY_APPROVALS = {"execCommandApproval": "shell", "applyPatchApproval": "apply_patch"}
 
 _AUTH = re.compile(r"\b(401|403)\b|Unauthorized|Forbidden|invalid api key|authenticat", re.I)
 _UNAVAILABLE = re.compile(
@@ -49,6 +57,8 @@ _UNAVAILABLE = re.compile(
     r"Connection failed|error sending request|connection refused",
     re.I,
 )
+_AUTH_INFO = {"unauthorized"}
+_UNAVAILABLE_INFO = {"serverOverloaded", "internalServerError", "rateLimitExceeded"}
 _WAITING_FOR_NETWORK = re.compile(r"waiting for network", re.I)
 
 
@@ -58,111 +68,231 @@ def classify(message: Any) -> str:
     return reason_from(None, text, auth=_AUTH, unreachable=_UNAVAILABLE)
 
 
+def classify_error(error: Any) -> str:
+    """A ``TurnError``'s fixed reason: its ``codexErrorInfo`` first, then its message."""
+    if not isinstance(error, Mapping):
+        return "provider-failed"
+    info = error.get("codexErrorInfo")
+    if isinstance(info, str) and info in _AUTH_INFO:
+        return "authentication-required"
+    if isinstance(info, str) and info in _UNAVAILABLE_INFO:
+        return "provider-unavailable"
+    if isinstance(info, Mapping) and len(info) == 1:
+        (detail,) = info.values()
+        status = detail.get("httpStatusCode") if isinstance(detail, Mapping) else None
+        if status is not None:
+            reason = reason_from(status, "")
+            if reason != "provider-failed":
+                return reason
+    return classify(error.get("message"))
+
+
+def _unreachable(error: Any) -> bool:
+    """Codex waits for an endpoint that never answered ("Reconnecting... waiting for
+    network")."""
+    message = error.get("message") if isinstance(error, Mapping) else None
+    return isinstance(message, str) and _WAITING_FOR_NETWORK.search(message) is not None
+
+
+def rpc(message: Mapping[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
+
+
+def initialize() -> bytes:
+    return rpc({"id": INITIALIZE, "method": "initialize", "params": {"clientInfo": CLIENT}})
+
+
 class CodexStream(JsonLinesStream):
-    """Turns ``codex exec --json`` lines into payloads (pure: no I/O)."""
+    """One turn's app-server conversation (parsing is pure; :meth:`respond` writes)."""
 
     cli = "codex"
 
-    def __init__(self, *, network_waits: int = 1) -> None:
+    def __init__(
+        self,
+        *,
+        thread: Mapping[str, Any] | None = None,
+        resume: str | None = None,
+        prompt: str = "",
+        approver: Approver | None = None,
+        network_waits: int = 1,
+    ) -> None:
         super().__init__()
+        #: ``thread/start`` (or ``thread/resume``) params: cwd, approval policy, sandbox, model
+        self.thread = dict(thread or {})
+        self.resume = resume
+        self.prompt = prompt
+        self.approver = approver
         self.completed = False
-        self.usage_payload: UsageReported | None = None
+        self.hint: str | None = None
+        self.items = ItemTracker()
+        #: The host's schema when the turn runs with ``outputSchema`` (its answer is JSON).
+        self.output_schema: Mapping[str, Any] | None = None
+        #: What ``turn/start`` sends as ``outputSchema`` (the strict-compatible schema).
+        self.wire_schema: Mapping[str, Any] | None = None
         self._network_waits = network_waits
         self._waits = 0
-        self._requests = 0
-        self._started: set[str] = set()
-        self._done: set[str] = set()
-        #: The host's schema when the turn ran with ``--output-schema`` (its answer is JSON).
-        self.output_schema: Mapping[str, Any] | None = None
+        self._outbox: list[bytes] = []
+        self._asks: list[Mapping[str, Any]] = []
+        self._stdin_open = True
+
+    # -- the conversation ---------------------------------------------------------------------
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
-        kind = data.get("type")
-        if kind == "thread.started":
-            tid = safe_id(data.get("thread_id"))
-            if tid is not None:
-                self.session_id = tid  # the thread id
-            return [Status(message="codex thread started")]
-        if kind == "turn.started":
+        method = data.get("method")
+        if "id" in data and method is None:
+            return self._response(data)
+        if isinstance(method, str) and "id" in data:
+            self._asks.append(data)  # a server request: answered in respond()
             return []
-        if kind in ("item.started", "item.updated", "item.completed"):
-            return self._item(data.get("item"), kind == "item.completed")
-        if kind == "turn.completed":
-            self.completed = True
-            self._usage(data.get("usage"))
-            return []
-        if kind == "turn.failed":
-            error = data.get("error")
-            message = error.get("message") if isinstance(error, Mapping) else None
-            self.failure = classify(message)
-            return []
-        if kind == "error":
-            return self._error(data.get("message"))
+        params = data.get("params")
+        if isinstance(method, str) and isinstance(params, Mapping):
+            return self._notification(method, params)
         return []
 
-    def _error(self, message: Any) -> list[Payload]:
-        text = message if isinstance(message, str) else ""
-        if _WAITING_FOR_NETWORK.search(text):
-            # Codex retries an unreachable endpoint forever; give up after a bounded number.
-            self._waits += 1
-            if self._waits >= self._network_waits:
-                self.failure = "provider-unavailable"
+    def _response(self, data: Mapping[str, Any]) -> list[Payload]:
+        rid, result = data.get("id"), data.get("result")
+        if "error" in data or not isinstance(result, Mapping):
+            what = "refused a request"
+            if rid == THREAD:
+                what = "could not resume the thread" if self.resume else "refused the thread"
+            self._fail("provider-failed", f"codex {what}")
+            return []
+        if rid == INITIALIZE:
+            self._outbox.append(rpc({"method": "initialized"}))
+            method = "thread/resume" if self.resume else "thread/start"
+            params = {**self.thread, **({"threadId": self.resume} if self.resume else {})}
+            self._outbox.append(rpc({"id": THREAD, "method": method, "params": params}))
+        elif rid == THREAD:
+            thread = result.get("thread")
+            tid = safe_id(thread.get("id")) if isinstance(thread, Mapping) else None
+            if tid is None:
+                self._fail("provider-failed", "codex started no thread")
                 return []
-            return [Status(message="waiting for the model endpoint")]
-        if text.startswith("Reconnecting"):
-            if classify(text) == "authentication-required":
-                self.failure = "authentication-required"
-                return []
-            return [Status(message="retrying the model request")]
+            self.session_id = tid
+            self._outbox.append(rpc({"id": TURN, "method": "turn/start", "params": self._turn()}))
+            return [
+                Status(message="codex thread resumed" if self.resume else "codex thread started")
+            ]
+        return []
+
+    def _turn(self) -> dict[str, Any]:
+        text = {"type": "text", "text": self.prompt, "text_elements": []}
+        params: dict[str, Any] = {"threadId": self.session_id, "input": [text]}
+        if self.wire_schema is not None:
+            params["outputSchema"] = dict(self.wire_schema)
+        return params
+
+    def _fail(self, reason: str, hint: str | None = None) -> None:
+        if self.failure is None:
+            self.failure, self.hint = reason, hint
+
+    def _notification(self, method: str, params: Mapping[str, Any]) -> list[Payload]:
+        if method == "item/agentMessage/delta":
+            delta = params.get("delta")
+            return [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
+        if method in ("item/started", "item/completed"):
+            return self._item(params.get("item"), method == "item/completed")
+        if method == "thread/tokenUsage/updated":
+            usage = params.get("tokenUsage")
+            last = usage.get("last") if isinstance(usage, Mapping) else None
+            # one model request's tokens; Codex reports no cost (unknown, not zero)
+            names = ("inputTokens", "outputTokens", "cachedInputTokens", "cacheWriteInputTokens")
+            report = usage_of(last, (*names, "reasoningOutputTokens"), requests=1)
+            return [report] if report is not None else []
+        if method == "error":
+            return self._error(params)
+        if method == "turn/completed":
+            self._turn_completed(params.get("turn"))
         return []
 
     def _item(self, item: Any, completed: bool) -> list[Payload]:
         if not isinstance(item, Mapping):
             return []
-        itype = item.get("type")
-        if itype == "agent_message":
+        if item.get("type") == "agentMessage":
             text = item.get("text")
             if completed and isinstance(text, str) and text:
                 self.last_text = text
                 return [MessageCompleted(text=text)]
             return []
-        if itype not in TOOL_ITEMS:
-            # reasoning, todo_list, and the "error" item Codex uses for warnings (e.g. unknown
-            # model metadata) carry nothing for the contract.
-            return []
-        call_id = safe_id(item.get("id"))
-        if call_id is None:
-            return []
-        name, summary = TOOL_ITEMS[itype]
-        out: list[Payload] = []
-        if call_id not in self._started:
-            self._started.add(call_id)
-            audit = audit_summary(name, _call_input(item))
-            out.append(ToolStarted(call_id=call_id, name=name, summary=audit or summary))
-        status = item.get("status")
-        if completed and call_id not in self._done:
-            self._done.add(call_id)
-            ok = status in (None, "completed")
-            if itype == "command_execution":
-                ok = ok and item.get("exit_code") in (0, None)
-            text = summary if ok else f"the {name} call failed"
-            outcome = outcome_summary(exit_code=item.get("exit_code"))
-            if outcome is not None:
-                text = f"{text} ({outcome})"
-            if status == "declined":
-                text = f"the {name} call was declined by the sandbox policy"
-            out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=text))
-        return out
+        return self.items.payloads(item, completed)
 
-    def _usage(self, usage: Any) -> None:
-        # Codex reports no cost: unknown, not zero.
-        names = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_write_input_tokens")
-        self.usage_payload = usage_of(usage, (*names, "reasoning_output_tokens"))
+    def _error(self, params: Mapping[str, Any]) -> list[Payload]:
+        error = params.get("error")
+        reason = classify_error(error)
+        if reason == "authentication-required":
+            self._fail(reason)  # a rejected key will not get better: end now
+            return []
+        if not params.get("willRetry"):
+            self._fail(reason)
+            return []
+        if _unreachable(error):
+            # Codex retries an unreachable endpoint for minutes; give up after a bounded number.
+            self._waits += 1
+            if self._waits >= self._network_waits:
+                self._fail("provider-unavailable")
+                return []
+            return [Status(message="waiting for the model endpoint")]
+        return [Status(message="retrying the model request")]
 
-    def usage(self) -> UsageReported | None:
-        return self.usage_payload
+    def _turn_completed(self, turn: Any) -> None:
+        status = turn.get("status") if isinstance(turn, Mapping) else None
+        if status == "completed":
+            self.completed = True
+        elif status == "interrupted":
+            self._fail("provider-failed", "codex interrupted the turn")
+        else:
+            self._fail(classify_error(turn.get("error") if isinstance(turn, Mapping) else None))
+
+    # -- answers ------------------------------------------------------------------------------
+
+    async def respond(self, process: ProcessHandle) -> list[Payload]:
+        """Send what the conversation needs next, answer the server's requests (approvals
+        through the seam), and close stdin once the turn is over (the server then exits)."""
+        while self._outbox:
+            await process.send(self._outbox.pop(0))
+        while self._asks:
+            await process.send(await self._answer(self._asks.pop(0)))
+        if self.completed and self._stdin_open:
+            self._stdin_open = False
+            await process.close_stdin()
+        return []
+
+    async def _answer(self, data: Mapping[str, Any]) -> bytes:
+        method, rid = data.get("method"), data.get("id")
+        params = data.get("params") if isinstance(data.get("params"), Mapping) else {}
+        assert isinstance(params, Mapping)
+        tool = APPROVALS.get(str(method)) or LEGACY_APPROVALS.get(str(method))
+        if tool is None:
+            # user input, MCP elicitations, extra permissions: nothing the host was offered
+            error = {"code": -32601, "message": "not supported by this client"}
+            return rpc({"id": rid, "error": error})
+        allowed = await self._decide(tool, params)
+        if method in LEGACY_APPROVALS:
+            return rpc({"id": rid, "result": {"decision": "approved" if allowed else "denied"}})
+        return rpc({"id": rid, "result": {"decision": "accept" if allowed else "decline"}})
+
+    async def _decide(self, tool: str, params: Mapping[str, Any]) -> bool:
+        item_id = safe_id(params.get("itemId") or params.get("callId"))
+        known = self.items.inputs.get(item_id or "", {})
+        if tool == "shell":
+            arguments = {"command": script_of(params.get("command")) or known.get("command")}
+        else:
+            arguments = {"path": known.get("path") or params.get("grantRoot")}
+        if self.approver is None:
+            return False  # nobody to ask: never run unchecked
+        request_id = safe_id(params.get("approvalId")) or item_id
+        request = permission_request(tool, arguments, request_id=request_id)
+        decision = await self.approver(request)
+        if not decision.allowed and item_id is not None:
+            self.items.denied.add(item_id)
+        return decision.allowed
+
+    # -- the end ------------------------------------------------------------------------------
 
     def terminal(self, exit_code: int | None) -> Payload:
         if self.failure is not None:
+            if self.hint is not None:
+                return TurnFailed(reason=self.failure, hint=self.hint)
             return self.failed(self.failure)
         if not self.completed:
             return self.unfinished("ended without finishing the turn")

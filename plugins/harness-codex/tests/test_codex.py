@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from harness_cli_kit.testing import (
     CheckedCliScenarios,
     assert_failed,
     state_text,
 )
-from harness_codex import parse_stream
+from harness_codex import CodexStream, parse_stream
 from harness_codex.adapter import classify, render_config
 from harness_hookspecs import (
     MessageCompleted,
+    MessageDelta,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
@@ -35,15 +38,6 @@ def test_turn_tool_call_usage_and_resume_in_new_controller(cli):
     assert SECRET not in state_text(cli.state_root(), (".toml", ".json"))
 
 
-def test_strict_posture_is_refused_codex_exec_cannot_ask(cli):
-    from harness_hookspecs import HarnessError
-
-    assert "permissions" not in cli.controller().describe("codex").features
-    with pytest.raises(HarnessError) as info:
-        cli.turn({"base_url": "http://127.0.0.1:9/v1"}, "create out.txt", posture="strict")
-    assert info.value.reason == "unsupported-feature"
-
-
 class TestScenarios(CheckedCliScenarios):
     auth_within = unreachable_within = 10.0
     # request_max_retries = stream_max_retries = 1 by default: at most (1 + 1) * (1 + 1)
@@ -51,54 +45,115 @@ class TestScenarios(CheckedCliScenarios):
 
 
 def test_truncated_stream_is_provider_failed(tmp_path, cli):
+    # an app-server that answers the handshake, starts the turn, then dies mid-line
     body = (
-        'print(\'{"type":"thread.started","thread_id":"t-1"}\')\n'
-        'print(\'{"type":"turn.started"}\')\n'
-        'print(\'{"type":"item.completed","item":{"id":"i1","type":"agent_mess\', flush=True)\n'
+        'print(\'{"id":1,"result":{}}\')\n'
+        'print(\'{"id":2,"result":{"thread":{"id":"t-1"}}}\')\n'
+        'print(\'{"id":3,"result":{"turn":{"id":"u-1"}}}\')\n'
+        'print(\'{"method":"item/completed","params":{"item":{"id":"i1","type":"agentMess\', '
+        "flush=True)\n"
     )
-    assert_failed(cli.fake_turn(tmp_path, body), "provider-failed")
+    result = cli.fake_turn(tmp_path, body)
+    assert_failed(result, "provider-failed")
+    assert result.events[-1].payload.hint == "codex wrote an unreadable stream"
 
 
-def test_parse_stream_maps_native_lines_and_hides_provider_text():
+def line(data):
+    return json.dumps(data).encode()
+
+
+def note(method, **params):
+    return line({"method": method, "params": params})
+
+
+def item(kind, iid, **fields):
+    return {"type": kind, "id": iid, **fields}
+
+
+HANDSHAKE = [
+    line({"id": 1, "result": {"userAgent": "codex"}}),
+    line({"id": 2, "result": {"thread": {"id": "01a2"}}}),
+    note("warning", message="Model metadata for `gpt-5` not found."),
+    line({"id": 3, "result": {"turn": {"id": "t1", "status": "inProgress"}}}),
+]
+
+
+def test_parse_stream_maps_app_server_lines_and_hides_provider_text():
+    command = "/bin/bash -lc 'rm -rf /secret'"
     lines = [
-        b'{"type":"thread.started","thread_id":"01a2"}',
-        b'{"type":"item.completed","item":{"id":"item_0","type":"error","message":"Model metadata'
-        b' for `gpt-5` not found."}}',
-        b'{"type":"turn.started"}',
-        b'{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"Hi."}}',
-        b'{"type":"item.started","item":{"id":"item_2","type":"command_execution",'
-        b'"command":"rm -rf /secret","status":"in_progress"}}',
-        b'{"type":"item.completed","item":{"id":"item_2","type":"command_execution",'
-        b'"command":"rm -rf /secret","aggregated_output":"secret","exit_code":1,"status":"failed"}}',
+        *HANDSHAKE,
+        note("item/agentMessage/delta", itemId="m1", delta="Hi"),
+        note("item/completed", item=item("agentMessage", "m1", text="Hi.")),
+        note("item/started", item=item("commandExecution", "c1", command=command)),
+        note(
+            "item/completed",
+            item=item(
+                "commandExecution",
+                "c1",
+                command=command,
+                aggregatedOutput="secret",
+                exitCode=1,
+                status="failed",
+            ),
+        ),
         b"not json at all",
-        b'{"type":"turn.completed","usage":{"input_tokens":3,"cached_input_tokens":1,'
-        b'"output_tokens":2,"reasoning_output_tokens":0}}',
+        note(
+            "thread/tokenUsage/updated",
+            tokenUsage={"last": {"inputTokens": 3, "cachedInputTokens": 1, "outputTokens": 2}},
+        ),
+        note("turn/completed", turn={"id": "t1", "status": "completed"}),
     ]
     payloads = parse_stream(lines)
     assert payloads[0].message == "codex thread started"
-    assert payloads[1] == MessageCompleted(text="Hi.")
-    assert isinstance(payloads[2], ToolStarted) and isinstance(payloads[3], ToolCompleted)
-    # the audit line names the command and the outcome its exit code; the output never crosses
-    assert payloads[2].summary == "shell: rm -rf /secret"
-    assert payloads[3].summary == "the shell call failed (exit code 1)"
-    assert not payloads[3].ok and "secret" not in repr(payloads[3:])
-    assert payloads[-2].usage.input_tokens == 3 and payloads[-2].usage.cache_read_tokens == 1
-    assert payloads[-2].usage.cost_usd is None
+    assert payloads[1] == MessageDelta(text="Hi")
+    assert payloads[2] == MessageCompleted(text="Hi.")
+    assert isinstance(payloads[3], ToolStarted) and isinstance(payloads[4], ToolCompleted)
+    # the audit line names the script inside bash -lc, the outcome its exit code; the output
+    # never crosses
+    assert payloads[3].summary == "shell: rm -rf /secret"
+    assert payloads[4].summary == "the shell call failed (exit code 1)"
+    assert not payloads[4].ok and "secret" not in repr(payloads[4:])
+    usage = payloads[5].usage
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.requests) == (3, 1, 1)
+    assert usage.cost_usd is None
     assert payloads[-1] == TurnCompleted(text="Hi.")
 
 
+def waiting(will_retry=True):
+    error = {
+        "message": "Reconnecting... waiting for network",
+        "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": None}},
+        "additionalDetails": "Connection failed: error sending request",
+    }
+    return note("error", error=error, willRetry=will_retry)
+
+
 def test_waiting_for_network_ends_the_turn_at_once():
-    lines = [
-        b'{"type":"thread.started","thread_id":"01a2"}',
-        b'{"type":"turn.started"}',
-        b'{"type":"error","message":"Reconnecting... waiting for network (Connection failed)"}',
-        b'{"type":"error","message":"Reconnecting... waiting for network (Connection failed)"}',
-    ]
-    payloads = parse_stream(lines, exit_code=0)
+    payloads = parse_stream([*HANDSHAKE, waiting(), waiting()], exit_code=0)
     assert payloads[-1] == TurnFailed(
         reason="provider-unavailable", hint="the model endpoint was unreachable or overloaded"
     )
     assert len(payloads) == 2
+
+
+def test_a_401_notice_ends_the_turn_even_when_codex_would_retry():
+    error = {
+        "message": "Reconnecting... 1/1",
+        "codexErrorInfo": {"responseStreamDisconnected": {"httpStatusCode": 401}},
+        "additionalDetails": "unexpected status 401 Unauthorized: secret upstream text",
+    }
+    payloads = parse_stream([*HANDSHAKE, note("error", error=error, willRetry=True)])
+    assert payloads[-1].reason == "authentication-required"
+    assert "secret" not in repr(payloads)
+
+
+def test_a_refused_resume_is_one_failure_with_a_fixed_hint():
+    lines = [HANDSHAKE[0], line({"id": 2, "error": {"code": -32600, "message": "no rollout x"}})]
+    stream = CodexStream(resume="01a2")
+    payloads = [p for raw in lines for p in stream.feed(raw)] + stream.ending(0)
+    assert payloads == [
+        TurnFailed(reason="provider-failed", hint="codex could not resume the thread")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -132,5 +187,6 @@ def test_config_names_the_key_variable_not_the_key():
         wire_api="responses",
     )
     assert 'env_key = "HARNESS_CODEX_API_KEY"' in text
-    assert 'sandbox_mode = "workspace-write"' in text and 'approval_policy = "never"' in text
+    # Codex 0.171 refuses approval_policy in config.toml: thread/start carries it
+    assert 'sandbox_mode = "workspace-write"' in text and "approval_policy" not in text
     assert "request_max_retries = 1" in text and "stream_max_retries = 1" in text
