@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
+from harness_cli_kit.approval_testing import ApprovalScenarios, approval_script, approval_turn
 from harness_cli_kit.testing import (
     CliScenarios,
     assert_failed,
     state_text,
     unreachable_url,
 )
-from harness_hookspecs import MessageDelta, ToolCompleted, ToolStarted, TurnCompleted, TurnFailed
-from harness_pi import parse_stream
+from harness_hookspecs import (
+    MessageDelta,
+    PermissionDecision,
+    ToolCompleted,
+    ToolStarted,
+    TurnCompleted,
+    TurnFailed,
+)
+from harness_pi import PiAdapter, parse_stream
 from harness_pi.adapter import classify
 
-from harness_core.testing.fake_model import ToolCall
+from harness_core.testing.fake_model import FakeModelServer, ToolCall
 
 SECRET = "sk-test-secret-1234"  # injected by conftest
 
@@ -90,3 +99,45 @@ def test_error_classification_and_exit_zero_is_not_success(message, reason):
     payloads = parse_stream([json.dumps(line).encode(), b'{"type":"agent_end"}'], exit_code=0)
     assert payloads[-1] == TurnFailed(reason=reason, hint="pi reported a model error")
     assert message not in repr(payloads)
+
+
+class TestApprovals(ApprovalScenarios):
+    """The shipped approval extension asks the host over RPC mode's extension UI requests."""
+
+    touch = ToolCall("bash", {"command": "touch approved.txt"})
+    shell_tool = "bash"
+
+    @staticmethod
+    def remove(victim: str) -> ToolCall:
+        return ToolCall("bash", {"command": f"rm -rf {victim}"})
+
+
+@pytest.mark.cli
+def test_host_edits_the_input_and_the_edited_command_runs(cli):
+    async def edit(request):
+        return PermissionDecision.allow({**request.input, "command": "touch edited.txt"})
+
+    result, _ = approval_turn(cli, TestApprovals.touch, edit)
+    assert result.status == "completed", result
+    assert (Path(cli.workspace) / "edited.txt").exists()
+    assert not (Path(cli.workspace) / "approved.txt").exists()
+    resolved = next(e.payload for e in result.events if e.type == "permission.resolved")
+    assert (resolved.decision, resolved.source, resolved.edited) == ("allow", "host", True)
+
+
+@pytest.mark.cli
+def test_a_denied_call_is_reported_as_denied_and_the_model_hears_the_reason(cli):
+    async def deny(request):
+        return PermissionDecision.deny("not in this test")
+
+    with FakeModelServer(approval_script(TestApprovals.touch)) as server:
+        result, _ = approval_turn(cli, TestApprovals.touch, deny, serve=lambda _script: server)
+        requests = server.model_requests()
+    tool = next(e.payload for e in result.events if e.type == "tool.completed")
+    assert not tool.ok and "denied" in tool.summary
+    assert "not in this test" in json.dumps(requests[-1].body)
+
+
+def test_describe_claims_permissions_and_structured_output():
+    features = PiAdapter().describe().features
+    assert "permissions" in features and "structured-output" in features

@@ -1,10 +1,108 @@
-"""Structured turn output by prompt-and-validate (no native mechanism in this CLI's run mode):
-the shared scenarios against the real CLI and the fake model."""
+"""Structured turn output through the shipped answer-tool extension (pi has no native
+mechanism; ``extensions/structured_output.ts`` registers a tool whose parameters are the schema
+and which ends the turn) against the real CLI and the fake model: the decision on the terminal
+event, pi's own retry of an invalid tool call, the runtime's retry of a text-only answer,
+``invalid-output`` when retries run out, and a three-iteration host loop."""
 
 from __future__ import annotations
 
-from harness_cli_kit.structured_testing import PromptedStructuredScenarios
+import pytest
+from harness_cli_kit.testing import DECISION_SCHEMA, one_terminal, three_iteration_loop
+
+from harness_core.testing.fake_model import Match, Step, ToolCall
+
+TOOL = "structured_output"
 
 
-class TestStructured(PromptedStructuredScenarios):
-    pass
+def answer(decision, **match):
+    return Step(tool_calls=[ToolCall(TOOL, decision)], match=Match(**match))
+
+
+def offered(request):
+    return next((t for t in request.body.get("tools", []) if t["function"]["name"] == TOOL), None)
+
+
+def used_native(requests):
+    """Every model request offered the answer tool (the extension's mechanism)."""
+    return bool(requests) and all(offered(r) is not None for r in requests)
+
+
+@pytest.mark.cli
+def test_the_decision_is_the_terminal_events_output(cli):
+    result, events, requests = cli.structured_turn(
+        [answer({"step": "done", "answer": "42"})], DECISION_SCHEMA
+    )
+    assert result.ok, result
+    assert one_terminal(events).payload.output == {"step": "done", "answer": "42"}
+    assert used_native(requests) and len(requests) == 1  # the valid call ended the turn
+    # the schema is the tool's parameters, not pasted into the prompt
+    assert offered(requests[0])["function"]["parameters"]["properties"]["step"] == {
+        "enum": ["actions", "done"]
+    }
+    assert "additionalProperties" not in requests[0].last_user_text
+
+
+@pytest.mark.cli
+def test_a_malformed_tool_call_is_retried_by_pi_then_accepted(cli):
+    script = [
+        answer({"step": "maybe"}),
+        answer({"step": "actions", "actions": ["ls"]}, tool_result=True),
+    ]
+    result, events, requests = cli.structured_turn(script, DECISION_SCHEMA)
+    assert result.ok, result
+    assert one_terminal(events).payload.output == {"step": "actions", "actions": ["ls"]}
+    assert [r.step_index for r in requests] == [0, 1] and used_native(requests)
+    # pi sent its validation error back as the tool result; nothing of it in the ledger
+    assert "must be equal to one of the allowed values" in str(requests[1].body)
+    assert "maybe" not in repr([e.payload for e in events if e.type != "turn.started"])
+
+
+@pytest.mark.cli
+def test_a_text_only_answer_is_retried_by_the_runtime(cli):
+    script = [
+        Step(text="plain words", match=Match(contains="decide")),
+        answer({"step": "done", "answer": "ok"}, contains="did not match"),
+    ]
+    result, events, requests = cli.structured_turn(script, DECISION_SCHEMA)
+    assert result.ok, result
+    assert one_terminal(events).payload.output == {"step": "done", "answer": "ok"}
+    statuses = [e.payload.message for e in events if e.type == "status"]
+    assert any("retrying (1 of 2)" in message for message in statuses)
+    assert used_native(requests)
+
+
+@pytest.mark.cli
+def test_a_non_object_schema_is_wrapped_and_unwrapped(cli):
+    schema = {"type": "integer", "minimum": 1}
+    # pi coerces "2" to 2 against the parameters
+    result, events, requests = cli.structured_turn([answer({"value": "2"})], schema)
+    assert result.ok, result
+    assert one_terminal(events).payload.output == 2
+    assert offered(requests[0])["function"]["parameters"]["properties"]["value"] == schema
+
+
+@pytest.mark.cli
+def test_always_malformed_fails_invalid_output(cli):
+    script = [answer({"step": "never"}, tools=None)]
+    script[0].times = None
+    result, events, requests = cli.structured_turn(script, DECISION_SCHEMA)
+    assert result.status == "failed" and result.reason == "invalid-output", result
+    assert one_terminal(events).payload.hint == "pi ran out of answer retries"
+    # the third invalid call ends it (pi may already have sent the next request when it is killed)
+    assert 3 <= len(requests) <= 4 and used_native(requests)
+    assert "never" not in repr([e for e in events if e.type in ("status", "turn.failed")])
+
+
+@pytest.mark.cli
+def test_always_text_fails_invalid_output_after_the_retries(cli):
+    script = [Step(text="plain words", times=None, match=Match(tools=None))]
+    result, events, _ = cli.structured_turn(script, DECISION_SCHEMA, retries=1)
+    assert result.status == "failed" and result.reason == "invalid-output", result
+    terminal = one_terminal(events)
+    assert terminal.payload.hint.startswith("2 attempts")
+    assert "plain words" not in terminal.payload.hint
+
+
+@pytest.mark.cli
+def test_three_iteration_host_loop(cli):
+    assert used_native(three_iteration_loop(cli, answer))
