@@ -23,11 +23,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import NativeSession, api_key, base_url, command_of, extra_env
+from harness_cli_kit import NativeSession, api_key, base_url, bridge_of, command_of, extra_env
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import HarnessError, SessionContext
 
-from . import rpc
+from . import mcp, rpc
 from .stream import PiStream, classify, parse_stream
 
 TESTED_CLI = "0.73.1"
@@ -42,6 +42,7 @@ DETAILS = {
     "approvals": "strict and auto ask the host for every tool call: a tool_call extension "
     "asks over RPC mode's extension UI requests (edited input supported)",
     "structured_output": "an extension tool whose parameters are the schema ends the turn",
+    "mcp": f"host tools through the {mcp.PACKAGE} {mcp.TESTED} extension's mcp proxy tool",
 }
 
 
@@ -59,7 +60,7 @@ class PiAdapter(PerTurnCliAdapter):
 
     display_name = "Pi coding agent"
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
     details = DETAILS
 
     async def check(self, context: SessionContext) -> str:
@@ -118,6 +119,10 @@ class PiAdapter(PerTurnCliAdapter):
             argv += ["--extension", rpc.extension("approvals.ts")]
         if session.native_id:
             argv += ["--session", session.native_id]
+        bridge = bridge_of(context)
+        if bridge is not None:
+            path = mcp.write_config(agent, bridge)
+            argv += ["--extension", mcp.extension_path(context.config), "--mcp-config", str(path)]
         env = {
             "HOME": str(home),
             "PWD": workspace,
@@ -127,6 +132,7 @@ class PiAdapter(PerTurnCliAdapter):
             "PI_TELEMETRY": "0",
             KEY_VAR: key or "",
             TRUSTED_VAR: rpc.ANSWER_TOOL,
+            mcp.TRUSTED_SERVER_VAR: bridge.name if bridge is not None else "",
             **extra_env(context.config),
         }
         stream = PiStream(approver=context.request_permission if asking else None)

@@ -44,6 +44,7 @@ TOOL_SUMMARIES = {
     "find": "listed files",
     "ls": "listed a directory",
     rpc.ANSWER_TOOL: "gave the structured answer",
+    "mcp": "used an MCP tool (pi-mcp-adapter)",
 }
 _STATUS = re.compile(r"^\s*(\d{3})\b")
 _AUTH = re.compile(r"unauthori[sz]ed|invalid api key|authentication", re.I)

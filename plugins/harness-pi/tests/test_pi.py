@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 from harness_cli_kit.approval_testing import ApprovalScenarios, approval_script, approval_turn
 from harness_cli_kit.testing import (
@@ -141,3 +142,63 @@ def test_a_denied_call_is_reported_as_denied_and_the_model_hears_the_reason(cli)
 def test_describe_claims_permissions_and_structured_output():
     features = PiAdapter().describe().features
     assert "permissions" in features and "structured-output" in features
+
+
+@pytest.mark.cli
+def test_strict_asks_for_bash_but_not_for_the_hosts_bridge_tools(cli):
+    """Host tools go through pi-mcp-adapter's proxy unasked (read-only, the host's own); the
+    shell call in the same turn still asks."""
+    from harness_hookspecs import HostTool
+
+    from harness_core.testing.fake_model import Match, Step
+
+    asked = []
+
+    async def allow(request):
+        asked.append(request.tool)
+        return PermissionDecision.allow()
+
+    async def lookup(arguments):
+        return {"answer": "from-the-host-7f3a"}
+
+    tool = HostTool(name="lookup", description="Look up", function=lookup, input_schema={})
+    script = [
+        Step(tool_calls=[ToolCall("lookup", {"q": "x"}, mcp_server="harness")]),
+        Step(tool_calls=[TestApprovals.touch], match=Match(tool_result=True)),
+        Step(text="Finished.", match=Match(tool_result=True)),
+    ]
+    with FakeModelServer(script) as server:
+
+        async def main():
+            async with cli.controller(permission_handler=allow, host_tools=[tool]) as c:
+                ref = await c.open_session(
+                    harness="pi",
+                    workspace=cli.workspace,
+                    model=cli.model,
+                    config=cli.config(cli.url(server)),
+                    posture="strict",
+                )
+                return await c.run_turn(ref, "look it up", timeout=90)
+
+        result = anyio.run(main)
+        requests = server.model_requests()
+    assert result.status == "completed", result
+    assert asked == ["bash"]
+    assert "from-the-host-7f3a" in json.dumps(requests[1].body)
+    names = [e.payload.name for e in result.events if e.type == "tool.started"]
+    assert names == ["mcp", "bridge.lookup", "bash"]
+    assert (Path(cli.workspace) / "approved.txt").exists()
+
+
+def test_host_tools_without_the_extension_are_refused_with_one_line(monkeypatch, tmp_path):
+    from harness_hookspecs import HarnessError
+    from harness_pi.mcp import extension_path
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("HARNESS_CLI_PATH", raising=False)
+    with pytest.raises(HarnessError) as error:
+        extension_path({})
+    assert error.value.reason == "provider-unavailable"
+    with pytest.raises(HarnessError) as error:
+        extension_path({"mcp_extension": str(tmp_path / "absent.ts")})
+    assert error.value.reason == "invalid-request"

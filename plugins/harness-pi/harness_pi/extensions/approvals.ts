@@ -9,8 +9,10 @@
  * `input` replaces the call's arguments (pi runs the mutated `event.input`). Anything else -
  * a cancelled dialog, an unreadable answer, an error here - blocks: nothing runs unasked.
  *
- * HARNESS_PI_TRUSTED_TOOLS (comma-separated) names tools that run without asking: the
- * harness's own answer tool and the host's read-only bridge tools.
+ * HARNESS_PI_TRUSTED_TOOLS (comma-separated) names tools that run without asking (the
+ * harness's own answer tool); HARNESS_PI_TRUSTED_MCP_SERVER names the host's bridge, whose
+ * read-only tools pi-mcp-adapter's `mcp` proxy calls unasked (only a plain call of one of that
+ * server's tools: connecting, searching or authenticating elsewhere still asks).
  */
 
 const TITLE = "harness-permission";
@@ -20,10 +22,19 @@ function trusted(): Set<string> {
 	return new Set(names.map((name) => name.trim()).filter((name) => name.length > 0));
 }
 
+function bridgeCall(event: any, server: string): boolean {
+	if (!server || event.toolName !== "mcp") return false;
+	const input = event.input ?? {};
+	const plain = Object.keys(input).every((key) => key === "tool" || key === "args" || key === "server");
+	const named = typeof input.tool === "string" && input.tool.startsWith(`${server}_`);
+	return plain && named && (input.server === undefined || input.server === server);
+}
+
 export default function (pi: any) {
 	const skip = trusted();
+	const server = (process.env.HARNESS_PI_TRUSTED_MCP_SERVER ?? "").trim();
 	pi.on("tool_call", async (event: any, ctx: any) => {
-		if (skip.has(event.toolName)) return undefined;
+		if (skip.has(event.toolName) || bridgeCall(event, server)) return undefined;
 		const call = JSON.stringify({ tool: event.toolName, toolCallId: event.toolCallId, input: event.input });
 		let answer: unknown;
 		try {
