@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import safe_id, safe_name
+from harness_cli_kit import safe_id, safe_name, safe_prompt
 from harness_cli_kit.calls import permission_request
 from harness_hookspecs import PermissionDecision, PermissionRequest
 
@@ -39,9 +39,11 @@ def line(message: Mapping[str, Any]) -> bytes:
 
 
 def turn_commands(prompt: str) -> bytes:
-    """What a turn writes first: ask for the session id, then send the prompt."""
+    """What a turn writes first: ask for the session id, then send the prompt. A leading ``/``
+    gets a space: pi would run it as an extension command (``/mcp setup`` writes config)."""
+    message = safe_prompt(prompt, ("/",))
     return line({"id": STATE_ID, "type": "get_state"}) + line(
-        {"id": PROMPT_ID, "type": "prompt", "message": prompt}
+        {"id": PROMPT_ID, "type": "prompt", "message": message}
     )
 
 

@@ -202,3 +202,12 @@ def test_host_tools_without_the_extension_are_refused_with_one_line(monkeypatch,
     with pytest.raises(HarnessError) as error:
         extension_path({"mcp_extension": str(tmp_path / "absent.ts")})
     assert error.value.reason == "invalid-request"
+
+
+def test_a_prompt_is_never_an_extension_command():
+    from harness_pi.rpc import turn_commands
+
+    state, prompt = (json.loads(line) for line in turn_commands("/mcp setup").splitlines())
+    assert state == {"id": "harness-state", "type": "get_state"}
+    assert prompt["type"] == "prompt" and prompt["message"] == " /mcp setup"
+    assert json.loads(turn_commands("@file -x").splitlines()[1])["message"] == "@file -x"

@@ -88,8 +88,9 @@ def test_always_malformed_fails_invalid_output(cli):
     result, events, requests = cli.structured_turn(script, DECISION_SCHEMA)
     assert result.status == "failed" and result.reason == "invalid-output", result
     assert one_terminal(events).payload.hint == "pi ran out of answer retries"
-    # the third invalid call ends it (pi may already have sent the next request when it is killed)
-    assert 3 <= len(requests) <= 4 and used_native(requests)
+    # the third invalid call ends it (the fake model answers at once, so pi may have sent a
+    # request or two more by the time its process group is killed)
+    assert len(requests) >= 3 and used_native(requests)
     assert "never" not in repr([e for e in events if e.type in ("status", "turn.failed")])
 
 
