@@ -7,6 +7,7 @@ event, pi's own retry of an invalid tool call, the runtime's retry of a text-onl
 from __future__ import annotations
 
 import pytest
+from harness_cli_kit.structured_testing import PromptedStructuredScenarios
 from harness_cli_kit.testing import DECISION_SCHEMA, one_terminal, three_iteration_loop
 
 from harness_core.testing.fake_model import Match, Step, ToolCall
@@ -27,31 +28,33 @@ def used_native(requests):
     return bool(requests) and all(offered(r) is not None for r in requests)
 
 
+def decided(cli, script, expected, schema=DECISION_SCHEMA):
+    """Run a structured turn that must be accepted with ``expected`` through the answer tool;
+    returns its events and the model requests."""
+    result, events, requests = cli.structured_turn(script, schema)
+    assert result.ok, result
+    assert one_terminal(events).payload.output == expected
+    assert used_native(requests)
+    return events, requests
+
+
 @pytest.mark.cli
 def test_the_decision_is_the_terminal_events_output(cli):
-    result, events, requests = cli.structured_turn(
-        [answer({"step": "done", "answer": "42"})], DECISION_SCHEMA
-    )
-    assert result.ok, result
-    assert one_terminal(events).payload.output == {"step": "done", "answer": "42"}
-    assert used_native(requests) and len(requests) == 1  # the valid call ended the turn
+    decision = {"step": "done", "answer": "42"}
+    _, requests = decided(cli, [answer(decision)], decision)
+    assert len(requests) == 1  # the valid call ended the turn: no follow-up model call
     # the schema is the tool's parameters, not pasted into the prompt
-    assert offered(requests[0])["function"]["parameters"]["properties"]["step"] == {
-        "enum": ["actions", "done"]
-    }
+    parameters = offered(requests[0])["function"]["parameters"]
+    assert parameters["properties"]["step"] == {"enum": ["actions", "done"]}
     assert "additionalProperties" not in requests[0].last_user_text
 
 
 @pytest.mark.cli
 def test_a_malformed_tool_call_is_retried_by_pi_then_accepted(cli):
-    script = [
-        answer({"step": "maybe"}),
-        answer({"step": "actions", "actions": ["ls"]}, tool_result=True),
-    ]
-    result, events, requests = cli.structured_turn(script, DECISION_SCHEMA)
-    assert result.ok, result
-    assert one_terminal(events).payload.output == {"step": "actions", "actions": ["ls"]}
-    assert [r.step_index for r in requests] == [0, 1] and used_native(requests)
+    accepted = {"step": "actions", "actions": ["ls"]}
+    script = [answer({"step": "maybe"}), answer(accepted, tool_result=True)]
+    events, requests = decided(cli, script, accepted)
+    assert [r.step_index for r in requests] == [0, 1]
     # pi sent its validation error back as the tool result; nothing of it in the ledger
     assert "must be equal to one of the allowed values" in str(requests[1].body)
     assert "maybe" not in repr([e.payload for e in events if e.type != "turn.started"])
@@ -59,25 +62,21 @@ def test_a_malformed_tool_call_is_retried_by_pi_then_accepted(cli):
 
 @pytest.mark.cli
 def test_a_text_only_answer_is_retried_by_the_runtime(cli):
+    accepted = {"step": "done", "answer": "ok"}
     script = [
         Step(text="plain words", match=Match(contains="decide")),
-        answer({"step": "done", "answer": "ok"}, contains="did not match"),
+        answer(accepted, contains="did not match"),
     ]
-    result, events, requests = cli.structured_turn(script, DECISION_SCHEMA)
-    assert result.ok, result
-    assert one_terminal(events).payload.output == {"step": "done", "answer": "ok"}
+    events, _ = decided(cli, script, accepted)
     statuses = [e.payload.message for e in events if e.type == "status"]
     assert any("retrying (1 of 2)" in message for message in statuses)
-    assert used_native(requests)
 
 
 @pytest.mark.cli
 def test_a_non_object_schema_is_wrapped_and_unwrapped(cli):
     schema = {"type": "integer", "minimum": 1}
     # pi coerces "2" to 2 against the parameters
-    result, events, requests = cli.structured_turn([answer({"value": "2"})], schema)
-    assert result.ok, result
-    assert one_terminal(events).payload.output == 2
+    _, requests = decided(cli, [answer({"value": "2"})], 2, schema)
     assert offered(requests[0])["function"]["parameters"]["properties"]["value"] == schema
 
 
@@ -95,13 +94,13 @@ def test_always_malformed_fails_invalid_output(cli):
 
 
 @pytest.mark.cli
-def test_always_text_fails_invalid_output_after_the_retries(cli):
-    script = [Step(text="plain words", times=None, match=Match(tools=None))]
-    result, events, _ = cli.structured_turn(script, DECISION_SCHEMA, retries=1)
-    assert result.status == "failed" and result.reason == "invalid-output", result
-    terminal = one_terminal(events)
-    assert terminal.payload.hint.startswith("2 attempts")
-    assert "plain words" not in terminal.payload.hint
+class TestTextAnswers:
+    """An answer in text, never through the tool: the runtime's retries run out (the kit's
+    scenario: the same whatever the CLI's mechanism)."""
+
+    test_retries_run_out_as_invalid_output = (
+        PromptedStructuredScenarios.test_retries_run_out_as_invalid_output
+    )
 
 
 @pytest.mark.cli
