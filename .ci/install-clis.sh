@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Install the pinned agent-harness CLIs (tools/npm/package.json) into tools/npm/node_modules.
+# Also pinned there: pi-mcp-adapter, the pi extension the pi adapter loads for host tools (MCP);
+# the adapter finds it through its `pi-mcp-adapter` binary in node_modules/.bin.
 #
 # - Project-local: binaries land in tools/npm/node_modules/.bin (nothing global).
 # - Cached: skipped when every pinned package is already installed at its pinned version.

@@ -4,11 +4,13 @@ A script says ``ToolCall("lookup", {...}, mcp_server="harness")``; the CLIs name
 differently: Claude Code (and agents built on it) ``mcp__harness__lookup`` - often deferred
 behind its tool search, so absent from the request; OpenCode ``harness_lookup``; Codex offers a
 Responses-API ``namespace`` tool ``mcp__harness`` and runs only a ``function_call`` carrying
-``"namespace": "mcp__harness"`` with the bare name.
+``"namespace": "mcp__harness"`` with the bare name; Pi's ``pi-mcp-adapter`` offers one proxy
+tool ``mcp`` taking ``{"tool": "harness_lookup", "args": "<JSON object text>"}``.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from .recording import RecordedRequest
@@ -26,6 +28,12 @@ def resolve_call(call: ToolCall, offered: list[str]) -> ToolCall:
         return replace(call, name=f"{server}_{call.name}", mcp_server=None)
     if f"mcp__{server}" in offered:
         return replace(call, namespace=f"mcp__{server}", mcp_server=None)
+    if "mcp" in offered:
+        arguments = (
+            call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+        )
+        proxy = {"tool": f"{server}_{call.name}", "args": arguments}
+        return replace(call, name="mcp", arguments=proxy, mcp_server=None)
     return replace(call, name=claude, mcp_server=None)
 
 

@@ -1,4 +1,4 @@
-"""The Pi adapter: one ``pi --mode json`` process per turn.
+"""The Pi adapter: one ``pi --mode rpc`` process per turn.
 
 What it relies on (verified against @mariozechner/pi-coding-agent 0.73.1, see
 ``docs/cli-streams.md``):
@@ -10,8 +10,10 @@ What it relies on (verified against @mariozechner/pi-coding-agent 0.73.1, see
   endpoint takes ~21 s);
 - **Pi exits 0 when the model call failed**: the outcome is read from the stream
   (``stopReason: "error"`` + ``errorMessage``), never from the exit code alone;
-- resume with ``--session NATIVE_ID``; the id comes from the first stream line (the session
-  header) and is kept in ``state_dir``.
+- resume with ``--session NATIVE_ID``; the id comes from the ``get_state`` response written
+  before the prompt and is kept in ``state_dir``;
+- approvals and structured output through the extensions shipped in ``extensions/`` (pi has
+  neither natively): see :mod:`.rpc`.
 """
 
 from __future__ import annotations
@@ -21,27 +23,45 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import NativeSession, api_key, base_url, command_of, extra_env, safe_prompt
+from harness_cli_kit import NativeSession, api_key, base_url, bridge_of, command_of, extra_env
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import HarnessError, SessionContext
 
+from . import mcp, rpc
 from .stream import PiStream, classify, parse_stream
 
 TESTED_CLI = "0.73.1"
 KEY_VAR = "HARNESS_PI_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "pi-session.json"
+#: Read by the shipped extensions: tools run without asking, the answer tool's parameters.
+TRUSTED_VAR = "HARNESS_PI_TRUSTED_TOOLS"
+SCHEMA_VAR = "HARNESS_PI_OUTPUT_SCHEMA"
 APIS = ("openai-completions", "openai-responses", "anthropic-messages")
+DETAILS = {
+    "approvals": "strict and auto ask the host for every tool call: a tool_call extension "
+    "asks over RPC mode's extension UI requests (edited input supported)",
+    "structured_output": "an extension tool whose parameters are the schema ends the turn",
+    "mcp": f"host tools through the {mcp.PACKAGE} {mcp.TESTED} extension's mcp proxy tool",
+}
+
+
+def asks_host(posture: str) -> bool:
+    """Whether the turn loads the approval extension: every posture but ``dangerous``."""
+    return posture != "dangerous"
 
 
 class PiAdapter(PerTurnCliAdapter):
-    """``pi``: the Pi coding agent, one process per turn, resume by native session id."""
+    """``pi``: the Pi coding agent, one RPC-mode process per turn, resume by native session
+    id, tool calls approved through the host (the shipped approval extension)."""
 
     name = "pi"
     state_file = STATE_FILE
 
     display_name = "Pi coding agent"
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    details = DETAILS
 
     async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])
@@ -87,18 +107,22 @@ class PiAdapter(PerTurnCliAdapter):
         home = Path(context.state_dir) / "home"
         agent = home / ".pi" / "agent"
         self._write_agent_dir(context, agent, url, model, api)
-        argv = [*command_of(context.config, [self.name]), "--mode", "json"]
+        argv = [*command_of(context.config, [self.name]), "--mode", "rpc"]
         if url:
             argv += ["--provider", PROVIDER_ID, "--model", model]
         else:
             argv += ["--model", model]
+        # Only the shipped extensions load (none of the workspace's or the host's).
         argv += ["--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]
-        if context.posture == "strict":
-            argv += ["--tools", "read"]
+        asking = asks_host(context.posture)
+        if asking:
+            argv += ["--extension", rpc.extension("approvals.ts")]
         if session.native_id:
             argv += ["--session", session.native_id]
-        # Pi treats a leading '@' as a file to include and a leading '-' as a flag.
-        argv.append(safe_prompt(prompt, ("-", "@")))
+        bridge = bridge_of(context)
+        if bridge is not None:
+            path = mcp.write_config(agent, bridge)
+            argv += ["--extension", mcp.extension_path(context.config), "--mcp-config", str(path)]
         env = {
             "HOME": str(home),
             "PWD": workspace,
@@ -107,9 +131,35 @@ class PiAdapter(PerTurnCliAdapter):
             "PI_SKIP_VERSION_CHECK": "1",
             "PI_TELEMETRY": "0",
             KEY_VAR: key or "",
+            TRUSTED_VAR: rpc.ANSWER_TOOL,
+            mcp.TRUSTED_SERVER_VAR: bridge.name if bridge is not None else "",
             **extra_env(context.config),
         }
-        return CliTurn(argv, env, PiStream(), probe=url, started="pi started")
+        stream = PiStream(approver=context.request_permission if asking else None)
+        # RPC mode reads the prompt as JSON on stdin: no argv parsing ('@file', '-flag').
+        return CliTurn(
+            argv,
+            env,
+            stream,
+            probe=url,
+            started="pi started",
+            stdin=rpc.turn_commands(prompt),
+        )
+
+    def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
+        """The answer tool: an extension tool whose parameters are ``schema`` (pi validates the
+        arguments and sends errors back to the model); a valid call ends the turn."""
+        wrapped = schema.get("type") != "object"
+        parameters = (
+            {"type": "object", "properties": {"value": schema}, "required": ["value"]}
+            if wrapped
+            else schema
+        )
+        turn.add_options("--extension", rpc.extension("structured_output.ts"))
+        turn.env[SCHEMA_VAR] = json.dumps(parameters, separators=(",", ":"))
+        assert isinstance(turn.stream, PiStream)
+        turn.stream.structured = True
+        turn.stream.wrapped = wrapped
 
 
 __all__ = ["PiAdapter", "PiStream", "classify", "parse_stream"]

@@ -1,13 +1,16 @@
-"""``pi --mode json`` lines -> contract payloads (pure: no I/O).
+"""``pi --mode rpc`` lines -> contract payloads (the parsing is pure; only
+:meth:`PiStream.respond` does I/O: the approval answers and the end of stdin).
 
 **Pi exits 0 when the model call failed**: the outcome is read from the stream (``stopReason:
 "error"`` + ``errorMessage``, classified here and never forwarded), not from the exit code alone.
+RPC mode writes no session header: the id comes from the ``get_state`` response. The structured
+answer is the ``details`` of the answer tool's successful ``tool_execution_end``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from harness_cli_kit import JsonLinesStream, count, positive_cost, safe_name, usage_report
@@ -18,16 +21,30 @@ from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
     Payload,
+    PermissionDecision,
+    PermissionRequest,
+    ProcessHandle,
     Status,
+    ToolCompleted,
     TurnCompleted,
     TurnFailed,
     UsageReported,
 )
 
+from . import rpc
+
+Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
+#: Invalid answer-tool calls pi sends back to the model before the turn ends ``invalid-output``
+#: (pi itself retries a failed validation without limit).
+MAX_ANSWER_ERRORS = 3
+DENIED = "the tool call was denied by the permission policy"
+
 TOOL_SUMMARIES = {
     **SHELL_AND_FILES,
     "find": "listed files",
     "ls": "listed a directory",
+    rpc.ANSWER_TOOL: "gave the structured answer",
+    "mcp": "used an MCP tool (pi-mcp-adapter)",
 }
 _STATUS = re.compile(r"^\s*(\d{3})\b")
 _AUTH = re.compile(r"unauthori[sz]ed|invalid api key|authentication", re.I)
@@ -48,12 +65,22 @@ def classify(message: Any) -> str:
 
 
 class PiStream(JsonLinesStream):
-    """Turns ``pi --mode json`` lines into payloads (pure: no I/O)."""
+    """Turns ``pi --mode rpc`` lines into payloads; answers pi's approval dialogs through
+    ``approver`` (``context.request_permission``) and dismisses any other dialog."""
 
     cli = "pi"
 
-    def __init__(self) -> None:
+    def __init__(self, approver: Approver | None = None) -> None:
         super().__init__()
+        self.approver = approver
+        #: The turn offers the answer tool; ``wrapped``: its arguments are ``{"value": ...}``.
+        self.structured = False
+        self.wrapped = False
+        self.output: Any = None
+        self._answer_errors = 0
+        self._dialogs: list[Mapping[str, Any]] = []
+        self._denied: set[str] = set()
+        self._stdin_open = True
         self.ended = False
         self.aborted = False
         self.requests = 0
@@ -64,10 +91,11 @@ class PiStream(JsonLinesStream):
     def event(self, data: dict[str, Any]) -> list[Payload]:
         kind = data.get("type")
         out: list[Payload] = []
-        if kind == "session":
-            sid = data.get("id")
-            if isinstance(sid, str) and sid and self.session_id is None:
-                self.session_id = sid
+        if kind == "response":
+            self._response(data)
+        elif kind == "extension_ui_request":
+            if data.get("method") in rpc.DIALOGS:
+                self._dialogs.append(data)
         elif kind == "message_update":
             event = data.get("assistantMessageEvent")
             if isinstance(event, Mapping) and event.get("type") == "text_delta":
@@ -81,12 +109,56 @@ class PiStream(JsonLinesStream):
             if call_id is not None:
                 out += self._tools.start(call_id, name, audit_summary(name, data.get("args")))
                 if kind == "tool_execution_end":
-                    out += self._tools.finish(call_id, name, not data.get("isError"))
+                    out += self._finish(call_id, name, data)
         elif kind == "auto_retry_start":
             out.append(Status(message="pi is retrying the model call"))
         elif kind == "agent_end":
             self.ended = True
         return out
+
+    def _response(self, data: Mapping[str, Any]) -> None:
+        if data.get("id") == rpc.STATE_ID:
+            state = data.get("data")
+            sid = state.get("sessionId") if isinstance(state, Mapping) else None
+            if isinstance(sid, str) and sid and self.session_id is None:
+                self.session_id = sid
+        elif data.get("id") == rpc.PROMPT_ID and data.get("success") is not True:
+            self.failure = "provider-failed"  # pi refused the prompt (its text stays here)
+
+    def _finish(self, call_id: str, name: str, data: Mapping[str, Any]) -> list[Payload]:
+        if call_id in self._denied and call_id not in self._tools.completed:
+            self._tools.completed.add(call_id)
+            return [ToolCompleted(call_id=call_id, name=name, ok=False, summary=DENIED)]
+        ok = not data.get("isError")
+        if self.structured and name == rpc.ANSWER_TOOL:
+            result = data.get("result")
+            details = result.get("details") if isinstance(result, Mapping) else None
+            if ok and isinstance(details, Mapping):
+                self.output = details.get("value") if self.wrapped else dict(details)
+            elif not ok:
+                self._answer_errors += 1
+                if self._answer_errors >= MAX_ANSWER_ERRORS:
+                    self.failure = "invalid-output"
+        return self._tools.finish(call_id, name, ok)
+
+    async def respond(self, process: ProcessHandle) -> list[Payload]:
+        """Answer each dialog pi waits on; close stdin once the agent ended (pi then exits)."""
+        while self._dialogs:
+            dialog = self._dialogs.pop(0)
+            await process.send(await self._answer(dialog))
+        if self.ended and self._stdin_open:
+            self._stdin_open = False
+            await process.close_stdin()
+        return []
+
+    async def _answer(self, dialog: Mapping[str, Any]) -> bytes:
+        request = rpc.permission_of(dialog) if rpc.is_permission(dialog) else None
+        if request is None or self.approver is None:
+            return rpc.dismissed(dialog.get("id"))
+        decision = await self.approver(request)
+        if not decision.allowed:
+            self._denied.add(request.request_id)
+        return rpc.decision_answer(dialog.get("id"), decision)
 
     def _message_end(self, message: Any) -> list[Payload]:
         if not isinstance(message, Mapping) or message.get("role") != "assistant":
@@ -140,6 +212,10 @@ class PiStream(JsonLinesStream):
         )
 
     def terminal(self, exit_code: int | None) -> Payload:
+        if self.failure == "invalid-output":
+            return TurnFailed(reason="invalid-output", hint="pi ran out of answer retries")
+        if self.failure is not None:
+            return self.failed(self.failure)
         if self.error is not None:
             return TurnFailed(reason=self.error, hint="pi reported a model error")
         if self.aborted:
@@ -147,7 +223,7 @@ class PiStream(JsonLinesStream):
         failure = self.exit_failure(exit_code)
         if failure is None and not self.ended:
             failure = TurnFailed(reason="provider-failed", hint="pi exited before the agent ended")
-        return failure or TurnCompleted(text=self.last_text)
+        return failure or TurnCompleted(text=self.last_text, output=self.output)
 
 
 parse_stream = PiStream.parse

@@ -45,6 +45,12 @@ def _opencode() -> Any:
     return OpenCodeAdapter()
 
 
+def _pi() -> Any:
+    from harness_pi import PiAdapter
+
+    return PiAdapter()
+
+
 def _acp_claude() -> Any:
     from harness_acp import AcpAdapter
 
@@ -75,6 +81,14 @@ HARNESSES = {
         "sk-bridge-test-123456",
         "gpt-test",
         lambda s: {"command": [installed_cli("opencode")], "base_url": s.openai_base_url},
+    ),
+    "pi": Harness(
+        "pi",
+        _pi,
+        "OPENAI_API_KEY",
+        "sk-bridge-test-123456",
+        "gpt-test",
+        lambda s: {"command": [installed_cli("pi")], "base_url": s.openai_base_url},
     ),
     "acp:claude-code": Harness(
         "acp:claude-code",

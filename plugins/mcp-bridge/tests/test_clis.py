@@ -168,17 +168,16 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
 
 def test_describe_claims_mcp_only_where_a_cli_was_shown_to_use_the_bridge():
     from harness_acp import AcpAdapter
-    from harness_pi import PiAdapter
 
     adapters = [HARNESSES[name].adapter() for name in HARNESSES]
-    adapters += [PiAdapter(), AcpAdapter("codex"), AcpAdapter("cline"), AcpAdapter("custom")]
+    adapters += [AcpAdapter("codex"), AcpAdapter("cline"), AcpAdapter("custom")]
     claims = {a.describe().provider: "mcp" in a.describe().features for a in adapters}
     assert claims == {
         "claude-code": True,
         "codex": True,
         "opencode": True,
         "acp:claude-code": True,
-        "pi": False,  # no native MCP client (pi-mcp-adapter not pinned)
+        "pi": True,  # through the pinned pi-mcp-adapter extension's proxy tool
         "acp:codex": False,
         "acp:cline": False,
         "acp:custom": False,
