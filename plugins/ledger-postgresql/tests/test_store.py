@@ -35,14 +35,18 @@ def open_two(url: str, stores: list[PostgresStore]) -> tuple[PostgresStore, Post
     return stores[-2], stores[-1]
 
 
-def test_a_stale_writer_is_fenced_after_another_claims(
+def test_a_stale_writer_is_fenced_after_another_takes_over(
     url: str, stores: list[PostgresStore]
 ) -> None:
     old, new = open_two(url, stores)
     assert old.claim("s1") == 1
+    assert old.claim("s1") == 1  # its holder claims it again: the same epoch
     old.append([event(1), event(2)])
     old.flush()
-    assert new.claim("s1") == 2  # the new owner takes over at sequence 2
+    with pytest.raises(HarnessError) as busy:  # the old writer lives: a plain claim is refused
+        new.claim("s1")
+    assert busy.value.reason == "session-busy" and new.claimed("s1")
+    assert new.take_over("s1") == 2  # the new owner takes over at sequence 2, regardless
     new.append([event(3, "new owner")])
     new.flush()
     old.append([event(3, "stale")])  # its own guard cannot know: the database refuses
@@ -55,6 +59,11 @@ def test_a_stale_writer_is_fenced_after_another_claims(
         old.flush()
     assert [e.payload.text for e in new.events("s1")] == ["x", "x", "new owner"]  # type: ignore[attr-defined]
     assert new.writer_epoch("s1") == 2
+    with pytest.raises(HarnessError) as busy:  # the new owner lives now
+        old.claim("s1")
+    assert busy.value.reason == "session-busy"
+    new.release("s1")
+    assert not new.claimed("s1")  # nobody live holds it (the old store still thinks it does)
     assert old.claim("s1") == 3  # claiming again makes it the writer, at the real last sequence
     old.append([event(4, "old is back")])
     old.flush()
