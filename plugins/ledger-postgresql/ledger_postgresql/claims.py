@@ -167,6 +167,11 @@ class Claims:
         if self._connection is not None:
             self._connection.close()
 
+    def backend_pid(self) -> int | None:
+        """The server process of the claims connection (tests kill it), if connected."""
+        connection = self._connection
+        return None if connection is None or connection.closed else connection.info.backend_pid
+
     def close(self) -> None:
         with self._lock:
             self._drop()

@@ -104,7 +104,7 @@ class PostgresStore(QueuedWrites):
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._creating: set[str] = set()  # records queued, not yet committed
         self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
-        self._claims = Claims(url)
+        self.claims = Claims(url)  # the claims connection (tests kill it)
         self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
         self.listeners: list[Listener] = []  # the live tails' connections (tests kill them)
@@ -247,7 +247,7 @@ class PostgresStore(QueuedWrites):
     def _claim(self, session_id: str, *, take_over: bool) -> int:
         self._open()
         self.flush()
-        epoch, last = self._claims.claim(session_id, self._epochs.get(session_id), take_over)
+        epoch, last = self.claims.claim(session_id, self._epochs.get(session_id), take_over)
         with self._append_lock:
             self._epochs[session_id] = epoch
             self._guard.reset(session_id, last)
@@ -259,7 +259,7 @@ class PostgresStore(QueuedWrites):
         with self._append_lock:
             epoch = self._epochs.pop(session_id, None)
         if epoch is not None:
-            self._claims.release(session_id, epoch)
+            self.claims.release(session_id, epoch)
 
     def claimed(self, session_id: str) -> bool:
         """Whether a live writer holds the session: this store, or a store whose connection
@@ -271,7 +271,7 @@ class PostgresStore(QueuedWrites):
 
     def _close_readers(self) -> None:
         self._pool.close()
-        self._claims.close()  # the server drops its advisory locks with it
+        self.claims.close()  # the server drops its advisory locks with it
 
     # -- the writer thread ------------------------------------------------------------------
 
