@@ -47,13 +47,16 @@ def dangling_turn(ledger: LedgerStore, session_id: str, last: int) -> str | None
 
     One turn runs at a time and a terminal is always its turn's last event, so the last event
     that belongs to a turn tells; session events (``session.resumed``...) may follow it."""
-    end, step = last, LOOK_BACK
+    end, step = last, 1  # the last event alone first: it usually tells
     while end > 0:
         start = max(0, end - step)
-        for event in reversed(ledger.events(session_id, after=start, limit=end - start)):
+        window = ledger.events(session_id, after=start, limit=end - start)
+        if not window:  # nothing to read back: nothing to recover
+            return None
+        for event in reversed(window):
             if event.turn_id is not None:
                 return None if event.type in TERMINAL_TYPES else event.turn_id
-        end, step = start, step * 4
+        end, step = start, max(LOOK_BACK, step * 4)
     return None
 
 
