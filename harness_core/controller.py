@@ -8,7 +8,8 @@
 - close is idempotent; resume works from a complete :class:`SessionRef` in a new controller;
 - durable before delivered (:mod:`.delivery`); a producer task drives each turn (:mod:`.turn`);
 - one writer per session: open and resume claim it in the ledger (``session-busy``, nothing
-  appended); resume ends a turn a dead process left open with ``turn.failed(interrupted)``.
+  appended); resume ends a turn a dead process left open with ``turn.failed(interrupted)``,
+  unless it is the turn the caller is about to retry (:mod:`.retry`).
 """
 
 from __future__ import annotations
@@ -62,16 +63,8 @@ from .ledger import open_ledger
 from .plugin_manager import Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
 from .request_checks import is_uuid, ref_of, require_asking, safe_hint
-from .retry import opening_event
-from .turn import (
-    CLEANUP_GRACE,
-    LiveSession,
-    NotStarted,
-    Turn,
-    TurnResult,
-    as_error,
-    dangling_turn,
-)
+from .retry import dangling_turn, opening_event, recovered
+from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
 from .turn_protocol import DEFAULT_OUTPUT_RETRIES, check_parent, structured_turn
 
 ENV_STATE_DIR = "HARNESS_STATE_DIR"
@@ -247,10 +240,13 @@ class Controller:
         /,
         *,
         budget: Budget | Mapping[str, Any] | None = None,
+        retrying: str | None = None,
         **fields: Any,
     ) -> SessionRef:
         """Reattach to a session from its complete ref (or its id, looked up in the ledger);
-        ``budget`` as for :meth:`open_session` (what the session used before counts)."""
+        ``budget`` as for :meth:`open_session` (what the session used before counts).
+        ``retrying``: the turn id the caller retries next, kept open if a dead process left it
+        so (its retry ends it once; see :mod:`.retry`)."""
         limits = self.budget.tighter(Budget.of(budget))
         record = self.ledger.get_session(
             session if isinstance(session, str) else ref_of(session).session_id
@@ -288,7 +284,7 @@ class Controller:
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
-            live = await self._resume_attached(descriptor, request, record)
+            live = await self._resume_attached(descriptor, request, record, retrying)
             live.limits.budget = limits
             live.limits.load(self.ledger.events(ref.session_id))
         except BaseException:
@@ -302,6 +298,7 @@ class Controller:
         descriptor: HarnessDescriptor,
         request: ResumeSessionRequest,
         record: SessionRecord | None,
+        retrying: str | None,
     ) -> LiveSession:
         ref = request.session
         live = await self._attach(
@@ -321,10 +318,12 @@ class Controller:
         if record is None:
             self._create_record(ref, request)
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
-        # A turn a dead process left open (we hold the claim: its owner is gone) gets its end.
+        # A turn a dead process left open (we hold the claim: its owner is gone) gets its end,
+        # or its retry's (then the turn stays open until its retry, or until the session moves on).
         dangling = dangling_turn(self.ledger, ref.session_id, live.next_sequence - 1)
-        if dangling is not None:
-            self._emit(live, dangling, TurnFailed(reason="interrupted"))
+        interrupted, live.retrying = recovered(dangling, retrying)
+        if interrupted is not None:
+            self._emit(live, interrupted, TurnFailed(reason="interrupted"))
         self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
         return live
 
@@ -520,6 +519,7 @@ class Controller:
         live.limits.turns += 1
         live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
         turn.structured = structured
+        self._end_unretried(live, turn_id)
         live.lineage.expect(parent_event_id)
         turn._record(opening)
         # The run's bridge token (if the session has host tools): revoked in Turn._finish.
@@ -620,8 +620,15 @@ class Controller:
             self.ledger.release(session_id)
         live.closed = True
 
+    def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None:
+        """A turn kept open for a retry that did not come (another turn, close) ends now."""
+        if live.retrying not in (None, turn_id):
+            self._emit(live, live.retrying, TurnFailed(reason="interrupted"))
+        live.retrying = None
+
     async def _release(self, live: LiveSession, *, closing: bool) -> None:
         """Finish any active turn, close adapter resources, kill processes, finalize sandbox."""
+        self._end_unretried(live)
         turn = live.active
         if turn is not None and not turn.finished:
             await turn.cancel("close")

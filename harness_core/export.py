@@ -38,7 +38,7 @@ _STATUS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancell
 
 def open_turn(store: LedgerStore, session_id: str) -> str | None:
     """``running`` or ``interrupted`` when the session's last turn has no terminal, else None."""
-    from .turn import dangling_turn
+    from .retry import dangling_turn
 
     if dangling_turn(store, session_id, store.last_sequence(session_id)) is None:
         return None

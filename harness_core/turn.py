@@ -87,15 +87,6 @@ def harness_failure(error: BaseException) -> HarnessError:
     return HarnessError("provider-failed")
 
 
-def dangling_turn(ledger: LedgerStore, session_id: str, last: int) -> str | None:
-    """The turn a session's last event belongs to if that turn has no terminal (its process
-    died mid-turn: one active turn per session, and a terminal is always a turn's last event)."""
-    tail = ledger.events(session_id, after=last - 1, limit=1) if last > 0 else []
-    if tail and tail[0].turn_id is not None and tail[0].type not in TERMINAL_TYPES:
-        return tail[0].turn_id
-    return None
-
-
 def believed(payload: Payload, cancel_requested: str | None) -> Payload:
     """A harness's terminal as the runtime records it: who cancelled and which limit or deadline
     fired are the runtime's to say, never taken from the harness's output."""
@@ -142,6 +133,8 @@ class LiveSession:
     closed: bool = False
     limits: SessionLimits = field(factory=SessionLimits)
     lineage: Lineage = field(factory=Lineage)
+    #: the turn a dead process left open that this resume keeps for its retry (:mod:`.retry`)
+    retrying: str | None = None
 
 
 class Turn:

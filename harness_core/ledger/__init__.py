@@ -42,13 +42,18 @@ BUILTIN_SCHEMES: dict[str, Callable[[str], LedgerStore]] = {
 
 @runtime_checkable
 class ClaimingStore(Protocol):
-    """A store with per-session writer epochs (PostgreSQL): the building block for ownership.
+    """A store with per-session writer epochs that an orchestrator may move (PostgreSQL).
 
-    ``claim`` bumps the session's epoch and makes this store its writer; appends of any store
-    that claimed it before are then refused (fenced). ``writer_epoch`` reads the current one.
+    ``claim`` refuses a session a live writer holds (``session-busy``), else bumps its epoch
+    and makes this store its writer; appends of any store that claimed it before are then
+    refused (fenced). ``take_over`` does the same even while that writer lives: for a host
+    that decides who runs a session (Temporal presumes a worker lost, dead or not).
+    ``writer_epoch`` reads the current epoch.
     """
 
     def claim(self, session_id: str) -> int: ...
+
+    def take_over(self, session_id: str) -> int: ...
 
     def writer_epoch(self, session_id: str) -> int: ...
 

@@ -6,8 +6,10 @@ at once (one ``write`` to an ``O_APPEND`` descriptor): when ``append`` returns t
 a crash of the process (:class:`CommitsOnAppend`); ``flush`` fsyncs, for an OS crash (the
 controller flushes at every terminal event and at close). Session records are written and
 fsynced at once. Opening the directory again (another process) reads everything back; a torn
-last line (a crash in the middle of a write) is ignored. ``tail`` takes in what other processes
-appended since (by file offset).
+last line (a process killed in the middle of a write: the kernel may stop a large write short)
+is ignored, and the next append first closes it off with :data:`TORN` so that it never runs
+into the next writer's line (readers skip it: it was never acknowledged). ``tail`` takes in
+what other processes appended since (by file offset).
 
 Claims: ``claims/<hash>.lock`` per session, held with ``flock`` while this store owns the
 session (the kernel drops it when the process dies, so a crashed owner never blocks a
@@ -31,6 +33,10 @@ from ._base import SequenceGuard, nth_event
 from .tail import PAGE, poll_tail
 
 T = TypeVar("T")
+
+#: Appended to a torn last line before the next write: the line ends, and readers skip it (no
+#: event or record line ends so: they end with ``}``).
+TORN = "\ttorn"
 
 
 class JsonlStore:
@@ -83,7 +89,7 @@ class JsonlStore:
         except UnicodeDecodeError:
             raise HarnessError("ledger-failed", "the JSONL ledger could not be read") from None
         for line in lines:
-            if not line.strip():
+            if not line.strip() or line.endswith(TORN):
                 continue
             event = loads_event(line)
             bucket = self._events.setdefault(event.session_id, [])
@@ -132,8 +138,10 @@ class JsonlStore:
             try:
                 if self._fd is None:
                     self._fd = os.open(
-                        self._events_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                        self._events_path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644
                     )
+                if _torn(self._fd):  # a writer died mid-line: end that line first, marked
+                    data = TORN.encode() + b"\n" + data
                 written = os.write(self._fd, data)
                 while written < len(data):  # a short write (rare): the rest, still appended
                     written += os.write(self._fd, data[written:])
@@ -256,4 +264,10 @@ def _lines(path: str, parse: Callable[[str], T]) -> list[T]:
         raise HarnessError("ledger-failed", "the JSONL ledger could not be read") from None
     lines = text.split("\n")
     lines.pop()  # "" after the last newline, or the torn tail
-    return [parse(line) for line in lines if line.strip()]
+    return [parse(line) for line in lines if line.strip() and not line.endswith(TORN)]
+
+
+def _torn(fd: int) -> bool:
+    """Whether the file behind ``fd`` ends inside a line (a writer was killed mid-write)."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"

@@ -1,5 +1,5 @@
 """Nothing lost on a crash, one writer per session: `harness run` killed with SIGKILL mid-turn
-(SQLite and JSONL ledgers), and several processes resuming one session at once."""
+(SQLite, JSONL and PostgreSQL ledgers), and several processes resuming one session at once."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ import pytest
 
 from harness_core import Controller
 from harness_core.export import export_session, open_turn
-from harness_core.ledger import open_ledger
 from harness_core.serialize import event_to_dict
+
+from ..ledger.ledger_samples import open_store as open_ledger
+from ..ledger.ledger_samples import url_for, wait_unclaimed
 
 HARNESS = [str(Path(sys.executable).with_name("harness"))]
 RUNS = 20
@@ -46,7 +48,9 @@ def _env(tmp_path: Path, ledger: str) -> dict[str, str]:
     env = dict(os.environ)
     env["HARNESS_LEDGER"] = ledger
     env["HARNESS_STATE_DIR"] = str(tmp_path / "state")
-    env["HARNESS_CORE_PLUGINS"] = "stdio-jsonl,local"
+    env["HARNESS_CORE_PLUGINS"] = "stdio-jsonl,local" + (
+        ",ledger-postgresql" if ledger.startswith("postgresql") else ""
+    )
     return env
 
 
@@ -106,21 +110,26 @@ async def _resume_and_finish(ledger: str, tmp_path: Path, session_id: str, progr
         return await controller.run_turn(session_id, "finish")
 
 
-@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
-def test_kill_9_mid_turn_loses_nothing_and_the_next_run_closes_the_turn(kind, tmp_path):
+def _ledger_for_run(kind: str, tmp_path: Path, run: int, request) -> str:
+    # A ledger per run for the file stores: the JSONL store reads its whole file on open, and
+    # 20 runs' worth would make this test quadratic without testing anything more. PostgreSQL
+    # reads by session: one ledger (schema) for all runs.
+    if kind == "postgresql":
+        return url_for(kind, tmp_path, request)
+    return (
+        f"sqlite:///{tmp_path}/{run}.sqlite" if kind == "sqlite" else f"jsonl:///{tmp_path}/{run}"
+    )
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl", "postgresql"])
+def test_kill_9_mid_turn_loses_nothing_and_the_next_run_closes_the_turn(kind, tmp_path, request):
     program = tmp_path / "stream.py"
     program.write_text(STREAM)
     rng = random.Random(12)
     printed_total = 0
     started = time.monotonic()
     for run in range(RUNS):
-        # A ledger per run: the JSONL store reads its whole file on open, and 20 runs' worth
-        # would make this test quadratic without testing anything more.
-        ledger = (
-            f"sqlite:///{tmp_path}/{run}.sqlite"
-            if kind == "sqlite"
-            else f"jsonl:///{tmp_path}/{run}"
-        )
+        ledger = _ledger_for_run(kind, tmp_path, run, request)
         env = _env(tmp_path, ledger)
         marker = f"h6-crash-{kind}-{run}-{os.getpid()}"
         printed = _killed_run(env, program, marker, after=rng.randint(3, 1500))
@@ -130,6 +139,7 @@ def test_kill_9_mid_turn_loses_nothing_and_the_next_run_closes_the_turn(kind, tm
 
         store = open_ledger(ledger)
         stored = {e.event_id: event_to_dict(e) for e in store.events(session_id)}
+        wait_unclaimed(store, session_id)  # PostgreSQL: until the server saw the connection go
         # Before anyone resumes it, readers show the killed turn as interrupted.
         assert open_turn(store, session_id) == "interrupted"
         assert [t["status"] for t in export_session(store, session_id)["turns"]] == ["interrupted"]
@@ -170,8 +180,9 @@ def test_kill_9_mid_turn_loses_nothing_and_the_next_run_closes_the_turn(kind, tm
     print(f"{kind}: {RUNS} runs, {printed_total} printed events, {time.monotonic() - started:.1f}s")
 
 
-def test_four_processes_resuming_one_session_one_runs_three_are_refused(tmp_path):
-    ledger = f"sqlite:///{tmp_path}/ledger.sqlite"
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl", "postgresql"])
+def test_four_processes_resuming_one_session_one_runs_three_are_refused(kind, tmp_path, request):
+    ledger = url_for(kind, tmp_path, request)
     env = _env(tmp_path, ledger)
     reference = "command=" + json.dumps([sys.executable, "-m", "harness_stdio_jsonl.reference"])
     opened = subprocess.run(

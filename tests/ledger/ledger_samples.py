@@ -3,6 +3,7 @@ store kinds and their URLs."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +111,13 @@ def url_for(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
 def open_store(url: str) -> LedgerStore:
     """A store for ``url`` with the schemes the installed plugins register."""
     return open_ledger(url, schemes=get_plugins().ledger_schemes)
+
+
+def wait_unclaimed(store: LedgerStore, session_id: str, timeout: float = 5.0) -> None:
+    """Wait until no live writer holds the session. PostgreSQL drops a killed writer's claim
+    when its server process sees the connection closed, milliseconds after the kill; the file
+    stores see the owner's process gone at once."""
+    deadline = time.monotonic() + timeout
+    while store.claimed(session_id) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not store.claimed(session_id), "the dead writer's claim did not end"

@@ -196,6 +196,20 @@ def test_jsonl_ignores_a_torn_last_line(tmp_path: Path) -> None:
         handle.write('{"protocol_version":1,"event_id":"ev_sess-1_3","seq')
     reopened = open_ledger(url)
     assert [e.sequence for e in reopened.events("sess-1")] == [1, 2]
+    # The next writer ends the torn line before its own: it never runs into it, and every
+    # reader (this one, a new one, a tail) skips it; damage elsewhere is still refused.
+    reopened.append([make_event(3), make_event(4)])
+    reopened.close()
+    text = (tmp_path / "jsonl-ledger" / "events.jsonl").read_text()
+    assert '"seq\ttorn\n{' in text
+    again = open_ledger(url)
+    assert [e.sequence for e in again.events("sess-1")] == [1, 2, 3, 4]
+    again.close()
+    with open(tmp_path / "jsonl-ledger" / "events.jsonl", "a", encoding="utf-8") as handle:
+        handle.write('{"protocol_version":1,"event_id":"ev_sess-1_5","seq\n')
+    with pytest.raises(HarnessError) as caught:
+        open_ledger(url)
+    assert caught.value.reason == "ledger-failed"
 
 
 def test_sqlite_newer_schema_refused(tmp_path: Path) -> None:

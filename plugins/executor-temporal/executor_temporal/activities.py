@@ -11,7 +11,9 @@ session resumed, after restoring the adapter's ``state_dir`` from the shared dir
 cancels the activity (the workflow's cancel signal), it cancels the turn through
 ``controller.cancel_turn`` and returns the ``cancelled`` summary. It returns only a summary:
 the events are in the ledger. A retry after a worker loss runs the same turn id as the next
-attempt (``turn.restarted``); if the lost attempt had already ended the turn, its result stands.
+attempt (``turn.restarted``): its resume names the turn it retries, so crash recovery keeps the
+lost attempt open for it and the turn ends once; if the lost attempt had already ended the turn,
+its result stands.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ class SessionActivities:
             ended = await anyio.to_thread.run_sync(self._ended, work.session_id, work.turn_id)
             if ended is not None:  # the lost attempt finished the turn: its result stands
                 return _summary_from_ledger(work.turn_id, ended, attempt)
-            attached = await self._attach(work.session_id, work.spec)
+            attached = await self._attach(work.session_id, work.spec, retrying=work.turn_id)
             controller = attached.controller
             last = [0]
             async with controller.turn(
@@ -182,9 +184,10 @@ class SessionActivities:
     # -- attachment -------------------------------------------------------------------------
 
     async def _claim(self, session_id: str) -> None:
-        claim = getattr(self.ledger, "claim", None)
-        if claim is not None:
-            await anyio.to_thread.run_sync(claim, session_id)
+        # Temporal decides which worker runs the session now: one it presumes lost is fenced
+        # even if it still lives (a store that can take over: PostgreSQL).
+        claim = getattr(self.ledger, "take_over", None) or self.ledger.claim
+        await anyio.to_thread.run_sync(claim, session_id)
 
     async def _new_controller(self, session_id: str, harness: str) -> Attached:
         await self._detach(session_id)
@@ -210,8 +213,11 @@ class SessionActivities:
         finally:
             attached.released.set()
 
-    async def _attach(self, session_id: str, spec: SessionSpec) -> Attached:
-        """This worker's live session, resumed afresh when the ledger moved on without it."""
+    async def _attach(
+        self, session_id: str, spec: SessionSpec, *, retrying: str | None = None
+    ) -> Attached:
+        """This worker's live session, resumed afresh when the ledger moved on without it
+        (``retrying``: the turn it runs next, kept open if a lost worker left it so)."""
         last = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
         attached = self._attached.get(session_id)
         if attached is not None and attached.last_sequence == last:
@@ -224,7 +230,7 @@ class SessionActivities:
         for key in ("workspace", "model", "agent", "user"):
             if getattr(spec, key) is not None:
                 fields[key] = getattr(spec, key)
-        await attached.controller.resume_session(session_id, **fields)
+        await attached.controller.resume_session(session_id, retrying=retrying, **fields)
         return attached
 
     async def _settled(self, attached: Attached, session_id: str, harness: str) -> None:

@@ -14,6 +14,12 @@ once: appends are idempotent, so a batch whose commit did land is a no-op the se
 
 Durability: a commit returns after PostgreSQL has flushed its WAL (``synchronous_commit`` on, the
 server default); ``flush`` returns once everything appended before it is committed.
+
+Ownership (:mod:`.claims`): ``claim`` refuses a session whose writer is alive with
+``session-busy`` (as SQLite's does), else bumps the session's writer epoch; liveness is a
+session-level advisory lock the writer's own connection holds, which the server drops when that
+process dies. ``take_over`` fences even a live writer (for an orchestrator such as Temporal that
+decides who runs a session).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from harness_core.ledger._base import (
 )
 from harness_core.serialize import loads_record
 
+from .claims import HELD_BY_ANYONE, Claims
 from .listen import Listener, tail
 from .schema import CHANNEL, migrate
 
@@ -62,6 +69,10 @@ _UPSERT_RECORD = (
     "updated_at = excluded.updated_at, record = excluded.record"
 )
 _CREATE_RECORD = _UPSERT_RECORD + " WHERE ledger_sessions.record IS NULL RETURNING 1"
+_HELD = (
+    "SELECT EXISTS (SELECT 1 FROM ledger_sessions s, pg_locks l "
+    f"WHERE s.session_id = %s AND {HELD_BY_ANYONE})"
+)
 
 
 class _Create:
@@ -93,6 +104,7 @@ class PostgresStore(QueuedWrites):
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._creating: set[str] = set()  # records queued, not yet committed
         self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
+        self.claims = Claims(url)  # the claims connection (tests kill it)
         self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
         self.listeners: list[Listener] = []  # the live tails' connections (tests kill them)
@@ -216,20 +228,26 @@ class PostgresStore(QueuedWrites):
                 self._queue.put(events)
 
     def claim(self, session_id: str) -> int:
-        """Become the session's writer: bump its writer epoch and return it.
+        """Become the session's writer: ``session-busy`` while another live writer holds it,
+        else bump its writer epoch and return it (a session this store holds: the same epoch).
 
         Appends of this store to the session then carry the new epoch; any other store that
         claimed it before is fenced (its appends are refused). What this store appended before
         the claim is committed first.
         """
+        return self._claim(session_id, take_over=False)
+
+    def take_over(self, session_id: str) -> int:
+        """Like :meth:`claim`, but a live writer does not refuse it: that writer is fenced.
+
+        For an orchestrator that decides who runs a session (Temporal runs a session's next
+        activity on another worker when it presumes the last one lost, dead or not)."""
+        return self._claim(session_id, take_over=True)
+
+    def _claim(self, session_id: str, *, take_over: bool) -> int:
+        self._open()
         self.flush()
-        rows = self._query(
-            "INSERT INTO ledger_sessions (session_id, writer_epoch) VALUES (%s, 1) "
-            "ON CONFLICT (session_id) DO UPDATE SET writer_epoch = ledger_sessions.writer_epoch + 1 "
-            "RETURNING writer_epoch, last_sequence",
-            (session_id,),
-        )
-        epoch, last = int(rows[0][0]), int(rows[0][1])
+        epoch, last = self.claims.claim(session_id, self._epochs.get(session_id), take_over)
         with self._append_lock:
             self._epochs[session_id] = epoch
             self._guard.reset(session_id, last)
@@ -239,16 +257,21 @@ class PostgresStore(QueuedWrites):
         """Stop writing the session (the epoch stays: the next claim, anyone's, bumps it)."""
         self.flush()
         with self._append_lock:
-            self._epochs.pop(session_id, None)
+            epoch = self._epochs.pop(session_id, None)
+        if epoch is not None:
+            self.claims.release(session_id, epoch)
 
     def claimed(self, session_id: str) -> bool:
-        """Whether this store holds the session. (A claim by another process is not seen as
-        alive here: fencing, not liveness, protects a shared PostgreSQL ledger; a takeover
-        always succeeds and the old writer's appends are refused.)"""
-        return session_id in self._epochs
+        """Whether a live writer holds the session: this store, or a store whose connection
+        holds the advisory lock of the session's current epoch."""
+        if session_id in self._epochs:
+            return True
+        rows = self._query(_HELD, (session_id,))
+        return bool(rows and rows[0][0])
 
     def _close_readers(self) -> None:
         self._pool.close()
+        self.claims.close()  # the server drops its advisory locks with it
 
     # -- the writer thread ------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,14 +36,18 @@ def open_two(url: str, stores: list[PostgresStore]) -> tuple[PostgresStore, Post
     return stores[-2], stores[-1]
 
 
-def test_a_stale_writer_is_fenced_after_another_claims(
+def test_a_stale_writer_is_fenced_after_another_takes_over(
     url: str, stores: list[PostgresStore]
 ) -> None:
     old, new = open_two(url, stores)
     assert old.claim("s1") == 1
+    assert old.claim("s1") == 1  # its holder claims it again: the same epoch
     old.append([event(1), event(2)])
     old.flush()
-    assert new.claim("s1") == 2  # the new owner takes over at sequence 2
+    with pytest.raises(HarnessError) as busy:  # the old writer lives: a plain claim is refused
+        new.claim("s1")
+    assert busy.value.reason == "session-busy" and new.claimed("s1")
+    assert new.take_over("s1") == 2  # the new owner takes over at sequence 2, regardless
     new.append([event(3, "new owner")])
     new.flush()
     old.append([event(3, "stale")])  # its own guard cannot know: the database refuses
@@ -55,6 +60,11 @@ def test_a_stale_writer_is_fenced_after_another_claims(
         old.flush()
     assert [e.payload.text for e in new.events("s1")] == ["x", "x", "new owner"]  # type: ignore[attr-defined]
     assert new.writer_epoch("s1") == 2
+    with pytest.raises(HarnessError) as busy:  # the new owner lives now
+        old.claim("s1")
+    assert busy.value.reason == "session-busy"
+    new.release("s1")
+    assert not new.claimed("s1")  # nobody live holds it (the old store still thinks it does)
     assert old.claim("s1") == 3  # claiming again makes it the writer, at the real last sequence
     old.append([event(4, "old is back")])
     old.flush()
@@ -123,6 +133,72 @@ def test_same_sequence_race_has_one_winner(url: str, stores: list[PostgresStore]
     stored = writers[0].events("s1")
     assert [e.sequence for e in stored] == list(range(1, 21))
     assert len({e.event_id for e in stored}) == 20
+
+
+def _terminate(url: str, pid: int | None) -> None:
+    assert pid is not None
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_of_stores_claiming_one_session_at_once_one_wins(
+    url: str, stores: list[PostgresStore]
+) -> None:
+    claimers = [PostgresStore(url) for _ in range(6)]
+    stores += claimers
+    barrier = threading.Barrier(len(claimers))
+    outcomes: list[str] = []
+
+    def claim(store: PostgresStore) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(f"won {store.claim('s1')}")
+        except HarnessError as error:
+            outcomes.append(error.reason)
+
+    threads = [threading.Thread(target=claim, args=(store,)) for store in claimers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["session-busy"] * 5 + ["won 1"]
+
+
+def test_a_writer_whose_claims_connection_died_can_be_taken_over_and_is_fenced(
+    url: str, stores: list[PostgresStore]
+) -> None:
+    old, new = open_two(url, stores)
+    assert old.claim("s1") == 1
+    old.append([event(1)])
+    old.flush()
+    _terminate(url, old.claims.backend_pid())  # alive, but no longer known to be
+    deadline = time.monotonic() + 5
+    while new.claimed("s1") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert new.claim("s1") == 2
+    old.append([event(2, "stale")])
+    with pytest.raises(HarnessError) as caught:
+        old.flush()
+    assert FENCED in str(caught.value)
+    with pytest.raises(HarnessError) as busy:  # it reconnects; the new writer lives
+        old.claim("s1")
+    assert busy.value.reason == "session-busy"
+
+
+def test_a_new_claims_connection_re_takes_the_locks_nobody_took(
+    url: str, stores: list[PostgresStore]
+) -> None:
+    old, new = open_two(url, stores)
+    assert (old.claim("s1"), old.claim("s2")) == (1, 1)
+    _terminate(url, old.claims.backend_pid())
+    assert old.claim("s1") == 1  # the lost connection is replaced, both locks re-taken
+    for session_id in ("s1", "s2"):
+        assert new.claimed(session_id)
+        with pytest.raises(HarnessError) as busy:
+            new.claim(session_id)
+        assert busy.value.reason == "session-busy"
+    old.release("s2")
+    assert new.claim("s2") == 2
 
 
 @pytest.mark.parametrize(
