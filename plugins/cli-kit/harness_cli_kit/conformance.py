@@ -4,10 +4,16 @@ Each adapter declares an :class:`OfflineProfile` (data: which binary, model, end
 :func:`offline_profile` starts harness_core's fake model server with the slow step the kit cancels
 and yields the :class:`~harness_hookspecs.specs.conformance.ConformanceProfile`. harness_core (its
 ``testing`` extra) is imported only here, when the conformance kit asks.
+
+An adapter that asks the host (feature ``permissions``) names the tool call its CLI makes
+(``approval_call``: the tool and its input, e.g. Claude Code's ``Bash``): the profile then has an
+``approval_prompt`` on which the fake model scripts that call, and the kit's approvals check runs
+(strict posture, a host that denies) instead of being skipped for want of a prompt.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,6 +26,7 @@ from harness_hookspecs.specs.conformance import ConformanceProfile
 from .locate import require_cli
 
 SLOW = "Take your time with the slow task"
+APPROVAL = "Create approved.txt with a shell command"
 
 
 @dataclass(frozen=True)
@@ -37,6 +44,9 @@ class OfflineProfile:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: A fixed port for agents whose endpoint cannot be configured (no ``base_url`` then).
     port: int = 0
+    #: The tool call (name, input) the fake model makes on the profile's ``approval_prompt``
+    #: (an adapter that asks the host); ``None``: no approval prompt.
+    approval_call: tuple[str, Mapping[str, Any]] | None = None
 
     def config(self) -> dict[str, Any]:
         """The session config without the endpoint (a missing CLI fails here, before any
@@ -60,15 +70,37 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-@contextmanager
-def fake_server(port: int = 0) -> Iterator[Any]:
-    """The fake model server with the slow step for cancel. ``port``: a fixed port (agents
-    whose endpoint cannot be configured); taken -> ``provider-unavailable``, never another."""
-    from harness_core.testing.fake_model import FakeModelServer, Match, Step
+class _Script:
+    """The profile's fake model, for as many requests as the kit makes: the slow step (the
+    cancel phase), the approval turn's tool call and its follow-up, ``ok`` for the rest."""
 
-    script = [
-        Step(text="still working", delay=30, times=None, match=Match(contains=SLOW, tools=None))
-    ]
+    times = None  # answers every request (the server's cursor never moves past it)
+
+    def __init__(self, approval_call: tuple[str, Mapping[str, Any]] | None) -> None:
+        self.approval_call = approval_call
+
+    def __call__(self, request: Any) -> Any:
+        from harness_core.testing.fake_model import Step, ToolCall
+
+        if SLOW in request.last_user_text:
+            return Step(text="still working", delay=30)
+        if self.approval_call is None or APPROVAL not in json.dumps(request.body):
+            return None
+        if request.has_tool_result:
+            return Step(text="Finished.")
+        name, arguments = self.approval_call
+        return Step(text="Asking to run it.", tool_calls=[ToolCall(name, dict(arguments))])
+
+
+@contextmanager
+def fake_server(
+    port: int = 0, approval_call: tuple[str, Mapping[str, Any]] | None = None
+) -> Iterator[Any]:
+    """The fake model server with the slow step for cancel (and the approval turn's tool call).
+    ``port``: a fixed port (agents whose endpoint cannot be configured); taken ->
+    ``provider-unavailable``, never another."""
+    from harness_core.testing.fake_model import FakeModelServer
+
     busy = HarnessError(
         "provider-unavailable",
         f"port {port} on localhost is already in use: the fake model server must listen there "
@@ -76,7 +108,7 @@ def fake_server(port: int = 0) -> Iterator[Any]:
     )
     if port and port_in_use(port):
         raise busy
-    server = FakeModelServer(script, default_text="ok", port=port)
+    server = FakeModelServer([_Script(approval_call)], default_text="ok", port=port)
     try:
         server.start()
     except OSError:
@@ -90,7 +122,7 @@ def fake_server(port: int = 0) -> Iterator[Any]:
 @contextmanager
 def offline_profile(profile: OfflineProfile) -> Iterator[ConformanceProfile]:
     config = profile.config()
-    with fake_server(profile.port) as server:
+    with fake_server(profile.port, profile.approval_call) as server:
         if not profile.port:
             api = profile.api
             config["base_url"] = server.base_url if api == "anthropic" else server.openai_base_url
@@ -100,4 +132,5 @@ def offline_profile(profile: OfflineProfile) -> Iterator[ConformanceProfile]:
             config=config,
             turn_timeout=60,
             cancel_after=1.0,
+            approval_prompt=APPROVAL if profile.approval_call is not None else None,
         )
