@@ -1,7 +1,8 @@
 """Session budgets and usage totals.
 
-A :class:`Budget` limits a session: turns, wall clock (seconds since the session was opened),
-input/output/total tokens and cost. The controller checks it before each turn (a spent budget
+A :class:`Budget` limits a session: turns, wall clock (seconds since the session was opened:
+its ``session.opened`` event's time, so a session resumed later - in another controller or
+process - keeps its clock rather than starting a new one), input/output/total tokens and cost. The controller checks it before each turn (a spent budget
 refuses the turn with ``limit-exceeded``) and on every usage event inside a turn (crossing a
 limit ends the turn ``turn.failed(limit-exceeded)``, its processes killed, the hint naming the
 limit). A controller's budget and a session's combine to the tighter of each limit.
@@ -12,9 +13,12 @@ Usage adds up field by field; a field no report knew stays ``None`` (unknown), n
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
+import anyio
 import attrs
 from attrs import frozen
 from harness_hookspecs import HarnessError, Usage
@@ -127,23 +131,44 @@ def sum_usage(reports: Iterable[Usage]) -> Usage | None:
     return total
 
 
+def _epoch(timestamp: Any) -> float | None:
+    """An event's ISO 8601 timestamp as seconds since the epoch (None when unreadable)."""
+    try:
+        return datetime.fromisoformat(str(timestamp)).timestamp()
+    except ValueError:
+        return None
+
+
 @attrs.define
 class SessionLimits:
     """One live session's budget and what it has used so far (turns, usage, wall clock)."""
 
     budget: Budget = attrs.field(factory=Budget)
-    #: ``anyio.current_time()`` when the session was opened or resumed here
+    #: when the session was opened, on the ``anyio.current_time()`` clock (for a resumed
+    #: session: as far back as its ``session.opened`` event lies)
     started: float = 0.0
     turns: int = 0
     usage: Usage | None = None
 
-    def load(self, events: Iterable[Any]) -> None:
-        """Count what a resumed session used before (turns started, usage reported)."""
+    def load(
+        self,
+        events: Iterable[Any],
+        *,
+        clock: Callable[[], float] = anyio.current_time,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        """Count what a resumed session used before (turns started, usage reported) and
+        start its wall clock at its opening."""
         for event in events:
             if event.type == "turn.started":
                 self.turns += 1
             elif event.type == "usage":
                 self.usage = add_usage(self.usage, event.payload.usage)
+            elif event.type == "session.opened":
+                opened = _epoch(event.timestamp)
+                if opened is not None:
+                    # Never in the future: a clock that stepped back does not add time.
+                    self.started = clock() - max(0.0, wall() - opened)
 
     def before_turn(self, now: float) -> None:
         """Refuse a turn once a limit is spent (``limit-exceeded``, the hint names it)."""

@@ -120,6 +120,17 @@ class RuntimeSessionContext:
         self.add_secret(token)
         self._turn_env = {self.bridge.endpoint.token_env: token}
 
+    def serve_bridge_approvals(
+        self, answer: Callable[[Mapping[str, Any]], Awaitable[str]]
+    ) -> str | None:
+        """Serve the running turn's permission prompts on the bridge: ``await answer(arguments)``
+        gives the text the CLI expects (the adapter asks :meth:`request_permission` in it), and
+        the turn's token gains the approval scope. The tool's name on the bridge, or None (no
+        bridge, no turn running)."""
+        if self.bridge is None or self.turn_id is None:
+            return None
+        return self.bridge.serve_approvals(self.turn_id, answer)
+
     def end_bridge_run(self, run_id: str) -> None:
         """Revoke the run's token (before the terminal event is recorded)."""
         self._turn_env = {}

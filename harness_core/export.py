@@ -2,7 +2,8 @@
 
 ``{"format": "harness-core.export", "version": 1, "exported_at", "session": record, "turns":
 [{turn_id, status (completed/failed/cancelled/running/interrupted), started_sequence,
-terminal_sequence, text, usage[, reason][, attempt]}], "usage", "events": [event_to_dict...]}``;
+terminal_sequence, text, usage[, output][, reason][, attempt]}], "usage", "events":
+[event_to_dict...]}``; ``output`` is the parsed decision of a turn run with an output schema;
 ``usage`` (per turn and for the session) is the sum of the usage reports, ``None`` when none
 was reported. A turn's ``text``
 is the terminal's text when it has one, else its streamed deltas, else its completed assistant
@@ -85,6 +86,8 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
             turn["terminal_sequence"] = event.sequence
             if isinstance(event.payload, TurnCompleted) and event.payload.text is not None:
                 turn["text"] = event.payload.text
+            if isinstance(event.payload, TurnCompleted) and event.payload.output is not None:
+                turn["output"] = event.payload.output
             if isinstance(event.payload, TurnFailed):
                 turn["reason"] = event.payload.reason
     open_status = "running" if store.claimed(session_id) else "interrupted"

@@ -136,6 +136,17 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--max-cost", type=_positive_number, metavar="USD", help="session budget")
     p.add_argument("--max-tokens", type=_count(1), help="session budget: input + output tokens")
     p.add_argument("--max-wall-clock", type=_positive_seconds, metavar="SECONDS")
+    p.add_argument(
+        "--output-schema",
+        metavar="FILE",
+        help="a JSON Schema file the final answer must match; prints the parsed answer",
+    )
+    p.add_argument(
+        "--output-retries",
+        type=_count(0),
+        metavar="N",
+        help="retries of an answer that does not match --output-schema (default 2)",
+    )
     p.add_argument("--close", action="store_true", help="close the session after the turn")
     p.add_argument("--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)")
     p.add_argument("--events", action="store_true", help="one line per event instead")

@@ -1,12 +1,14 @@
 """``harness run --approve``: ask on the terminal (y/n) before each tool call the harness wants.
 
-The question goes to stderr with the tool and its one-line input summary; the answer is read
-from the controlling terminal, so a prompt piped on stdin does not answer it. Without a
+The question goes to stderr with the tool and its one-line input summary, and the tool's whole
+input (one line, bounded, control characters removed) above it when there is one; the answer is
+read from the controlling terminal, so a prompt piped on stdin does not answer it. Without a
 terminal ``--approve`` is refused up front (one clear line) rather than denying everything.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import IO, Any
 
@@ -16,6 +18,16 @@ from .errors import CliError
 
 YES = ("y", "yes")
 NO = ("n", "no", "")
+#: Characters of a tool's input shown above the question.
+INPUT_SHOWN = 500
+
+
+def input_line(request: PermissionRequest) -> str | None:
+    """The tool's input as one bounded line (``None``: the tool has none)."""
+    if not request.input:
+        return None
+    text = json.dumps(dict(request.input), ensure_ascii=False, sort_keys=True, default=str)
+    return safe_line(text, INPUT_SHOWN)
 
 
 def open_terminal() -> IO[str]:
@@ -35,6 +47,9 @@ class TerminalApprover:
 
     def _ask(self, request: PermissionRequest) -> PermissionDecision:
         shown = safe_line(request.summary, 200)
+        given = input_line(request)
+        if given is not None:
+            self.questions.write(f"harness: {safe_line(request.tool, 128)} input: {given}\n")
         while True:
             self.questions.write(f"harness: allow {shown}? [y/N] ")
             self.questions.flush()

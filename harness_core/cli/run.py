@@ -59,7 +59,10 @@ class _Printer:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.mode = "json" if args.json else ("events" if args.events else "readable")
-        self.view = RunView(Out(sys.stdout), Out(sys.stderr))
+        # With --output-schema stdout carries only the parsed answer (JSON); the streamed text
+        # goes to stderr with the rest.
+        structured = getattr(args, "output_schema", None) is not None
+        self.view = RunView(Out(sys.stderr if structured else sys.stdout), Out(sys.stderr))
 
     def session(self, event: Event) -> None:
         if self.mode == "json":
@@ -81,6 +84,13 @@ class _Printer:
             sys.stdout.flush()
         else:
             self.view.show(event)
+
+    def output(self, value: Any) -> None:
+        """The turn's parsed answer (``--output-schema``): pretty JSON on stdout when readable
+        (``--json``/``--events`` show it on the ``turn.completed`` event)."""
+        if self.mode == "readable":
+            sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
 
     def summary(self, result: Any, seconds: float) -> None:
         if self.mode == "readable":
@@ -120,6 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..plugins import get_plugins
 
     prompt = read_prompt(args)
+    structured = structured_options(args)
     plugins = get_plugins()
     check_names(args, plugins)
     if args.session and known_session(args, harness=args.name).status == "closed":
@@ -129,6 +140,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     workspace = check_workspace(args.workspace) if args.workspace or not args.session else None
     printer = _Printer(args)
     if args.temporal:  # the session runs on Temporal workers (harnessplane-executor-temporal)
+        if structured:
+            raise CliError("unsupported-feature", "--output-schema does not run on --temporal yet")
         try:
             from executor_temporal.cli import run_on_temporal
         except ImportError:
@@ -167,7 +180,15 @@ def cmd_run(args: argparse.Namespace) -> int:
                     ref = await _open(controller, args, workspace, config, spec)
                     running["ref"] = ref
                     result = await _run_turn(
-                        controller, ref, prompt, args, running, signalled, printer, shown
+                        controller,
+                        ref,
+                        prompt,
+                        args,
+                        running,
+                        signalled,
+                        printer,
+                        shown,
+                        structured,
                     )
                 finally:
                     tg.cancel_scope.cancel()
@@ -210,6 +231,24 @@ async def _open(
     return await controller.resume_session(args.session, **extra)
 
 
+def structured_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``output_schema``/``output_retries`` for the turn from ``--output-schema FILE`` and
+    ``--output-retries N`` (checked before the session opens: a bad one records nothing)."""
+    from ..turn_protocol import MAX_OUTPUT_RETRIES
+    from .schema_file import read_output_schema
+
+    if args.output_schema is None:
+        if args.output_retries is not None:
+            raise CliError("invalid-request", "--output-retries needs --output-schema")
+        return {}
+    options: dict[str, Any] = {"output_schema": read_output_schema(args.output_schema)}
+    if args.output_retries is not None:
+        if args.output_retries > MAX_OUTPUT_RETRIES:
+            raise CliError("invalid-request", f"--output-retries must be 0-{MAX_OUTPUT_RETRIES}")
+        options["output_retries"] = args.output_retries
+    return options
+
+
 def budget_of(args: argparse.Namespace) -> dict[str, Any]:
     """The session budget from ``--max-turns/--max-cost/--max-tokens/--max-wall-clock``."""
     limits = {
@@ -230,6 +269,7 @@ async def _run_turn(
     signalled: Any,
     printer: _Printer,
     shown: int,
+    structured: dict[str, Any],
 ) -> Any:
     controller.ledger.flush()
     for event in controller.events(ref.session_id, after=shown):
@@ -239,7 +279,7 @@ async def _run_turn(
             printer.event(event)  # e.g. a dead run's turn the resume ended as interrupted
     active = active_file(controller.state_root, ref.session_id)
     started = time.monotonic()
-    async with controller.turn(ref, prompt) as turn:
+    async with controller.turn(ref, prompt, **structured) as turn:
         running["turn"] = turn
         if signalled.is_set():
             await controller.cancel_turn(ref, turn.turn_id)
@@ -258,6 +298,8 @@ async def _run_turn(
         await controller.close_session(ref)
         for event in controller.events(ref.session_id, after=turn.events[-1].sequence):
             printer.event(event)
+    if structured and result.status == "completed":
+        printer.output(result.output)
     printer.summary(result, seconds)
     return result
 

@@ -50,6 +50,10 @@ def _detail(event: Event) -> str:
     if isinstance(p, ev.Artifact):
         return p.name + (f" {p.path}" if p.path else "")
     if isinstance(p, ev.TurnCompleted):
+        if p.output is not None:
+            import json
+
+            return "output " + clip(json.dumps(p.output, ensure_ascii=False))
         return clip(p.text or "")
     if isinstance(p, ev.TurnFailed):
         return failure_text(p.reason, p.message, p.hint)

@@ -292,3 +292,32 @@ def test_conformance_approvals_check_fails_a_harness_that_claims_but_never_asks(
     )
     check = next(c for c in report.checks if c.name == "approvals")
     assert not check.passed and "asked the host nothing" in check.detail
+
+
+def test_a_resumed_session_keeps_its_wall_clock_from_its_opening(tmp_path):
+    """The wall clock counts from ``session.opened`` in the ledger, not from this controller."""
+
+    async def first():
+        async with _controller(tmp_path) as c:
+            ref = await c.open_session(harness="spender", workspace=str(tmp_path), posture="auto")
+            assert (await c.run_turn(ref, "a")).ok
+            return ref.session_id
+
+    session_id = anyio.run(first)
+    time.sleep(1.2)
+
+    async def resume(limit):
+        async with _controller(tmp_path) as c:
+            ref = await c.resume_session(session_id, budget={"max_wall_clock": limit})
+            elapsed = anyio.current_time() - c._live[session_id].limits.started
+            try:
+                return elapsed, await c.run_turn(ref, "b")
+            except HarnessError as error:
+                return elapsed, error
+
+    elapsed, refused = anyio.run(resume, 1.0)
+    assert 1.2 <= elapsed < 30, elapsed
+    assert isinstance(refused, HarnessError), refused
+    assert (refused.reason, refused.hint) == ("limit-exceeded", "max_wall_clock 1s exceeded")
+    elapsed, result = anyio.run(resume, 60.0)
+    assert result.ok and elapsed >= 1.2

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import sys
-import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cli_run import harness
+from cli_run import harness, install_harness
 
 MEMO = """
 from harness_core import harness
@@ -22,12 +21,7 @@ async def run(message, session):
 
 
 def install_memo(site: Path) -> None:
-    site.mkdir()
-    (site / "memo_harness.py").write_text(textwrap.dedent(MEMO))
-    info = site / "memo_harness-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: memo-harness\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[harness_core]\nmemo = memo_harness:run\n")
+    install_harness(site, "memo", MEMO)
 
 
 def test_memo_history_survives_a_new_process(cli_env, tmp_path):

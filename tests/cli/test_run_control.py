@@ -102,3 +102,35 @@ def test_strict_without_approve_denies_and_max_turns_refuses_the_next_run(cli_en
     assert again.returncode == 2
     allowed = harness(cli_env, "run", "echo", "hi", "--session", session_id, "--max-turns", "2")
     assert allowed.returncode == 0, allowed.stderr
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize(("answer", "created"), [(b"y", True), (b"n", False)])
+def test_approve_shows_claude_codes_tool_and_input_on_a_terminal(
+    cli_env, tmp_path, answer, created
+):
+    """The real Claude Code CLI against the fake model asks for a Bash call: the terminal shows
+    the tool and its input, and the y/n answer decides whether the file is written."""
+    from harness_cli_kit.testing import installed_cli
+
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
+
+    claude = installed_cli("claude")
+    touch = ToolCall("Bash", {"command": "touch approved.txt", "description": "make the file"})
+    script = [
+        Step(text="Asking to run it.", tool_calls=[touch]),
+        Step(text="Finished.", match=Match(tool_result=True)),
+    ]
+    with FakeModelServer(script) as server:
+        env = {**cli_env, "ANTHROPIC_API_KEY": "sk-ant-pty-test-1234"}
+        args = ["run", "claude-code", "create approved.txt", "--approve"]
+        args += ["--workspace", str(tmp_path), "--model", "claude-test"]
+        args += ["--config", f"cli_path={claude}", "--config", f"base_url={server.base_url}"]
+        out, code = _on_a_terminal(env, args, answer)
+    shown = 'harness: Bash input: {"command": "touch approved.txt", "description": "make the file"}'
+    assert shown in out, out
+    assert "harness: allow Bash: touch approved.txt? [y/N]" in out, out
+    assert (tmp_path / "approved.txt").exists() == created, out
+    decided = "allow" if created else "deny"
+    assert f"{decided} by host" in out, out
+    assert code == 0, out

@@ -4,10 +4,16 @@ Each adapter declares an :class:`OfflineProfile` (data: which binary, model, end
 :func:`offline_profile` starts harness_core's fake model server with the slow step the kit cancels
 and yields the :class:`~harness_hookspecs.specs.conformance.ConformanceProfile`. harness_core (its
 ``testing`` extra) is imported only here, when the conformance kit asks.
+
+An adapter that asks the host (feature ``permissions``) names the tool call its CLI makes
+(``approval_call``: the tool and its input, e.g. Claude Code's ``Bash``): the profile then has an
+``approval_prompt`` on which the fake model scripts that call, and the kit's approvals check runs
+(strict posture, a host that denies) instead of being skipped for want of a prompt.
 """
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -20,9 +26,7 @@ from harness_hookspecs.specs.conformance import ConformanceProfile
 from .locate import require_cli
 
 SLOW = "Take your time with the slow task"
-#: The conformance kit's approval prompt: the fake model answers it with the profile's
-#: ``approval_call`` (which the kit's host denies), then finishes once it sees the result.
-APPROVAL = "Create the approval file now"
+APPROVAL = "Create approved.txt with a shell command"
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,8 @@ class OfflineProfile:
     extra: Mapping[str, Any] = field(default_factory=dict)
     #: A fixed port for agents whose endpoint cannot be configured (no ``base_url`` then).
     port: int = 0
-    #: ``(tool name, arguments)`` the fake model calls for the kit's approval prompt (an
-    #: adapter that asks the host); ``None``: the approvals check runs no turn.
+    #: The tool call (name, input) the fake model makes on the profile's ``approval_prompt``
+    #: (an adapter that asks the host); ``None``: no approval prompt.
     approval_call: tuple[str, Mapping[str, Any]] | None = None
 
     def config(self) -> dict[str, Any]:
@@ -66,32 +70,37 @@ def port_in_use(port: int) -> bool:
     return False
 
 
+class _Script:
+    """The profile's fake model, for as many requests as the kit makes: the slow step (the
+    cancel phase), the approval turn's tool call and its follow-up, ``ok`` for the rest."""
+
+    times = None  # answers every request (the server's cursor never moves past it)
+
+    def __init__(self, approval_call: tuple[str, Mapping[str, Any]] | None) -> None:
+        self.approval_call = approval_call
+
+    def __call__(self, request: Any) -> Any:
+        from harness_core.testing.fake_model import Step, ToolCall
+
+        if SLOW in request.last_user_text:
+            return Step(text="still working", delay=30)
+        if self.approval_call is None or APPROVAL not in json.dumps(request.body):
+            return None
+        if request.has_tool_result:
+            return Step(text="Finished.")
+        name, arguments = self.approval_call
+        return Step(text="Asking to run it.", tool_calls=[ToolCall(name, dict(arguments))])
+
+
 @contextmanager
 def fake_server(
     port: int = 0, approval_call: tuple[str, Mapping[str, Any]] | None = None
 ) -> Iterator[Any]:
-    """The fake model server with the slow step for cancel and (with ``approval_call``) the
-    approval prompt's tool call and the answer after its result. ``port``: a fixed port (agents
-    whose endpoint cannot be configured); taken -> ``provider-unavailable``, never another."""
-    from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
+    """The fake model server with the slow step for cancel (and the approval turn's tool call).
+    ``port``: a fixed port (agents whose endpoint cannot be configured); taken ->
+    ``provider-unavailable``, never another."""
+    from harness_core.testing.fake_model import FakeModelServer
 
-    slow = Step(text="still working", delay=30, times=None, match=Match(contains=SLOW, tools=None))
-    script: list[Any] = [slow]
-    if approval_call is not None:
-        name, arguments = approval_call
-        call = Step(text="Asking to run it.", tool_calls=[ToolCall(name, dict(arguments))])
-        finished = Step(text="Finished.")
-
-        def respond(request: Any) -> Any:
-            # Whichever of the kit's prompts comes (a cancelled slow turn may never reach the
-            # model): the server replays its script in order, so one responder answers both.
-            if SLOW in request.last_user_text:
-                return slow
-            if APPROVAL in request.last_user_text and request.tool_names:
-                return finished if request.has_tool_result else call
-            return None
-
-        script = [respond] * 50  # a responder item is used once per request it answers
     busy = HarnessError(
         "provider-unavailable",
         f"port {port} on localhost is already in use: the fake model server must listen there "
@@ -99,7 +108,7 @@ def fake_server(
     )
     if port and port_in_use(port):
         raise busy
-    server = FakeModelServer(script, default_text="ok", port=port)
+    server = FakeModelServer([_Script(approval_call)], default_text="ok", port=port)
     try:
         server.start()
     except OSError:

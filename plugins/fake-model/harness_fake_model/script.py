@@ -120,6 +120,9 @@ class Step:
         )
 
 
+#: A script item computed per request: the step to answer with, or None (the default reply;
+#: the cursor stays). It answers one request, or as many as its ``times`` attribute says
+#: (``times = None``: forever, like a Step's).
 Responder = Callable[["RecordedRequest"], "Step | None"]
 ScriptItem = Step | Mapping[str, Any] | Responder
 

@@ -58,7 +58,9 @@ class FakeModelServer:
         steps, dflt = load_script(src)
         with self._lock:
             self._steps = steps
-            self._remaining = [s.times if isinstance(s, Step) else 1 for s in steps]
+            self._remaining = [
+                s.times if isinstance(s, Step) else getattr(s, "times", 1) for s in steps
+            ]
             self._cursor = 0
             self.default_text = default_text if default_text is not None else dflt
 

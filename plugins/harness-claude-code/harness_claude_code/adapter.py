@@ -62,8 +62,13 @@ DETAILS = {
     "wire_api": "anthropic-messages",
     "permission_modes": "strict=default, auto=acceptEdits+allowedTools, "
     "dangerous=bypassPermissions (acceptEdits+all tools as root)",
-    "approvals": "strict and auto ask the host via --permission-prompt-tool stdio",
+    "approvals": "strict and auto ask the host: through the session's MCP bridge "
+    "(--permission-prompt-tool mcp__<bridge>__approve_tool_call) when it has host tools, "
+    "else --permission-prompt-tool stdio",
 }
+#: ``permission_prompt`` config values: ``auto`` (the bridge when the session has one, else
+#: stdio) or ``stdio`` (always the stdio control protocol).
+PROMPT_CHANNELS = ("auto", "stdio")
 #: ``dangerous`` when ``bypassPermissions`` is refused (root): every built-in tool allowed.
 ALL_TOOLS = (*AUTO_TOOLS, "WebFetch", "WebSearch")
 
@@ -100,6 +105,13 @@ def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str],
     if tools:
         args += ["--allowedTools", ",".join(tools)]
     return args, "acceptEdits"
+
+
+def prompt_channel(config: Mapping[str, Any]) -> str:
+    value = config.get("permission_prompt", "auto")
+    if value not in PROMPT_CHANNELS:
+        raise HarnessError("invalid-request", "permission_prompt must be auto or stdio")
+    return str(value)
 
 
 def asks_host(posture: str) -> bool:
@@ -139,6 +151,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
 
     async def check(self, context: SessionContext) -> str:
         permission_args(context.posture, context.config)
+        prompt_channel(context.config)
         return await check_cli(context, BINARY, {"HOME": str(self._home(context))})
 
     def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
@@ -184,6 +197,16 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             perms += ["--allowedTools", allowed]
         return [*perms, "--strict-mcp-config", "--mcp-config", str(path)]
 
+    def _bridge_prompt_tool(self, context: SessionContext, stream: ClaudeStream) -> str | None:
+        """``mcp__<bridge>__<tool>`` when this turn's approvals go through the session's bridge
+        (it has host tools and ``permission_prompt`` is ``auto``); None: use stdio."""
+        bridge = bridge_of(context)
+        serve = getattr(context, "serve_bridge_approvals", None)
+        if bridge is None or serve is None or prompt_channel(context.config) != "auto":
+            return None
+        tool = serve(stream.answer_prompt_tool)
+        return f"mcp__{bridge.name}__{tool}" if isinstance(tool, str) else None
+
     def launch(
         self, prompt: str, context: SessionContext, session: NativeSession, workspace: str
     ) -> CliTurn:
@@ -194,7 +217,16 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         argv += ["--include-partial-messages"]
         argv += self._mcp_args(context, perms)
         asking = asks_host(context.posture)
-        if asking:
+        stream = ClaudeStream(
+            expected=session_id, approver=context.request_permission if asking else None
+        )
+        prompt_tool = self._bridge_prompt_tool(context, stream) if asking else None
+        stdio = stream.stdio = asking and prompt_tool is None
+        if prompt_tool is not None:
+            # Claude calls the bridge's permission-prompt tool for each approval; the bridge
+            # hands the call to the stream, which asks the approval seam.
+            argv += ["--permission-prompt-tool", prompt_tool]
+        elif stdio:
             # Claude asks on stdout (control_request can_use_tool) and reads the answer on
             # stdin, where the prompt goes too (the Agent SDKs' protocol).
             argv += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
@@ -205,17 +237,14 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             argv += ["--resume", session_id]
         else:
             argv += ["--session-id", session_id]
-        if not asking:
+        if not stdio:
             argv += ["--", safe_prompt(prompt)]
-        stream = ClaudeStream(
-            expected=session_id, approver=context.request_permission if asking else None
-        )
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
         return CliTurn(
             argv,
             self._env(context, home),
             stream,
-            stdin=user_message(prompt) if asking else None,
+            stdin=user_message(prompt) if stdio else None,
         )
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:

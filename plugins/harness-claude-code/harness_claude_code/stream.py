@@ -87,11 +87,13 @@ class ClaudeStream(JsonLinesStream):
 
     def __init__(self, expected: str | None = None, approver: Approver | None = None) -> None:
         super().__init__()
-        #: ``context.request_permission`` when the CLI asks on stdout (``--permission-prompt-tool
-        #: stdio``) and reads the answers on stdin
+        #: ``context.request_permission`` when the CLI asks the host: on stdout
+        #: (``--permission-prompt-tool stdio``), answered on stdin; or, with :attr:`stdio`
+        #: off, through the bridge's permission-prompt tool (:meth:`answer_prompt_tool`)
         self.approver = approver
+        self.stdio = approver is not None
         self._asks: list[Mapping[str, Any]] = []
-        self._stdin_open = approver is not None
+        self._stdin_open = True
         #: The session id the turn runs under (``--session-id``/``--resume``).
         self.expected = expected
         self.result: dict[str, Any] | None = None
@@ -101,6 +103,8 @@ class ClaudeStream(JsonLinesStream):
         self._tools: dict[str, str] = {}
         self._completed: set[str] = set()
         self._denied: set[str] = set()
+        #: denied calls as the tool results' ``tool_result_meta`` says (summaries only)
+        self._rejected: set[str] = set()
         #: The turn was run with ``--json-schema``: the answer is the result's structured_output.
         self.structured = False
 
@@ -115,12 +119,12 @@ class ClaudeStream(JsonLinesStream):
         if kind == "assistant":
             return self._assistant(data.get("message"), main)
         if kind == "user":
-            return self._user(data.get("message"))
+            return self._user(data.get("message"), data.get("tool_result_meta"))
         if kind == "system":
             return self._system(data)
         if kind == "result":
             self.result = data
-        if kind == "control_request" and self.approver is not None:
+        if kind == "control_request" and self.stdio:
             request = data.get("request")
             if isinstance(request, Mapping) and request.get("subtype") == "can_use_tool":
                 self._asks.append(data)
@@ -131,33 +135,46 @@ class ClaudeStream(JsonLinesStream):
         stdin once the result is in (the CLI then exits)."""
         while self._asks and self.approver is not None:
             await process.send(await self._answer(self._asks.pop(0)))
-        if self.result is not None and self._stdin_open:
+        if self.result is not None and self.stdio and self._stdin_open:
             self._stdin_open = False
             await process.close_stdin()
         return []
 
     async def _answer(self, data: Mapping[str, Any]) -> bytes:
-        assert self.approver is not None
         native = data["request"]
+        answer = await self.ask(native, fallback_id=safe_id(data.get("request_id")))
+        response = {"subtype": "success", "request_id": data.get("request_id"), "response": answer}
+        return json.dumps({"type": "control_response", "response": response}).encode() + b"\n"
+
+    async def answer_prompt_tool(self, arguments: Mapping[str, Any]) -> str:
+        """The bridge's permission-prompt tool (``--permission-prompt-tool mcp__S__T``): Claude
+        Code calls it with ``{tool_name, input, tool_use_id}`` and parses the one text block
+        it returns as the same answer object the stdio protocol carries."""
+        return json.dumps(await self.ask(arguments))
+
+    async def ask(
+        self, native: Mapping[str, Any], fallback_id: str | None = None
+    ) -> dict[str, Any]:
+        """Ask the approval seam about one tool call (``tool_name``, ``input``,
+        ``tool_use_id`` as Claude Code names them); Claude Code's answer object."""
+        assert self.approver is not None
         name = tool_name(native.get("tool_name"))
-        arguments = native.get("input") if isinstance(native.get("input"), Mapping) else {}
+        given = native.get("input")
+        arguments: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         call_id = safe_id(native.get("tool_use_id"))
         request = permission_request(
-            name, arguments, request_id=call_id or safe_id(data.get("request_id")), can_edit=True
+            name, arguments, request_id=call_id or fallback_id, can_edit=True
         )
         decision = await self.approver(request)
         if decision.allowed:
             edited = decision.updated_input
-            answer: dict[str, Any] = {
+            return {
                 "behavior": "allow",
                 "updatedInput": dict(edited) if edited is not None else dict(arguments),
             }
-        else:
-            if call_id is not None:
-                self._denied.add(call_id)
-            answer = {"behavior": "deny", "message": decision.reason or "denied by the host"}
-        response = {"subtype": "success", "request_id": data.get("request_id"), "response": answer}
-        return json.dumps({"type": "control_response", "response": response}).encode() + b"\n"
+        if call_id is not None:
+            self._denied.add(call_id)
+        return {"behavior": "deny", "message": decision.reason or "denied by the host"}
 
     def _stream_event(self, event: Any) -> list[Payload]:
         if not isinstance(event, Mapping):
@@ -208,9 +225,10 @@ class ClaudeStream(JsonLinesStream):
                 out.append(ToolStarted(call_id=call_id, name=name, summary=summary))
         return out
 
-    def _user(self, message: Any) -> list[Payload]:
+    def _user(self, message: Any, meta: Any = None) -> list[Payload]:
         if not isinstance(message, Mapping):
             return []
+        self._note_rejections(meta)
         content = message.get("content")
         out: list[Payload] = []
         for block in content if isinstance(content, list) else []:
@@ -221,7 +239,7 @@ class ClaudeStream(JsonLinesStream):
                 continue
             self._completed.add(call_id)
             name = self._tools.get(call_id, "tool")
-            if call_id in self._denied:
+            if call_id in self._denied or call_id in self._rejected:
                 summary = "the tool call was denied by the permission policy"
                 ok = False
             elif block.get("is_error"):
@@ -230,6 +248,17 @@ class ClaudeStream(JsonLinesStream):
                 summary, ok = tool_summary(name), True
             out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=summary))
         return out
+
+    def _note_rejections(self, meta: Any) -> None:
+        """``tool_result_meta``: calls the permission decision rejected (the deny reached the
+        CLI however it was asked) are reported as denied, not as failed."""
+        for item in meta if isinstance(meta, list) else []:
+            if not isinstance(item, Mapping):
+                continue
+            decision = item.get("permission_decision")
+            call_id = safe_id(item.get("id"))
+            if call_id and isinstance(decision, Mapping) and decision.get("decision") == "reject":
+                self._rejected.add(call_id)
 
     def _system(self, data: Mapping[str, Any]) -> list[Payload]:
         subtype = data.get("subtype")

@@ -190,3 +190,15 @@ def test_postures_map_to_permission_modes():
     assert args[-1] == "Read"
     _, mode = permission_args("dangerous", {})
     assert mode in ("bypassPermissions", "acceptEdits")  # refused as root: acceptEdits + all
+
+
+@pytest.mark.cli
+def test_conformance_kit_runs_the_approvals_check_on_the_real_cli(cli):
+    """The profile names an approval prompt (the fake model scripts a Bash call on it), so the
+    kit's approvals check asks the host instead of skipping for want of a prompt."""
+    from harness_core.conformance import run_conformance
+
+    report = run_conformance("claude-code", timeout=60)
+    checks = {c.name: c for c in report.checks}
+    assert report.passed, [(c.name, c.detail) for c in report.checks if not c.passed]
+    assert checks["approvals"].detail == "1 request(s) asked the host, denied and recorded"

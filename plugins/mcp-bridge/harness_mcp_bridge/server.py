@@ -24,14 +24,19 @@ from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .tokens import READ_SCOPE, TokenTable
-from .tools import Limits, RunCalls, Sink
+from .tokens import APPROVAL_SCOPE, READ_SCOPE, TokenTable
+from .tools import Answer, Limits, RunCalls, Sink
 
 PATH = "/mcp"
 LOOPBACK = "127.0.0.1"
 DEFAULT_NAME = "harness"
 
-_current_run: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+#: The name the bridge serves a run's permission-prompt tool under (Claude Code:
+#: ``--permission-prompt-tool mcp__<server>__approve_tool_call``); no host tool may take it.
+APPROVAL_TOOL = "approve_tool_call"
+
+#: The run the request's token acts for, and the token's scopes.
+_current: contextvars.ContextVar[tuple[str, frozenset[str]] | None] = contextvars.ContextVar(
     "harness_mcp_run", default=None
 )
 
@@ -74,16 +79,16 @@ class _Guard:
             return
         auth = headers.get(b"authorization", b"").decode("latin-1")
         scheme, _, token = auth.partition(" ")
-        run = self.bridge.tokens.verify(token.strip() if scheme.lower() == "bearer" else None)
-        if run is None:
+        checked = self.bridge.tokens.check(token.strip() if scheme.lower() == "bearer" else None)
+        if checked is None:
             challenge = b'Bearer realm="harness-mcp", error="invalid_token"'
             await _reply(send, 401, b"Unauthorized", ((b"www-authenticate", challenge),))
             return
-        reset = _current_run.set(run)
+        reset = _current.set(checked)
         try:
             await self.app(scope, receive, send)
         finally:
-            _current_run.reset(reset)
+            _current.reset(reset)
 
 
 class Bridge:
@@ -99,6 +104,8 @@ class Bridge:
     ) -> None:
         if not tools:
             raise HarnessError("invalid-request", "a bridge needs at least one host tool")
+        if any(tool.name == APPROVAL_TOOL for tool in tools):
+            raise HarnessError("invalid-request", f"{APPROVAL_TOOL} is the bridge's own tool")
         self.name = name
         self.tools: Mapping[str, HostTool] = {tool.name: tool for tool in tools}
         self.limits = limits or Limits()
@@ -136,35 +143,54 @@ class Bridge:
             self._session_token = self.tokens.mint(None, expires_at=time.monotonic() + 86400 * 7)
         return self._session_token
 
+    def serve_approvals(self, run_id: str, answer: Answer) -> str | None:
+        """Answer the run's permission prompts with ``answer`` (the adapter's, asking the host's
+        approval seam): the run's token gains :data:`APPROVAL_SCOPE`, which lists and calls
+        :data:`APPROVAL_TOOL`. Returns that tool's name; None when the run is not active."""
+        calls = self._runs.get(run_id)
+        if calls is None or self.tokens.active_run != run_id:
+            return None
+        calls.answer = answer
+        self.tokens.grant_scope(run_id, APPROVAL_SCOPE)
+        return APPROVAL_TOOL
+
     def end_run(self, run_id: str) -> None:
-        """Revoke the run's token; calls in flight can no longer record events."""
+        """Revoke the run's token and cancel its calls in flight (they record nothing more)."""
         self.tokens.revoke_run(run_id)
-        self._runs.pop(run_id, None)
+        calls = self._runs.pop(run_id, None)
+        if calls is not None:
+            calls.end()
 
     # -- MCP handlers ------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=tool.name,
-                    description=tool.description,
-                    input_schema=dict(tool.input_schema),
-                    annotations=types.ToolAnnotations(read_only_hint=True),
-                )
-                for tool in self.tools.values()
-            ]
-        )
+        tools = [
+            types.Tool(
+                name=tool.name,
+                description=tool.description,
+                input_schema=dict(tool.input_schema),
+                annotations=types.ToolAnnotations(read_only_hint=True),
+            )
+            for tool in self.tools.values()
+        ]
+        if _may_approve():
+            tools.append(_APPROVAL_TOOL)
+        return types.ListToolsResult(tools=tools)
 
     async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> Any:
-        run_id = _current_run.get()
+        current = _current.get()
+        run_id = current[0] if current else None
         calls = self._runs.get(run_id) if run_id else None
         if calls is None or self.tokens.active_run != run_id:
             return _result("The run has ended.", error=True)
+        arguments = params.arguments if isinstance(params.arguments, Mapping) else {}
+        if params.name == APPROVAL_TOOL and _may_approve():
+            # One text block: the CLI parses it (Claude Code: {"behavior": ...} JSON).
+            outcome = await calls.approve(arguments)
+            return _result(outcome.text, error=not outcome.ok)
         tool = self.tools.get(params.name)
         if tool is None:
             return _result("No such host tool.", error=True)
-        arguments = params.arguments if isinstance(params.arguments, Mapping) else {}
         outcome = await calls.call(tool, arguments)
         return _result(outcome.text, error=not outcome.ok)
 
@@ -223,8 +249,28 @@ class Bridge:
             self._sock.close()
 
 
+def _may_approve() -> bool:
+    current = _current.get()
+    return current is not None and APPROVAL_SCOPE in current[1]
+
+
+_APPROVAL_TOOL = types.Tool(
+    name=APPROVAL_TOOL,
+    description="The host's answer to a tool call that needs permission (the CLI's own prompt).",
+    input_schema={
+        "type": "object",
+        "properties": {
+            "tool_name": {"type": "string"},
+            "input": {"type": "object"},
+            "tool_use_id": {"type": "string"},
+        },
+        "required": ["tool_name", "input"],
+    },
+)
+
+
 def _result(text: str, *, error: bool) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=error)
 
 
-__all__ = ["DEFAULT_NAME", "PATH", "READ_SCOPE", "Bridge"]
+__all__ = ["APPROVAL_SCOPE", "APPROVAL_TOOL", "DEFAULT_NAME", "PATH", "READ_SCOPE", "Bridge"]

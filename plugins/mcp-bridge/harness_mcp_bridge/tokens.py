@@ -2,7 +2,9 @@
 
 A grant is what a token buys: read-only scope, an audience (the bridge's URL), an expiry (the
 turn's deadline) and - for a session-lived agent's token - validity only while one of the
-session's runs is active. Revoking a run's grant makes its token worthless at once.
+session's runs is active. Revoking a run's grant makes its token worthless at once. A run whose
+approvals go through the bridge (Claude Code's permission-prompt tool) has its grant widened
+by :data:`APPROVAL_SCOPE`; no other token can see or call the approval tool.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 
 READ_SCOPE = "tools:read"
+#: Lets the CLI ask the host's approval seam (the bridge's permission-prompt tool).
+APPROVAL_SCOPE = "permissions:ask"
 #: What :meth:`TokenTable.verify` answers for a valid session token while no run is active: the
 #: agent may connect and list tools (it does so when its session starts), not call one.
 IDLE = ""
@@ -65,6 +69,12 @@ class TokenTable:
         if self.active_run == run_id:
             self.active_run = None
 
+    def grant_scope(self, run_id: str, scope: str) -> None:
+        """Widen the run's token(s) by ``scope`` (only while the run is not revoked)."""
+        for grant in self._grants.values():
+            if grant.run_id == run_id and not grant.revoked:
+                grant.scopes = grant.scopes | {scope}
+
     def revoke_all(self) -> None:
         for grant in self._grants.values():
             grant.revoked = True
@@ -73,6 +83,13 @@ class TokenTable:
     def verify(self, presented: str | None, *, scope: str = READ_SCOPE) -> str | None:
         """The active run the token may act for now, :data:`IDLE` (a session token between
         runs), or None (refused)."""
+        checked = self.check(presented)
+        if checked is None or scope not in checked[1]:
+            return None
+        return checked[0]
+
+    def check(self, presented: str | None) -> tuple[str, frozenset[str]] | None:
+        """Like :meth:`verify` for the read scope, with the grant's scopes: ``(run, scopes)``."""
         if not presented:
             return None
         wanted = digest(presented)
@@ -84,9 +101,11 @@ class TokenTable:
                 grant = candidate
         if grant is None or grant.revoked or grant.audience != self.audience:
             return None
-        if time.monotonic() >= grant.expires_at or scope not in grant.scopes:
+        if time.monotonic() >= grant.expires_at or READ_SCOPE not in grant.scopes:
             return None
         run = self.active_run
         if grant.run_id is None:
-            return run if run is not None else IDLE
-        return run if grant.run_id == run else None
+            return (run if run is not None else IDLE), grant.scopes
+        if run is None or grant.run_id != run:
+            return None
+        return run, grant.scopes

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,9 @@ TRUNCATED = "\n[truncated by the harness bridge]"
 
 #: ``sink(payload)`` records an event in the running turn; False once the turn has ended.
 Sink = Callable[[Payload], bool]
+#: ``await answer(arguments)`` -> the text the CLI expects back from its permission-prompt tool
+#: (the adapter knows the CLI's protocol; it asks the host's approval seam).
+Answer = Callable[[Mapping[str, Any]], Awaitable[str]]
 
 
 @dataclass(frozen=True)
@@ -88,13 +91,43 @@ class CallOutcome:
 
 
 class RunCalls:
-    """The calls one run made through the bridge: counted, capped, recorded through ``sink``."""
+    """The calls one run made through the bridge: counted, capped, recorded through ``sink``;
+    the ones still in flight when the run ends are cancelled (nothing waits for a dead turn)."""
 
     def __init__(self, run_id: str, sink: Sink, limits: Limits) -> None:
         self.run_id = run_id
         self.sink = sink
         self.limits = limits
         self.count = 0
+        #: the run's permission-prompt handler, when its approvals go through the bridge
+        self.answer: Answer | None = None
+        self.approvals = 0
+        self._in_flight: set[anyio.CancelScope] = set()
+        self.ended = False
+
+    def end(self) -> None:
+        self.ended = True
+        for scope in self._in_flight:
+            scope.cancel()
+
+    async def approve(self, arguments: Mapping[str, Any]) -> CallOutcome:
+        """One permission prompt: answered by the run's handler (the approval seam records it
+        as ``permission.requested``/``permission.resolved``, not as a tool call)."""
+        if self.answer is None or self.ended:
+            return CallOutcome("The run has ended.", False)
+        self.approvals += 1
+        text: str | None = None
+        with anyio.CancelScope() as scope:
+            self._in_flight.add(scope)
+            try:
+                text = await self.answer(arguments)
+            except Exception:
+                text = None
+            finally:
+                self._in_flight.discard(scope)
+        if text is None:
+            return CallOutcome("The approval failed.", False)
+        return CallOutcome(text, True)
 
     async def call(self, tool: HostTool, arguments: Mapping[str, Any]) -> CallOutcome:
         self.count += 1
@@ -105,20 +138,33 @@ class RunCalls:
             return CallOutcome("The host tool call limit for this turn is reached.", False)
         if not self.sink(ToolStarted(call_id=call_id, name=name, summary=_summary(arguments))):
             return CallOutcome("The run has ended.", False)
-        try:
-            text = render(await tool.function(arguments))
-        except anyio.get_cancelled_exc_class():
-            self.sink(ToolCompleted(call_id=call_id, name=name, ok=False, summary="cancelled"))
-            raise
-        except Exception:
-            # The tool's own error text never crosses the boundary (it may hold anything).
-            self.sink(ToolCompleted(call_id=call_id, name=name, ok=False, summary="tool failed"))
-            return CallOutcome("The host tool failed.", False)
+        result: Any = _NOTHING
+        with anyio.CancelScope() as scope:
+            self._in_flight.add(scope)
+            try:
+                result = await tool.function(arguments)
+            except anyio.get_cancelled_exc_class():
+                self.sink(ToolCompleted(call_id=call_id, name=name, ok=False, summary="cancelled"))
+                raise
+            except Exception:
+                # The tool's own error text never crosses the boundary (it may hold anything).
+                self.sink(
+                    ToolCompleted(call_id=call_id, name=name, ok=False, summary="tool failed")
+                )
+                return CallOutcome("The host tool failed.", False)
+            finally:
+                self._in_flight.discard(scope)
+        if result is _NOTHING:  # the run ended while the tool ran
+            return CallOutcome("The run has ended.", False)
+        text = render(result)
         text, cut = cap(text, self.limits.max_result_bytes)
         size = len(text.encode())
         summary = f"{size} bytes" + (" (truncated)" if cut else "")
         self.sink(ToolCompleted(call_id=call_id, name=name, ok=True, summary=summary))
         return CallOutcome(text, True)
+
+
+_NOTHING = object()
 
 
 def _summary(arguments: Mapping[str, Any]) -> str:

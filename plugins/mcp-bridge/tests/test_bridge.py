@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -9,7 +10,7 @@ import anyio
 import httpx
 import pytest
 from harness_hookspecs import HarnessError, HostTool, ToolCompleted, ToolStarted
-from harness_mcp_bridge import Bridge, Limits, select_tools
+from harness_mcp_bridge import APPROVAL_TOOL, Bridge, Limits, select_tools
 from harness_mcp_bridge.testing import INITIALIZE as INIT
 from harness_mcp_bridge.testing import mcp_post, rpc
 
@@ -215,3 +216,75 @@ def test_host_tools_check_their_fields():
     with pytest.raises(ValueError):
         HostTool(name="t", description="d", function=echo, input_schema={"type": "array"})
     assert HostTool(name="t", description="d", function=echo).input_schema["type"] == "object"
+
+
+def test_the_approval_tool_needs_the_approval_scope_of_the_running_turn():
+    asked: list[Any] = []
+
+    async def answer(arguments):
+        asked.append(dict(arguments))
+        return '{"behavior": "allow", "updatedInput": {}}'
+
+    async def names(client, token):
+        response = await client.post(rpc("tools/list"), token)
+        return [t["name"] for t in response.json()["result"]["tools"]]
+
+    async def body(bridge, client, events):
+        session = bridge.session_token()
+        token = bridge.begin_run("run-1", lambda p: events.append(p) or True)
+        out: dict[str, Any] = {"read-only list": await names(client, token)}
+        out["read-only call"] = await client.call(token, APPROVAL_TOOL, tool_name="Bash", input={})
+        assert bridge.serve_approvals("elsewhere", answer) is None  # not the active run
+        out["served as"] = bridge.serve_approvals("run-1", answer)
+        out["granted list"] = await names(client, token)
+        out["session token list"] = await names(client, session)
+        out["session token call"] = await client.call(session, APPROVAL_TOOL, tool_name="Bash")
+        out["granted call"] = await client.call(token, APPROVAL_TOOL, tool_name="Bash", input={})
+        bridge.end_run("run-1")
+        second = bridge.begin_run("run-2", lambda p: True)
+        out["next run list"] = await names(client, second)
+        return out
+
+    _, _, out = serve([tool()], body)
+    assert out["read-only list"] == ["echo"] and out["session token list"] == ["echo"]
+    assert out["read-only call"]["isError"] and out["session token call"]["isError"]
+    assert out["served as"] == APPROVAL_TOOL
+    assert out["granted list"] == ["echo", APPROVAL_TOOL]
+    granted = out["granted call"]
+    assert not granted["isError"] and len(granted["content"]) == 1
+    assert json.loads(granted["content"][0]["text"])["behavior"] == "allow"
+    assert asked == [{"tool_name": "Bash", "input": {}}]  # once: only the granted call
+    assert out["next run list"] == ["echo"]  # the scope was the run's, not the session's
+
+
+def test_an_approval_in_flight_when_the_run_ends_is_cancelled():
+    state: dict[str, Any] = {}
+
+    async def never(arguments):
+        state["waiting"] = True
+        await anyio.sleep(3600)
+        return "unreachable"
+
+    async def body(bridge, client, events):
+        token = bridge.begin_run("run-1", lambda p: True)
+        bridge.serve_approvals("run-1", never)
+        result: dict[str, Any] = {}
+
+        async def ask():
+            result.update(await client.call(token, APPROVAL_TOOL, tool_name="Bash", input={}))
+
+        started = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            group.start_soon(ask)
+            while not state.get("waiting"):
+                await anyio.sleep(0.01)
+            bridge.end_run("run-1")
+        return result, time.perf_counter() - started
+
+    _, _, (result, seconds) = serve([tool()], body)
+    assert result["isError"] and seconds < 5
+
+
+def test_no_host_tool_may_take_the_approval_tools_name():
+    with pytest.raises(HarnessError):
+        Bridge([tool(APPROVAL_TOOL)])
