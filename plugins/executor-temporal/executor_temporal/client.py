@@ -4,10 +4,17 @@ A host switches from one machine to a cluster by constructing :class:`TemporalCo
 instead of ``harness_core.Controller``: ``open_session`` / ``turn`` / ``run_turn`` /
 ``cancel_turn`` / ``close_session`` / ``events`` keep their shapes. A turn's events come from the
 shared ledger's live tail (never through Temporal); its result is the workflow's summary.
+Permission requests show up as ``permission.requested`` events (and in
+``pending_permissions``); ``approve`` answers one with the contract's ``PermissionDecision``.
+
+**asyncio only.** ``temporalio``'s client runs on asyncio, so this controller does too (the
+local ``Controller`` also runs on trio). Used under trio it refuses with one line,
+``unsupported-feature``, rather than failing inside the SDK.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -15,7 +22,16 @@ from types import TracebackType
 from typing import Any
 
 import anyio.to_thread
-from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore, SessionRef
+from harness_hookspecs import (
+    TERMINAL_TYPES,
+    Event,
+    HarnessError,
+    LedgerStore,
+    PermissionDecision,
+    PermissionRequest,
+    SessionRef,
+)
+from harness_hookspecs.permissions import request_from_dict
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -32,9 +48,9 @@ from harness_core.plugin_manager import get_plugins
 from harness_core.retry import turn_ended
 
 from .shapes import (
+    ANSWER_PERMISSION,
     NAMESPACE,
     TASK_QUEUE,
-    ApprovalDecision,
     ExecutorOptions,
     SessionRefShape,
     SessionSpec,
@@ -43,6 +59,10 @@ from .shapes import (
     TurnSummary,
 )
 from .workflow import SessionWorkflow
+
+#: Seconds ``approve`` retries an id the ledger shows requested but its workflow does not hold
+#: yet (the worker records ``permission.requested`` a moment before the workflow gets it).
+ASKED_GRACE = 2.0
 
 
 class RemoteTurn:
@@ -113,6 +133,7 @@ class TemporalController:
         **kw: Any,
     ) -> TemporalController:
         """Connect to Temporal at ``address``; ``ledger``: the workers' shared ledger."""
+        require_asyncio()
         try:
             client = await Client.connect(address, namespace=namespace)
         except RuntimeError:  # the SDK's connection failure
@@ -122,6 +143,7 @@ class TemporalController:
         return cls(client, ledger=ledger, **kw)
 
     async def __aenter__(self) -> TemporalController:
+        require_asyncio()
         return self
 
     async def __aexit__(
@@ -134,6 +156,7 @@ class TemporalController:
             self.ledger.close()
 
     def _handle(self, session: SessionRef | str) -> WorkflowHandle[Any, Any]:
+        require_asyncio()  # every Temporal call goes through a handle
         session_id = session if isinstance(session, str) else session.session_id
         return self.client.get_workflow_handle(session_id)
 
@@ -207,14 +230,43 @@ class TemporalController:
                 raise
 
     async def approve(
-        self, session: SessionRef | str, request_id: str, allow: bool
-    ) -> ApprovalDecision:
-        """Answer a pending permission request (to be wired to the host approval seam)."""
+        self, session: SessionRef | str, request_id: str, decision: PermissionDecision
+    ) -> PermissionDecision:
+        """Answer the pending permission request ``request_id`` (from a ``permission.requested``
+        event) with the contract's decision; returns it as recorded (``source="host"``).
+        ``invalid-request`` when no request waits under that id (unknown, answered, timed out)."""
+        if not isinstance(decision, PermissionDecision):
+            raise HarnessError("invalid-request", "approve takes a PermissionDecision")
+        session_id = session if isinstance(session, str) else session.session_id
+        handle = self._handle(session_id)
+        deadline = anyio.current_time() + ASKED_GRACE
+        while True:
+            try:
+                with _refusals():
+                    answer: dict[str, Any] = await handle.execute_update(
+                        ANSWER_PERMISSION, args=[request_id, decision.to_dict()], result_type=dict
+                    )
+                return PermissionDecision.from_dict(answer)
+            except HarnessError as error:
+                if error.reason != "invalid-request" or anyio.current_time() > deadline:
+                    raise
+                if not await anyio.to_thread.run_sync(self._asked, session_id, request_id):
+                    raise
+            await anyio.sleep(0.02)
+
+    def _asked(self, session_id: str, request_id: str) -> bool:
+        """The ledger shows ``request_id`` requested and not yet resolved."""
+        asked = False
+        for event in self.ledger.events(session_id):
+            if getattr(event.payload, "request_id", None) == request_id:
+                asked = event.type == "permission.requested"
+        return asked
+
+    async def pending_permissions(self, session: SessionRef | str) -> list[PermissionRequest]:
+        """The session's permission requests waiting for an answer."""
         with _refusals():
-            decision: ApprovalDecision = await self._handle(session).execute_update(
-                SessionWorkflow.answer_permission, ApprovalDecision(request_id, allow)
-            )
-        return decision
+            pending = await self._handle(session).query("pending_permissions", result_type=list)
+        return [request_from_dict(data) for data in pending]
 
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         return self.ledger.events(session_id, after=after, limit=limit)
@@ -237,3 +289,13 @@ def _refusals() -> Iterator[None]:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise HarnessError("session-not-found") from None
         raise HarnessError("provider-unavailable", "the Temporal service refused") from None
+
+
+def require_asyncio() -> None:
+    """temporalio's client needs a running asyncio loop (not trio): one clear line otherwise."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise HarnessError(
+            "unsupported-feature", "the Temporal controller runs on asyncio only (not trio)"
+        ) from None
