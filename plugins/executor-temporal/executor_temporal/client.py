@@ -162,6 +162,7 @@ class TemporalController:
 
     async def open_session(self, **fields: Any) -> SessionRef:
         """Start the session's workflow and open the session on a worker."""
+        require_asyncio()
         session_id = str(uuid.uuid4())
         try:
             spec = SessionSpec(**fields)
