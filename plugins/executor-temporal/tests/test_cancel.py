@@ -3,6 +3,7 @@ worker on the dev server, PostgreSQL ledger)."""
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -18,7 +19,10 @@ from harness_hookspecs import HarnessError
 from temporalio.client import Client
 from temporalio.worker import Replayer
 
-from harness_core.testing.processes import alive
+from harness_core.testing.processes import alive, group_members
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from temporal_workers import program_group, program_pid
 
 
 async def with_worker(address, ledger_url, tmp_path: Path, body, options=None, plugins=None):
@@ -64,6 +68,7 @@ def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(in_steps_sess
         async with controller.turn(ref, "steps 100 0.1") as turn:
             async for event in turn:
                 if event.type == "message.delta":
+                    group = program_group(program_pid(pid_dir))
                     asked = time.monotonic()
                     await controller.cancel_turn(ref, turn.turn_id)
                 if event.type == "turn.cancelled":
@@ -72,8 +77,10 @@ def test_cancel_is_recorded_within_a_second_and_the_next_turn_runs(in_steps_sess
         print(f"cancel: turn.cancelled in the ledger {cancelled_after:.3f} s after the signal")
         assert summary.status == "cancelled", summary
         assert cancelled_after < 1.0, cancelled_after
-        await anyio.sleep(0.5)
-        assert pids_gone(pid_dir)
+        # the turn's program and its whole process group are gone within a second
+        while group_members(group) or not pids_gone(pid_dir):
+            assert time.monotonic() - asked < 1.0, group_members(group)
+            await anyio.sleep(0.02)
         following = await controller.run_turn(ref, "hello again")
         assert following.status == "completed", following
         events = controller.events(ref.session_id)

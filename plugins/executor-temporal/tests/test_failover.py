@@ -14,10 +14,16 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from executor_temporal.client import TemporalController
 from executor_temporal.shapes import ExecutorOptions
-from temporal_workers import WorkerProcess, alive, ancestors
+from temporal_workers import WorkerProcess, alive, ancestors, program_group, program_pid
 from temporalio.client import Client
 
+from harness_core.testing.processes import group_members
+
 HEARTBEAT_TIMEOUT = 2.0
+#: The 10-step turn: short enough that its whole rerun fits in the bound (the takeover itself
+#: takes ~3.2-3.8 s here: Temporal notices the silent worker ~1.2-1.8 s after the heartbeat
+#: timeout), long enough that the SIGKILL after 3 deltas lands before the attempt could finish.
+STEPS, STEP_DELAY = 10, 0.05
 
 
 def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
@@ -30,10 +36,9 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     print(f"failover: program gone {program_gone_after:.2f} s after the SIGKILL, turn restarted "
           f"after {restarted_after:.2f} s, completed after {took:.2f} s")  # fmt: skip
     assert summary.status == "completed" and summary.attempt == 2, summary
-    # the other worker took the turn over within the heartbeat timeout + 3 s; it then ran the
-    # whole 10 x 0.3 s turn again
-    assert restarted_after <= HEARTBEAT_TIMEOUT + 3.0, restarted_after
-    assert took <= restarted_after + 10 * 0.3 + 2.0, took
+    # the other worker took the turn over and completed it (running the whole 10-step turn
+    # again) within the heartbeat timeout + 3 s of the SIGKILL
+    assert restarted_after <= took <= HEARTBEAT_TIMEOUT + 3.0, (restarted_after, took)
     assert program_gone_after is not None and program_gone_after <= 1.0, program_gone_after
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))  # gap-free
     turn = [e for e in events if e.turn_id is not None]
@@ -42,6 +47,8 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     assert types.count("turn.started") == 1 and types.count("turn.restarted") == 1
     # The lost attempt ends once (the new worker's resume records it as interrupted), the
     # retried attempt once: the turn's result is its last attempt's.
+    # MERGE (w4-durable): these are the current semantics, two terminals for a retried turn;
+    # w4-durable's crash recovery + retry gives it exactly one - tighten these lines then.
     terminals = [e for e in turn if e.type in ("turn.completed", "turn.failed", "turn.cancelled")]
     assert [e.type for e in terminals] == ["turn.failed", "turn.completed"], types
     assert terminals[0].payload.reason == "interrupted" and types[-1] == "turn.completed"
@@ -58,7 +65,7 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
                for e in turn if e.sequence > restarted_event.sequence)  # fmt: skip
     restarted = types.index("turn.restarted")
     assert types[:restarted].count("message.delta") >= 3  # the dead attempt's committed deltas
-    assert types[restarted:].count("message.delta") == 10  # the retry ran the whole turn
+    assert types[restarted:].count("message.delta") == STEPS  # the retry ran the whole turn
 
 
 def failover_on_two_workers(address, ledger_url, tmp_path, workspace, steps_config, pid_dir,
@@ -98,20 +105,23 @@ async def failover(address, ledger_url, queue, workers, workspace, steps_config,
             harness="stdio-jsonl", workspace=workspace, config=steps_config
         )
         killed_at = program_gone_after = restarted_after = None
-        async with controller.turn(ref, "steps 10 0.3") as turn:
+        async with controller.turn(ref, f"steps {STEPS} {STEP_DELAY}") as turn:
             deltas = 0
             async for event in turn:
                 deltas += event.type == "message.delta"
                 if event.type == "turn.restarted":
                     restarted_after = time.monotonic() - killed_at
                 if deltas == 3 and killed_at is None:
-                    program = int(next(pid_dir.iterdir()).name.rsplit(".", 1)[1])
+                    program = program_pid(pid_dir)
                     victim = next(w for w in workers if w.pid in ancestors(program))
+                    group = program_group(program)
                     os.kill(victim.pid, signal.SIGKILL)
                     killed_at = time.monotonic()
-                    while alive(program) and time.monotonic() - killed_at < 5:
+                    gone = False
+                    while not gone and time.monotonic() - killed_at < 5:
                         await anyio.sleep(0.02)
-                    if not alive(program):
+                        gone = not (alive(program) or group_members(group))
+                    if gone:  # the program and everything in its process group
                         program_gone_after = time.monotonic() - killed_at
                     if max_attempts == 1:
                         break  # no retry will come: leave the tail (the update still answers)
