@@ -298,5 +298,5 @@ def require_asyncio() -> None:
         asyncio.get_running_loop()
     except RuntimeError:
         raise HarnessError(
-            "unsupported-feature", "the Temporal controller runs on asyncio only (not trio)"
+            "unsupported-feature", "the Temporal controller runs on asyncio only, not trio"
         ) from None
