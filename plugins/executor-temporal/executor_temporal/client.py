@@ -28,6 +28,7 @@ from harness_hookspecs import (
     HarnessError,
     LedgerStore,
     PermissionDecision,
+    PermissionHandler,
     PermissionRequest,
     SessionRef,
 )
@@ -47,6 +48,7 @@ from harness_core.ledger.tail import follow
 from harness_core.plugin_manager import get_plugins
 from harness_core.retry import turn_ended
 
+from .host_approvals import ASKED_GRACE, answer_turn_requests
 from .shapes import (
     ANSWER_PERMISSION,
     NAMESPACE,
@@ -59,10 +61,6 @@ from .shapes import (
     TurnSummary,
 )
 from .workflow import SessionWorkflow
-
-#: Seconds ``approve`` retries an id the ledger shows requested but its workflow does not hold
-#: yet (the worker records ``permission.requested`` a moment before the workflow gets it).
-ASKED_GRACE = 2.0
 
 
 class RemoteTurn:
@@ -78,6 +76,7 @@ class RemoteTurn:
         self._update: WorkflowUpdateHandle[TurnSummary] = update
         self.events: list[Event] = []
         self.terminal: Event | None = None
+        self.settled = False  # its summary came back: nothing left to cancel
 
     @property
     def finished(self) -> bool:
@@ -99,7 +98,9 @@ class RemoteTurn:
 
     async def result(self) -> TurnSummary:
         with _refusals():
-            return await self._update.result()
+            summary = await self._update.result()
+        self.settled = True
+        return summary
 
 
 class TemporalController:
@@ -112,8 +113,13 @@ class TemporalController:
         ledger: LedgerStore | str | None,
         task_queue: str = TASK_QUEUE,
         options: ExecutorOptions | None = None,
+        permission_handler: PermissionHandler | None = None,
     ) -> None:
+        """``permission_handler``: the host's approver, the same async callable the local
+        ``Controller`` takes (see :mod:`.host_approvals`); without one, answer requests with
+        :meth:`approve`. Unanswered requests are denied after ``options.approval_timeout``."""
         self.client = client
+        self.permission_handler = permission_handler
         self.task_queue = task_queue
         self.options = options if options is not None else ExecutorOptions()
         self._owns_ledger = ledger is None or isinstance(ledger, str)
@@ -193,13 +199,24 @@ class TemporalController:
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             )
         turn = RemoteTurn(self.ledger, session_id, turn_id, after, update)
-        try:
-            yield turn
-        finally:
-            if not turn.finished:
-                with anyio.CancelScope(shield=True):
-                    await self.cancel_turn(session_id, turn_id)
-                    await turn.result()
+        async with anyio.create_task_group() as approver:
+            if self.permission_handler is not None:
+                approver.start_soon(
+                    answer_turn_requests,
+                    self,
+                    self.permission_handler,
+                    session_id,
+                    turn_id,
+                    after,
+                )
+            try:
+                yield turn
+            finally:
+                approver.cancel_scope.cancel()
+                if not (turn.finished or turn.settled):
+                    with anyio.CancelScope(shield=True):
+                        await self.cancel_turn(session_id, turn_id)
+                        await turn.result()
 
     async def run_turn(
         self,

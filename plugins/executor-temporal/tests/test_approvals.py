@@ -42,7 +42,7 @@ def asker_session(temporal_address, postgresql_ledger_url, tmp_path, workspace):
     """``asker_session(body)``: with one worker that knows ``temporal-asker``, open a strict
     session, run ``body(controller, ref)``; then replay the session's workflow."""
 
-    def run(body):
+    def run(body, **controller_kw):
         async def in_session(controller, client, queue):
             ref = await controller.open_session(
                 harness="temporal-asker", workspace=workspace, posture="strict"
@@ -60,6 +60,7 @@ def asker_session(temporal_address, postgresql_ledger_url, tmp_path, workspace):
                 in_session,
                 ExecutorOptions(approval_timeout=APPROVAL_TIMEOUT),
                 plugins_from([asker], entry_points=True),
+                **controller_kw,
             )
         )
         replay_all(temporal_address, [session_id])
@@ -188,3 +189,45 @@ def test_cancelling_a_turn_waiting_for_approval_ends_it_and_clears_the_request(a
         assert outcome(following) == ("allow", "host", "ran make again")
 
     asker_session(body)
+
+
+def test_a_permission_handler_on_the_temporal_controller_answers_like_on_the_local_one(
+    asker_session,
+):
+    """The host passes the same async callable the local ``Controller`` takes."""
+    seen = []
+
+    async def handler(request):
+        seen.append(request)
+        if request.command == "make test":
+            return PermissionDecision.allow()
+        if request.command == "edit make test":
+            return PermissionDecision.allow({"command": "edit make lint"})
+        if request.command == "boom":
+            raise RuntimeError("a handler bug")
+        if request.command == "abstain":
+            return None  # someone else may answer; nobody does: the workflow's timer denies
+        return PermissionDecision.deny("not that")
+
+    async def body(controller, ref):
+        outcomes = {}
+        for prompt in ("make test", "edit make test", "rm -rf build", "boom", "abstain"):
+            summary = await controller.run_turn(ref, prompt)  # nobody iterates the events
+            assert summary.status == "completed", summary
+            events = controller.events(ref.session_id)
+            turn = [e for e in events if e.turn_id == events[-1].turn_id]
+            outcomes[prompt] = outcome(turn)
+        return outcomes
+
+    outcomes = asker_session(body, permission_handler=handler)
+    assert outcomes == {
+        "make test": ("allow", "host", "ran make test"),
+        "edit make test": ("allow", "host", "ran edit make lint"),
+        "rm -rf build": ("deny", "host", "refused: not that"),
+        "boom": ("deny", "host", "refused: the approver failed"),
+        "abstain": ("deny", "timeout", "refused: no answer in time"),
+    }
+    assert [r.command for r in seen] == [
+        "make test", "edit make test", "rm -rf build", "boom", "abstain"
+    ]  # fmt: skip
+    assert all(r.session_id and r.turn_id for r in seen)

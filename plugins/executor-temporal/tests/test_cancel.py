@@ -25,14 +25,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from temporal_workers import program_group, program_pid
 
 
-async def with_worker(address, ledger_url, tmp_path: Path, body, options=None, plugins=None):
+async def with_worker(
+    address, ledger_url, tmp_path: Path, body, options=None, plugins=None, **controller_kw
+):
     """Run ``body(controller, client, task_queue)`` with one in-process worker."""
     client = await Client.connect(address)
     queue = f"q-{uuid.uuid4().hex[:8]}"
     activities = SessionActivities(
         ledger=ledger_url, state_dir=tmp_path / "state-w", plugins=plugins
     )
-    controller = TemporalController(client, ledger=ledger_url, task_queue=queue, options=options)
+    controller = TemporalController(
+        client, ledger=ledger_url, task_queue=queue, options=options, **controller_kw
+    )
     async with activities, build_worker(client, activities, task_queue=queue), controller:
         return await body(controller, client, queue)
 
