@@ -148,6 +148,8 @@ class SessionActivities:
             ended = await anyio.to_thread.run_sync(self._ended, work.session_id, work.turn_id)
             if ended is not None:  # the lost attempt finished the turn: its result stands
                 return _summary_from_ledger(work.turn_id, ended, attempt)
+            if attempt > 1:  # nobody waits for what the lost attempt asked
+                await self.approver.attempt_started(work.session_id, work.turn_id)
             attached = await self._attach(work.session_id, work.spec)
             controller = attached.controller
             # the workflow's timer decides an unanswered request; this only bounds the wait

@@ -26,7 +26,7 @@ from temporalio.service import RPCError
 
 from harness_core.redaction import Redactor
 
-from .shapes import PERMISSION_REQUESTED
+from .shapes import ATTEMPT_STARTED, PERMISSION_REQUESTED
 
 #: Seconds the worker-local approval timeout exceeds the workflow's: the workflow timer decides
 #: (and records nothing twice); the local one only ends a wait on an unreachable Temporal.
@@ -54,6 +54,15 @@ class WorkflowApprover:
                 "provider-unavailable", "the session workflow did not answer"
             ) from None
         return PermissionDecision.from_dict(answer)
+
+    async def attempt_started(self, session_id: str, turn_id: str) -> None:
+        """Tell the workflow a retry of ``turn_id`` starts: the lost attempt's requests are void."""
+        if self.client is None:
+            return
+        try:
+            await self.client.get_workflow_handle(session_id).signal(ATTEMPT_STARTED, turn_id)
+        except RPCError:
+            pass  # best effort: those requests still end at the approval timeout
 
     def for_history(self, request: PermissionRequest) -> dict[str, Any]:
         """The request as it may enter workflow history."""

@@ -24,6 +24,8 @@ CLOSE_SESSION = "harness.close_session"
 #: (``request_to_dict`` / ``PermissionDecision.to_dict``): plain JSON any client can send.
 PERMISSION_REQUESTED = "permission_requested"
 ANSWER_PERMISSION = "answer_permission"
+#: Signal from the worker starting a retry: the lost attempt's pending requests are void.
+ATTEMPT_STARTED = "attempt_started"
 
 #: HarnessError reasons no retry can change (the request or the session is wrong).
 NON_RETRYABLE = (

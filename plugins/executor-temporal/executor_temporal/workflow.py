@@ -33,6 +33,7 @@ with workflow.unsafe.imports_passed_through():
 
     from .shapes import (
         ANSWER_PERMISSION,
+        ATTEMPT_STARTED,
         CLOSE_SESSION,
         NON_RETRYABLE,
         OPEN_SESSION,
@@ -208,6 +209,8 @@ class SessionWorkflow:
         self._closed = True
 
     # -- approvals: the worker asks, the host answers, a workflow timer denies ----------------
+    # A deny the workflow gives in the host's stead (the turn ended, the attempt was lost) is
+    # recorded as the host's: the seam keeps only "timeout" from a handler.
 
     @workflow.update(name=PERMISSION_REQUESTED)
     async def permission_requested(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -216,9 +219,7 @@ class SessionWorkflow:
         request = _request(data)
         if request is None or self._refuse_request(request) is not None:
             # validators do not run on replay: what they refuse is denied, never waited on
-            return PermissionDecision(
-                "deny", reason="no such active turn", source="policy"
-            ).to_dict()
+            return PermissionDecision("deny", reason="no such active turn").to_dict()
         key = request.request_id
         self._pending[key] = request
         try:
@@ -233,9 +234,7 @@ class SessionWorkflow:
         finally:
             self._pending.pop(key, None)
         # the turn ended (cancelled, lost) before anyone answered: nobody waits for a decision
-        answer = self._answers.pop(key, None) or PermissionDecision(
-            "deny", reason="the turn ended", source="policy"
-        )
+        answer = self._answers.pop(key, None) or PermissionDecision("deny", reason="the turn ended")
         return answer.to_dict()
 
     @permission_requested.validator
@@ -246,6 +245,16 @@ class SessionWorkflow:
         refused = self._refuse_request(request)
         if refused is not None:
             raise refused
+
+    @workflow.signal(name=ATTEMPT_STARTED)
+    def attempt_started(self, turn_id: str) -> None:
+        """A retry of ``turn_id`` starts (its worker was lost): the requests the lost attempt
+        asked have nobody waiting for them any more; deny them so no host answers them."""
+        for key, request in self._pending.items():
+            if request.turn_id == turn_id and key not in self._answers:
+                self._answers[key] = PermissionDecision(
+                    "deny", reason="the attempt that asked was lost"
+                )
 
     def _refuse_request(self, request: PermissionRequest) -> ApplicationError | None:
         if request.turn_id is None or request.turn_id != self._active:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from executor_temporal.shapes import ExecutorOptions
+from executor_temporal.shapes import ATTEMPT_STARTED, ExecutorOptions
 from harness_hookspecs import HarnessError, PermissionDecision
 
 from harness_core import harness, plugins_from
@@ -231,3 +231,33 @@ def test_a_permission_handler_on_the_temporal_controller_answers_like_on_the_loc
         "make test", "edit make test", "rm -rf build", "boom", "abstain"
     ]  # fmt: skip
     assert all(r.session_id and r.turn_id for r in seen)
+
+
+def test_a_retry_voids_the_requests_its_lost_attempt_left_pending(asker_session):
+    """The worker starting a retry signals ``attempt_started`` (the failover test sees it in
+    history); here the signal comes while an attempt is still asking: its request is denied and
+    leaves the pending list, so no host answers a request nobody waits for."""
+
+    async def body(controller, ref):
+        handle = controller.client.get_workflow_handle(ref.session_id)
+
+        async def void(request_id):
+            while not await controller.pending_permissions(ref):
+                await anyio.sleep(0.02)
+            await handle.signal(ATTEMPT_STARTED, events_turn[0])
+
+        events_turn = []
+        async with controller.turn(ref, "make test") as turn:
+            events_turn.append(turn.turn_id)
+            async for event in turn:
+                if event.type == "permission.requested":
+                    await void(event.payload.request_id)
+            await turn.result()
+        assert outcome(turn.events) == (
+            "deny",
+            "host",
+            "refused: the attempt that asked was lost",
+        )
+        assert await controller.pending_permissions(ref) == []
+
+    asker_session(body)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -13,7 +14,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from executor_temporal.client import TemporalController
-from executor_temporal.shapes import ExecutorOptions
+from executor_temporal.shapes import ATTEMPT_STARTED, ExecutorOptions
 from temporal_workers import WorkerProcess, alive, ancestors, program_group, program_pid
 from temporalio.client import Client
 
@@ -32,7 +33,7 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     outcome = failover_on_two_workers(
         temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config, pid_dir
     )
-    events, turn_id, summary, restarted_after, took, program_gone_after = outcome
+    events, turn_id, summary, restarted_after, took, program_gone_after, signals = outcome
     print(f"failover: program gone {program_gone_after:.2f} s after the SIGKILL, turn restarted "
           f"after {restarted_after:.2f} s, completed after {took:.2f} s")  # fmt: skip
     assert summary.status == "completed" and summary.attempt == 2, summary
@@ -63,6 +64,8 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
     assert by_sequence[restarted_event.sequence] > by_sequence[started_event.sequence]
     assert all(by_sequence[e.sequence] == by_sequence[restarted_event.sequence]
                for e in turn if e.sequence > restarted_event.sequence)  # fmt: skip
+    # the retry's worker voided what the lost attempt may have left pending (approvals)
+    assert signals == [("attempt_started", turn_id)], signals
     restarted = types.index("turn.restarted")
     assert types[:restarted].count("message.delta") >= 3  # the dead attempt's committed deltas
     assert types[restarted:].count("message.delta") == STEPS  # the retry ran the whole turn
@@ -132,7 +135,13 @@ async def failover(address, ledger_url, queue, workers, workspace, steps_config,
             assert following.status == "completed", following
         events = controller.events(ref.session_id)
         await controller.close_session(ref)
-        return events, turn.turn_id, summary, restarted_after, took, program_gone_after
+        history = await client.get_workflow_handle(ref.session_id).fetch_history()
+        signals = [
+            (signal.signal_name, json.loads(signal.input.payloads[0].data))
+            for signal in (e.workflow_execution_signaled_event_attributes for e in history.events)
+            if signal.signal_name == ATTEMPT_STARTED
+        ]
+        return events, turn.turn_id, summary, restarted_after, took, program_gone_after, signals
 
 
 def test_a_turn_whose_attempts_are_all_lost_fails_as_interrupted(
@@ -142,7 +151,8 @@ def test_a_turn_whose_attempts_are_all_lost_fails_as_interrupted(
         temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config, pid_dir,
         max_attempts=1,
     )  # fmt: skip
-    events, turn_id, summary, _, _, program_gone_after = outcome
+    events, turn_id, summary, _, _, program_gone_after, signals = outcome
+    assert signals == []  # no retry
     assert (summary.status, summary.reason, summary.attempt) == ("failed", "interrupted", 1)
     assert program_gone_after is not None and program_gone_after <= 1.0
     lost = [e.type for e in events if e.turn_id == turn_id]
