@@ -48,7 +48,7 @@ from harness_core.ledger.tail import follow
 from harness_core.plugin_manager import get_plugins
 from harness_core.retry import turn_ended
 
-from .host_approvals import ASKED_GRACE, answer_turn_requests
+from .host_approvals import ASKED_GRACE, TurnApprovers
 from .shapes import (
     ANSWER_PERMISSION,
     NAMESPACE,
@@ -120,6 +120,7 @@ class TemporalController:
         :meth:`approve`. Unanswered requests are denied after ``options.approval_timeout``."""
         self.client = client
         self.permission_handler = permission_handler
+        self._approvers: TurnApprovers | None = None
         self.task_queue = task_queue
         self.options = options if options is not None else ExecutorOptions()
         self._owns_ledger = ledger is None or isinstance(ledger, str)
@@ -150,6 +151,8 @@ class TemporalController:
 
     async def __aenter__(self) -> TemporalController:
         require_asyncio()
+        if self.permission_handler is not None:
+            self._approvers = await TurnApprovers(self.permission_handler).__aenter__()
         return self
 
     async def __aexit__(
@@ -158,6 +161,9 @@ class TemporalController:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._approvers is not None:
+            await self._approvers.__aexit__(kind, error, tb)
+            self._approvers = None
         if self._owns_ledger:
             self.ledger.close()
 
@@ -190,6 +196,10 @@ class TemporalController:
     ) -> AsyncIterator[RemoteTurn]:
         """Submit a turn; iterate the yielded turn for its events. Leaving early cancels it."""
         session_id = session if isinstance(session, str) else session.session_id
+        if self.permission_handler is not None and self._approvers is None:
+            raise HarnessError(
+                "invalid-request", "a permission_handler answers inside `async with` the controller"
+            )
         turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
         after = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
         with _refusals():
@@ -199,24 +209,18 @@ class TemporalController:
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             )
         turn = RemoteTurn(self.ledger, session_id, turn_id, after, update)
-        async with anyio.create_task_group() as approver:
-            if self.permission_handler is not None:
-                approver.start_soon(
-                    answer_turn_requests,
-                    self,
-                    self.permission_handler,
-                    session_id,
-                    turn_id,
-                    after,
-                )
-            try:
-                yield turn
-            finally:
-                approver.cancel_scope.cancel()
-                if not (turn.finished or turn.settled):
-                    with anyio.CancelScope(shield=True):
-                        await self.cancel_turn(session_id, turn_id)
-                        await turn.result()
+        approving = None
+        if self._approvers is not None:
+            approving = await self._approvers.watch(self, session_id, turn_id, after)
+        try:
+            yield turn
+        finally:
+            if approving is not None:
+                approving.cancel()
+            if not (turn.finished or turn.settled):
+                with anyio.CancelScope(shield=True):
+                    await self.cancel_turn(session_id, turn_id)
+                    await turn.result()
 
     async def run_turn(
         self,

@@ -10,9 +10,11 @@ something that is not a ``PermissionDecision``, denies (never allows by accident
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 from harness_hookspecs import TERMINAL_TYPES, HarnessError, PermissionHandler, PermissionRequest
 
 from harness_core.approvals import _answer_of as answer_of  # the local seam's own rule
@@ -25,6 +27,58 @@ if TYPE_CHECKING:
 #: Seconds a request the ledger shows may take to reach its workflow (the worker records
 #: ``permission.requested`` a moment before the workflow holds it).
 ASKED_GRACE = 2.0
+
+
+class TurnApprovers:
+    """The background tasks answering running turns' requests with ``handler``: a controller
+    holds one inside its ``async with`` (a turn's own body must not run in a task group: one
+    would wrap the turn's errors in an ``ExceptionGroup``)."""
+
+    def __init__(self, handler: PermissionHandler) -> None:
+        self.handler = handler
+        self._group: anyio.abc.TaskGroup | None = None
+
+    async def __aenter__(self) -> TurnApprovers:
+        self._group = anyio.create_task_group()
+        await self._group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._group is not None
+        self._group.cancel_scope.cancel()
+        await self._group.__aexit__(None, None, None)
+        self._group = None
+
+    async def watch(
+        self, controller: TemporalController, session_id: str, turn_id: str, after: int
+    ) -> anyio.CancelScope:
+        """Answer the turn's requests until it ends or the returned scope is cancelled."""
+        assert self._group is not None, "inside `async with` only"
+        scope: anyio.CancelScope = await self._group.start(
+            self._watch, controller, session_id, turn_id, after
+        )
+        return scope
+
+    async def _watch(
+        self,
+        controller: TemporalController,
+        session_id: str,
+        turn_id: str,
+        after: int,
+        *,
+        task_status: Any,
+    ) -> None:
+        with anyio.CancelScope() as scope:
+            task_status.started(scope)
+            try:
+                await answer_turn_requests(controller, self.handler, session_id, turn_id, after)
+            except HarnessError:
+                pass  # the ledger failed: unanswered requests end at the approval timeout
 
 
 async def answer_turn_requests(
@@ -50,16 +104,15 @@ async def answer_turn_requests(
 async def _answer(
     controller: TemporalController, handler: PermissionHandler, session_id: str, request_id: str
 ) -> None:
-    request = await _held(controller, session_id, request_id)
-    if request is None:
-        return  # answered, timed out or ended meanwhile
-    decision = await answer_of(lambda: handler(request))
-    if decision is None:
-        return
     try:
-        await controller.approve(session_id, request_id, decision)
+        request = await _held(controller, session_id, request_id)
+        if request is None:
+            return  # answered, timed out or ended meanwhile
+        decision = await answer_of(lambda: handler(request))
+        if decision is not None:
+            await controller.approve(session_id, request_id, decision)
     except HarnessError:
-        pass  # answered elsewhere, or timed out, meanwhile
+        pass  # answered elsewhere, timed out or closed meanwhile
 
 
 async def _held(
