@@ -152,7 +152,7 @@ class TemporalController:
     async def __aenter__(self) -> TemporalController:
         require_asyncio()
         if self.permission_handler is not None:
-            self._approvers = await TurnApprovers(self.permission_handler).__aenter__()
+            self._approvers = await TurnApprovers(self.permission_handler).start()
         return self
 
     async def __aexit__(
@@ -162,7 +162,7 @@ class TemporalController:
         tb: TracebackType | None,
     ) -> None:
         if self._approvers is not None:
-            await self._approvers.__aexit__(kind, error, tb)
+            await self._approvers.stop()
             self._approvers = None
         if self._owns_ledger:
             self.ledger.close()

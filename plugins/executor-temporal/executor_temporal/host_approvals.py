@@ -10,7 +10,6 @@ something that is not a ``PermissionDecision``, denies (never allows by accident
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -38,21 +37,18 @@ class TurnApprovers:
         self.handler = handler
         self._group: anyio.abc.TaskGroup | None = None
 
-    async def __aenter__(self) -> TurnApprovers:
+    async def start(self) -> TurnApprovers:
+        """Enter the task group (in the task that will :meth:`stop` it)."""
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
         return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._group is not None
-        self._group.cancel_scope.cancel()
-        await self._group.__aexit__(None, None, None)
-        self._group = None
+    async def stop(self) -> None:
+        """Stop answering: cancel every watch and leave the task group."""
+        if self._group is not None:
+            self._group.cancel_scope.cancel()
+            await self._group.__aexit__(None, None, None)
+            self._group = None
 
     async def watch(
         self, controller: TemporalController, session_id: str, turn_id: str, after: int
