@@ -284,7 +284,8 @@ class SessionWorkflow:
 
     @workflow.query(name="pending_permissions")
     def pending_permissions(self) -> list[dict[str, Any]]:
-        return [request_to_dict(request) for request in self._pending.values()]
+        waiting = (r for key, r in self._pending.items() if key not in self._answers)
+        return [request_to_dict(request) for request in waiting]
 
 
 def _request(data: Any) -> PermissionRequest | None:
