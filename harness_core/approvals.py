@@ -5,7 +5,9 @@ In order:
 1. the posture: ``dangerous`` allows without asking; ``auto`` runs the command policy
    (:mod:`harness_core.command_policy`), whose ``allow``/``deny`` verdicts answer at once
    (``source="policy"``) and whose ``ask`` verdict goes on like ``strict``;
-2. the host's handler given to the ``Controller`` (``source="host"``), unless it returns ``None``;
+2. the host's handler given to the ``Controller`` (``source="host"``), unless it returns ``None``
+   (a remote approver whose own timer ran out, the Temporal executor's workflow, denies with
+   ``source="timeout"``, kept as such);
 3. the ``harness_permission_decide`` hook, policy plugins (``source="policy"``);
 4. the posture's default: a deny (``source="policy"``): nobody allowed the call.
 
@@ -113,7 +115,10 @@ class Approvals:
         if self.handler is not None:
             answer = await _answer_of(lambda: self.handler(request))  # type: ignore[misc]
             if answer is not None:
-                return attrs.evolve(answer, source="host")
+                # a remote approver's own timer (the Temporal workflow's) denies as a timeout;
+                # anything else a handler answers is the host's
+                timed_out = answer.source == "timeout" and not answer.allowed
+                return attrs.evolve(answer, source="timeout" if timed_out else "host")
         if self.hook is not None:
             answer = await _answer_of(
                 lambda: self.hook.harness_permission_decide(request=request, context=context)

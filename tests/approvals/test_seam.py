@@ -102,6 +102,24 @@ async def test_no_answer_in_time_is_a_deny_with_source_timeout():
     assert recorded[-1].source == "timeout"
 
 
+async def test_a_remote_approvers_timeout_deny_stays_a_timeout_and_nothing_else_does():
+    """A handler whose own timer ran out (the Temporal workflow's) denies as a timeout; any
+    other source a handler names is the host's (a handler cannot pass for the policy, nor
+    allow as a timeout)."""
+    answers = {
+        "timed-out": PermissionDecision("deny", reason="no answer in time", source="timeout"),
+        "policy": PermissionDecision("deny", source="policy"),
+        "allow-timeout": PermissionDecision("allow", source="timeout"),
+    }
+    for name, expected in [("timed-out", "timeout"), ("policy", "host"), ("allow-timeout", "host")]:
+
+        async def remote(request, answer=answers[name]):
+            return answer
+
+        decision, recorded = await _resolve(Approvals(handler=remote), _bash("touch x"))
+        assert decision.source == recorded[-1].source == expected, name
+
+
 async def test_a_failing_or_foreign_handler_denies():
     async def boom(request):
         raise RuntimeError("secret provider text")

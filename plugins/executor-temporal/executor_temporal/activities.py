@@ -37,8 +37,10 @@ from harness_core.context import state_dir_for
 from harness_core.controller import Controller, default_state_root
 from harness_core.ledger import flush_async, open_ledger
 from harness_core.plugin_manager import Plugins, get_plugins
+from harness_core.redaction import Redactor
 from harness_core.retry import turn_ended
 
+from .approvals import LOCAL_TIMEOUT_GRACE, WorkflowApprover
 from .shapes import (
     CLOSE_SESSION,
     NON_RETRYABLE,
@@ -92,6 +94,8 @@ class SessionActivities:
         self.shared = SharedStateDir(shared_state) if shared_state is not None else None
         self.env_passthrough = tuple(env_passthrough)
         self._attached: dict[str, Attached] = {}
+        #: every session's permission requests go to its workflow (the client is the worker's)
+        self.approver = WorkflowApprover(self._redactor)
         self._hosts: anyio.abc.TaskGroup | None = None
 
     def activities(self) -> list[Any]:
@@ -146,8 +150,12 @@ class SessionActivities:
             ended = await anyio.to_thread.run_sync(self._ended, work.session_id, work.turn_id)
             if ended is not None:  # the lost attempt finished the turn: its result stands
                 return _summary_from_ledger(work.turn_id, ended, attempt)
+            if attempt > 1:  # nobody waits for what the lost attempt asked
+                await self.approver.attempt_started(work.session_id, work.turn_id)
             attached = await self._attach(work.session_id, work.spec, retrying=work.turn_id)
             controller = attached.controller
+            # the workflow's timer decides an unanswered request; this only bounds the wait
+            controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
             last = [0]
             async with controller.turn(
                 work.session_id,
@@ -196,6 +204,7 @@ class SessionActivities:
             ledger=self.ledger,
             state_dir=self.state_root,
             env_passthrough=self.env_passthrough,
+            permission_handler=self.approver,
         )
         attached = Attached(controller, anyio.Event(), anyio.Event())
         if self._hosts is None:
@@ -250,6 +259,16 @@ class SessionActivities:
             with anyio.CancelScope(shield=True):
                 attached.release.set()
                 await attached.released.wait()
+
+    def _redactor(self, session_id: str) -> Redactor | None:
+        """The live session's redactor (its resolved credentials), for what leaves the worker."""
+        attached = self._attached.get(session_id)
+        if attached is None:
+            return None
+        try:
+            return attached.controller._live_session(session_id).context.redactor
+        except HarnessError:
+            return None
 
     def _ended(self, session_id: str, turn_id: str) -> list[Event] | None:
         earlier = [e for e in self.ledger.events(session_id) if e.turn_id == turn_id]

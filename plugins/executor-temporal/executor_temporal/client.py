@@ -4,10 +4,17 @@ A host switches from one machine to a cluster by constructing :class:`TemporalCo
 instead of ``harness_core.Controller``: ``open_session`` / ``turn`` / ``run_turn`` /
 ``cancel_turn`` / ``close_session`` / ``events`` keep their shapes. A turn's events come from the
 shared ledger's live tail (never through Temporal); its result is the workflow's summary.
+Permission requests show up as ``permission.requested`` events (and in
+``pending_permissions``); ``approve`` answers one with the contract's ``PermissionDecision``.
+
+**asyncio only.** ``temporalio``'s client runs on asyncio, so this controller does too (the
+local ``Controller`` also runs on trio). Used under trio it refuses with one line,
+``unsupported-feature``, rather than failing inside the SDK.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -15,7 +22,17 @@ from types import TracebackType
 from typing import Any
 
 import anyio.to_thread
-from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore, SessionRef
+from harness_hookspecs import (
+    TERMINAL_TYPES,
+    Event,
+    HarnessError,
+    LedgerStore,
+    PermissionDecision,
+    PermissionHandler,
+    PermissionRequest,
+    SessionRef,
+)
+from harness_hookspecs.permissions import request_from_dict
 from temporalio.client import (
     Client,
     WorkflowHandle,
@@ -31,10 +48,11 @@ from harness_core.ledger.tail import follow
 from harness_core.plugin_manager import get_plugins
 from harness_core.retry import turn_ended
 
+from .host_approvals import ASKED_GRACE, TurnApprovers
 from .shapes import (
+    ANSWER_PERMISSION,
     NAMESPACE,
     TASK_QUEUE,
-    ApprovalDecision,
     ExecutorOptions,
     SessionRefShape,
     SessionSpec,
@@ -58,6 +76,7 @@ class RemoteTurn:
         self._update: WorkflowUpdateHandle[TurnSummary] = update
         self.events: list[Event] = []
         self.terminal: Event | None = None
+        self.settled = False  # its summary came back: nothing left to cancel
 
     @property
     def finished(self) -> bool:
@@ -79,7 +98,9 @@ class RemoteTurn:
 
     async def result(self) -> TurnSummary:
         with _refusals():
-            return await self._update.result()
+            summary = await self._update.result()
+        self.settled = True
+        return summary
 
 
 class TemporalController:
@@ -92,8 +113,14 @@ class TemporalController:
         ledger: LedgerStore | str | None,
         task_queue: str = TASK_QUEUE,
         options: ExecutorOptions | None = None,
+        permission_handler: PermissionHandler | None = None,
     ) -> None:
+        """``permission_handler``: the host's approver, the same async callable the local
+        ``Controller`` takes (see :mod:`.host_approvals`); without one, answer requests with
+        :meth:`approve`. Unanswered requests are denied after ``options.approval_timeout``."""
         self.client = client
+        self.permission_handler = permission_handler
+        self._approvers: TurnApprovers | None = None
         self.task_queue = task_queue
         self.options = options if options is not None else ExecutorOptions()
         self._owns_ledger = ledger is None or isinstance(ledger, str)
@@ -113,6 +140,7 @@ class TemporalController:
         **kw: Any,
     ) -> TemporalController:
         """Connect to Temporal at ``address``; ``ledger``: the workers' shared ledger."""
+        require_asyncio()
         try:
             client = await Client.connect(address, namespace=namespace)
         except RuntimeError:  # the SDK's connection failure
@@ -122,6 +150,9 @@ class TemporalController:
         return cls(client, ledger=ledger, **kw)
 
     async def __aenter__(self) -> TemporalController:
+        require_asyncio()
+        if self.permission_handler is not None:
+            self._approvers = await TurnApprovers(self.permission_handler).start()
         return self
 
     async def __aexit__(
@@ -130,15 +161,20 @@ class TemporalController:
         error: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        if self._approvers is not None:
+            await self._approvers.stop()
+            self._approvers = None
         if self._owns_ledger:
             self.ledger.close()
 
     def _handle(self, session: SessionRef | str) -> WorkflowHandle[Any, Any]:
+        require_asyncio()  # every Temporal call goes through a handle
         session_id = session if isinstance(session, str) else session.session_id
         return self.client.get_workflow_handle(session_id)
 
     async def open_session(self, **fields: Any) -> SessionRef:
         """Start the session's workflow and open the session on a worker."""
+        require_asyncio()
         session_id = str(uuid.uuid4())
         try:
             spec = SessionSpec(**fields)
@@ -160,6 +196,10 @@ class TemporalController:
     ) -> AsyncIterator[RemoteTurn]:
         """Submit a turn; iterate the yielded turn for its events. Leaving early cancels it."""
         session_id = session if isinstance(session, str) else session.session_id
+        if self.permission_handler is not None and self._approvers is None:
+            raise HarnessError(
+                "invalid-request", "a permission_handler answers inside `async with` the controller"
+            )
         turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
         after = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
         with _refusals():
@@ -169,10 +209,15 @@ class TemporalController:
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             )
         turn = RemoteTurn(self.ledger, session_id, turn_id, after, update)
+        approving = None
+        if self._approvers is not None:
+            approving = await self._approvers.watch(self, session_id, turn_id, after)
         try:
             yield turn
         finally:
-            if not turn.finished:
+            if approving is not None:
+                approving.cancel()
+            if not (turn.finished or turn.settled):
                 with anyio.CancelScope(shield=True):
                     await self.cancel_turn(session_id, turn_id)
                     await turn.result()
@@ -207,14 +252,43 @@ class TemporalController:
                 raise
 
     async def approve(
-        self, session: SessionRef | str, request_id: str, allow: bool
-    ) -> ApprovalDecision:
-        """Answer a pending permission request (to be wired to the host approval seam)."""
+        self, session: SessionRef | str, request_id: str, decision: PermissionDecision
+    ) -> PermissionDecision:
+        """Answer the pending permission request ``request_id`` (from a ``permission.requested``
+        event) with the contract's decision; returns it as recorded (``source="host"``).
+        ``invalid-request`` when no request waits under that id (unknown, answered, timed out)."""
+        if not isinstance(decision, PermissionDecision):
+            raise HarnessError("invalid-request", "approve takes a PermissionDecision")
+        session_id = session if isinstance(session, str) else session.session_id
+        handle = self._handle(session_id)
+        deadline = anyio.current_time() + ASKED_GRACE
+        while True:
+            try:
+                with _refusals():
+                    answer: dict[str, Any] = await handle.execute_update(
+                        ANSWER_PERMISSION, args=[request_id, decision.to_dict()], result_type=dict
+                    )
+                return PermissionDecision.from_dict(answer)
+            except HarnessError as error:
+                if error.reason != "invalid-request" or anyio.current_time() > deadline:
+                    raise
+                if not await anyio.to_thread.run_sync(self._asked, session_id, request_id):
+                    raise
+            await anyio.sleep(0.02)
+
+    def _asked(self, session_id: str, request_id: str) -> bool:
+        """The ledger shows ``request_id`` requested and not yet resolved."""
+        asked = False
+        for event in self.ledger.events(session_id):
+            if getattr(event.payload, "request_id", None) == request_id:
+                asked = event.type == "permission.requested"
+        return asked
+
+    async def pending_permissions(self, session: SessionRef | str) -> list[PermissionRequest]:
+        """The session's permission requests waiting for an answer."""
         with _refusals():
-            decision: ApprovalDecision = await self._handle(session).execute_update(
-                SessionWorkflow.answer_permission, ApprovalDecision(request_id, allow)
-            )
-        return decision
+            pending = await self._handle(session).query("pending_permissions", result_type=list)
+        return [request_from_dict(data) for data in pending]
 
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         return self.ledger.events(session_id, after=after, limit=limit)
@@ -237,3 +311,13 @@ def _refusals() -> Iterator[None]:
         if error.status == RPCStatusCode.NOT_FOUND:
             raise HarnessError("session-not-found") from None
         raise HarnessError("provider-unavailable", "the Temporal service refused") from None
+
+
+def require_asyncio() -> None:
+    """temporalio's client needs a running asyncio loop (not trio): one clear line otherwise."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise HarnessError(
+            "unsupported-feature", "the Temporal controller runs on asyncio only, not trio"
+        ) from None

@@ -18,6 +18,15 @@ OPEN_SESSION = "harness.open_session"
 RUN_TURN = "harness.run_turn"
 CLOSE_SESSION = "harness.close_session"
 
+#: The approval updates: the worker asks (``PERMISSION_REQUESTED``, answered with the decision),
+#: the host answers (``ANSWER_PERMISSION``). Their arguments are the contract's
+#: ``PermissionRequest`` / ``PermissionDecision`` as the contract serialises them
+#: (``request_to_dict`` / ``PermissionDecision.to_dict``): plain JSON any client can send.
+PERMISSION_REQUESTED = "permission_requested"
+ANSWER_PERMISSION = "answer_permission"
+#: Signal from the worker starting a retry: the lost attempt's pending requests are void.
+ATTEMPT_STARTED = "attempt_started"
+
 #: HarnessError reasons no retry can change (the request or the session is wrong).
 NON_RETRYABLE = (
     "invalid-request",
@@ -94,6 +103,8 @@ class TurnWork:
     turn_id: str
     prompt: str
     turn_timeout: float | None = None
+    #: the workflow's timer denies a permission request nobody answers within this
+    approval_timeout: float = 300.0
 
 
 @dataclass(frozen=True)
@@ -110,20 +121,3 @@ class TurnSummary:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """A permission request raised on the worker (to be wired to the host approval seam)."""
-
-    request_id: str
-    turn_id: str
-    summary: str
-    timeout: float | None = None  # None: the session's approval_timeout
-
-
-@dataclass(frozen=True)
-class ApprovalDecision:
-    request_id: str
-    allow: bool
-    by: str = "host"  # host | timeout

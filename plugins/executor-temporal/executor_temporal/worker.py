@@ -33,6 +33,7 @@ def build_worker(
     task_queue: str = TASK_QUEUE,
     max_concurrent_activities: int = 100,
 ) -> Worker:
+    activities.approver.client = client  # permission requests go to the workflows through it
     return Worker(
         client,
         task_queue=task_queue,

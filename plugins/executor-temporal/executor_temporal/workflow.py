@@ -10,27 +10,35 @@ shared ledger. History holds only the records of :mod:`.shapes`.
 - signal ``cancel``: cancels the running turn's activity; the worker cancels the turn through
   its controller and the activity returns the ``cancelled`` summary;
 - update ``close``: cancels a running turn, closes the session on a worker; idempotent;
-- signal ``permission_requested`` + update ``answer_permission``: a pending approval answered by
-  the host, or denied by a workflow timer (not yet wired to the host approval seam);
+- update ``permission_requested`` (from the worker running the turn: the approval seam's host
+  handler there, see :mod:`.approvals`) waits for update ``answer_permission`` (from the host;
+  its validator refuses unknown ids) or a workflow timer that denies (``source="timeout"``);
+  both carry the contract's ``PermissionRequest`` / ``PermissionDecision`` as plain dicts;
 - continue-as-new between turns when the history grows.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
+    import attrs
+    from harness_hookspecs import PermissionDecision, PermissionRequest
+    from harness_hookspecs.permissions import request_from_dict, request_to_dict
+
     from .shapes import (
+        ANSWER_PERMISSION,
+        ATTEMPT_STARTED,
         CLOSE_SESSION,
         NON_RETRYABLE,
         OPEN_SESSION,
+        PERMISSION_REQUESTED,
         RUN_TURN,
-        ApprovalDecision,
-        ApprovalRequest,
         SessionRefShape,
         SessionStart,
         TurnRequest,
@@ -56,8 +64,8 @@ class SessionWorkflow:
         self._turns = start.turns
         self._active: str | None = None
         self._cancel: str | None = None  # the turn id a cancel was asked for
-        self._pending: dict[str, ApprovalRequest] = {}
-        self._decisions: dict[str, ApprovalDecision] = {}
+        self._pending: dict[str, PermissionRequest] = {}  # asked, not yet answered
+        self._answers: dict[str, PermissionDecision] = {}  # answered, not yet collected
 
     @workflow.run
     async def run(self, start: SessionStart) -> int:
@@ -121,6 +129,7 @@ class SessionWorkflow:
             turn_id=request.turn_id,
             prompt=request.prompt,
             turn_timeout=options.turn_timeout,
+            approval_timeout=options.approval_timeout,
         )
         handle = workflow.start_activity(
             RUN_TURN,
@@ -199,34 +208,101 @@ class SessionWorkflow:
             )
         self._closed = True
 
-    # -- approvals (to be wired to the host approval seam) ----------------------------------
+    # -- approvals: the worker asks, the host answers, a workflow timer denies ----------------
+    # A deny the workflow gives in the host's stead (the turn ended, the attempt was lost) is
+    # recorded as the host's: the seam keeps only "timeout" from a handler.
 
-    @workflow.signal(name="permission_requested")
-    async def permission_requested(self, request: ApprovalRequest) -> None:
-        self._pending[request.request_id] = request
-        wait = (
-            request.timeout if request.timeout is not None else self._start.options.approval_timeout
-        )
+    @workflow.update(name=PERMISSION_REQUESTED)
+    async def permission_requested(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The worker's host handler asks (a ``PermissionRequest`` as the contract serialises
+        it); the answer is the host's decision, or a deny when nobody answers in time."""
+        request = _request(data)
+        if request is None or self._refuse_request(request) is not None:
+            # validators do not run on replay: what they refuse is denied, never waited on
+            return PermissionDecision("deny", reason="no such active turn").to_dict()
+        key = request.request_id
+        self._pending[key] = request
         try:
             await workflow.wait_condition(
-                lambda: request.request_id in self._decisions, timeout=timedelta(seconds=wait)
+                lambda: key in self._answers or self._active != request.turn_id,
+                timeout=timedelta(seconds=self._start.options.approval_timeout),
             )
         except TimeoutError:
-            self._decisions[request.request_id] = ApprovalDecision(
-                request.request_id, allow=False, by="timeout"
+            self._answers[key] = PermissionDecision(
+                "deny", reason="no answer in time", source="timeout"
             )
-        self._pending.pop(request.request_id, None)
+        finally:
+            self._pending.pop(key, None)
+        # the turn ended (cancelled, lost) before anyone answered: nobody waits for a decision
+        answer = self._answers.pop(key, None) or PermissionDecision("deny", reason="the turn ended")
+        return answer.to_dict()
 
-    @workflow.update(name="answer_permission")
-    def answer_permission(self, decision: ApprovalDecision) -> ApprovalDecision:
-        self._decisions[decision.request_id] = ApprovalDecision(decision.request_id, decision.allow)
-        return self._decisions[decision.request_id]
+    @permission_requested.validator
+    def _validate_request(self, data: dict[str, Any]) -> None:
+        request = _request(data)
+        if request is None:
+            raise ApplicationError("not a permission request", type="invalid-request")
+        refused = self._refuse_request(request)
+        if refused is not None:
+            raise refused
+
+    @workflow.signal(name=ATTEMPT_STARTED)
+    def attempt_started(self, turn_id: str) -> None:
+        """A retry of ``turn_id`` starts (its worker was lost): the requests the lost attempt
+        asked have nobody waiting for them any more; deny them so no host answers them."""
+        for key, request in self._pending.items():
+            if request.turn_id == turn_id and key not in self._answers:
+                self._answers[key] = PermissionDecision(
+                    "deny", reason="the attempt that asked was lost"
+                )
+
+    def _refuse_request(self, request: PermissionRequest) -> ApplicationError | None:
+        if request.turn_id is None or request.turn_id != self._active:
+            return ApplicationError("the request's turn is not running", type="turn-not-found")
+        if request.request_id in self._pending:
+            return ApplicationError("that request is already pending", type="invalid-request")
+        return None
+
+    @workflow.update(name=ANSWER_PERMISSION)
+    def answer_permission(self, request_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The host's answer (a ``PermissionDecision`` as the contract serialises it); the
+        waiting request gets it with ``source="host"``."""
+        self._refuse_answer(request_id, data)  # validators do not run on replay
+        answer = attrs.evolve(PermissionDecision.from_dict(data), source="host")
+        self._answers[request_id] = answer
+        return answer.to_dict()
 
     @answer_permission.validator
-    def _validate_answer(self, decision: ApprovalDecision) -> None:
-        if decision.request_id not in self._pending:
-            raise ApplicationError("no such pending permission request", type="invalid-request")
+    def _validate_answer(self, request_id: str, data: dict[str, Any]) -> None:
+        self._refuse_answer(request_id, data)
 
-    @workflow.query(name="permission_decision")
-    def permission_decision(self, request_id: str) -> ApprovalDecision | None:
-        return self._decisions.get(request_id)
+    def _refuse_answer(self, request_id: str, data: dict[str, Any]) -> None:
+        if request_id not in self._pending or request_id in self._answers:
+            raise ApplicationError("no such pending permission request", type="invalid-request")
+        if _decision(data) is None:
+            raise ApplicationError("not a permission decision", type="invalid-request")
+
+    @workflow.query(name="pending_permissions")
+    def pending_permissions(self) -> list[dict[str, Any]]:
+        waiting = (r for key, r in self._pending.items() if key not in self._answers)
+        return [request_to_dict(request) for request in waiting]
+
+
+def _request(data: Any) -> PermissionRequest | None:
+    """The contract's request from its dict; ``None`` when it is not one (a request id is
+    required: the model would otherwise mint a random one, and workflow code must not)."""
+    if not isinstance(data, dict) or not isinstance(data.get("request_id"), str):
+        return None
+    try:
+        return request_from_dict(data)
+    except (TypeError, ValueError):
+        return None
+
+
+def _decision(data: Any) -> PermissionDecision | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return PermissionDecision.from_dict(data)
+    except (TypeError, ValueError):
+        return None

@@ -45,14 +45,16 @@ def temporal_address() -> Iterator[str]:
     try:
         yield server.address
         # every workflow history the tests recorded replays without a nondeterminism error
-        failures, control = anyio.run(replay_every_history, server.address)
-        assert not failures, failures
-        assert control, "the replayer did not notice a changed workflow"
+        replayed = anyio.run(replay_every_history, server.address)
+        if replayed is not None:  # None: the tests that ran started no workflow
+            failures, control = replayed
+            assert not failures, failures
+            assert control, "the replayer did not notice a changed workflow"
     finally:
         server.stop()
 
 
-async def replay_every_history(address: str) -> tuple[dict[str, str], int]:
+async def replay_every_history(address: str) -> tuple[dict[str, str], int] | None:
     from temporalio.client import Client
     from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
@@ -64,7 +66,8 @@ async def replay_every_history(address: str) -> tuple[dict[str, str], int]:
         for history in histories:
             yield history
 
-    assert histories, "no workflow history to replay"
+    if not histories:
+        return None
     results = await Replayer(workflows=[SessionWorkflow]).replay_workflows(
         recorded(), raise_on_replay_failure=False
     )

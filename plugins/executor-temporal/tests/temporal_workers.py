@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness_core.proctree import read_stat
+
 HARNESS = str(Path(sys.executable).with_name("harness"))
 
 
@@ -74,3 +76,15 @@ def alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def program_group(pid: int) -> int:
+    """``pid``'s process group (a turn's processes run in a group of their own)."""
+    info = read_stat(pid)
+    assert info is not None, f"process {pid} is gone already"
+    return info.pgid
+
+
+def program_pid(pid_dir: Path) -> int:
+    """The pid the steps program wrote to ``pid_dir`` (``<turn_id>.<pid>``) on its first turn."""
+    return int(next(pid_dir.iterdir()).name.rsplit(".", 1)[1])
