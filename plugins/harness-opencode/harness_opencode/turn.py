@@ -92,6 +92,8 @@ class ServeTurn:
                 async for kind, value in receive:
                     if kind == "payload":
                         yield value
+                    elif kind == "reached":
+                        value.set()  # every payload before it is yielded (and recorded)
                     elif kind == "raise":
                         raise value
                     else:
@@ -152,7 +154,9 @@ class ServeTurn:
                 for payload in events.event(data):
                     _put(send, ("payload", payload))
                 for ask in events.take_asks():
-                    tasks.start_soon(self._answer, client, events, ask)
+                    reached = anyio.Event()
+                    _put(send, ("reached", reached))
+                    tasks.start_soon(self._answer, client, events, ask, reached)
                 if events.idle:
                     idle.set()
         except ServeError:
@@ -162,12 +166,19 @@ class ServeTurn:
             idle.set()
 
     async def _answer(
-        self, client: ServeClient, events: ServeEvents, ask: Mapping[str, Any]
+        self,
+        client: ServeClient,
+        events: ServeEvents,
+        ask: Mapping[str, Any],
+        reached: anyio.Event,
     ) -> None:
+        """Ask the host once the turn has recorded what came before the ask (the call's
+        ``tool.started``), then answer OpenCode."""
         ask_id = safe_id(ask.get("id"))
         if ask_id is None:
             return
         request, call_id = events.permission(ask)
+        await reached.wait()
         if call_id is not None and call_id in self.allowed:
             allowed, reason = True, None
         else:

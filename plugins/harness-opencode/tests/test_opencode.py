@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
+from harness_cli_kit.approval_testing import (
+    APPROVED,
+    ApprovalScenarios,
+    approval_script,
+    permission_events,
+)
 from harness_cli_kit.testing import CliScenarios, state_text
 from harness_hookspecs import (
     MessageCompleted,
@@ -15,7 +24,7 @@ from harness_hookspecs import (
 from harness_opencode import ServeEvents, parse_events
 from harness_opencode.adapter import classify, message_body, permission_rules
 
-from harness_core.testing.fake_model import ToolCall
+from harness_core.testing.fake_model import FakeModelServer, ToolCall
 
 SECRET = "sk-test-secret-1234"  # injected by conftest
 
@@ -31,6 +40,31 @@ def test_turn_tool_call_usage_and_resume_in_new_controller(cli):
 
 class TestScenarios(CliScenarios):
     pass
+
+
+class TestApprovals(ApprovalScenarios):
+    touch = ToolCall("bash", {"command": "touch approved.txt", "description": "touch"})
+    shell_tool = "bash"
+
+    @staticmethod
+    def remove(victim: str) -> ToolCall:
+        return ToolCall("bash", {"command": f"rm -rf {victim}", "description": "clean"})
+
+
+@pytest.mark.cli
+def test_strict_posture_without_a_host_denies_and_the_turn_goes_on(cli):
+    script = approval_script(TestApprovals.touch)
+    with FakeModelServer(script) as server:
+        result, _ = cli.turn(cli.config(cli.url(server)), "create approved.txt", posture="strict")
+        requests = server.model_requests()
+    assert result.status == "completed" and result.text == "Finished.", result
+    assert not (Path(cli.workspace) / APPROVED).exists()
+    _, resolved = permission_events(result)
+    assert [(r.decision, r.source) for r in resolved] == [("deny", "policy")]
+    tool = next(e.payload for e in result.events if e.type == "tool.completed")
+    assert not tool.ok
+    # the reject's message (the decision's reason) reached the model as the call's result
+    assert "no approver allowed the call" in json.dumps(requests[-1].body)
 
 
 S = "ses_1"
