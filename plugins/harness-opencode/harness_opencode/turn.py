@@ -26,10 +26,11 @@ from .events import ServeEvents
 from .server import ServeClient, ServeError, announced_url
 
 #: Seconds the server may take to announce its URL, and the event stream to open.
-START_TIMEOUT = 30.0
+START_TIMEOUT = 60.0
 #: Seconds the event stream gets, after the prompt's reply, to report the session idle.
 IDLE_GRACE = 3.0
 TITLE = "harness_core session"
+NO_EVENTS = "opencode serve's event stream did not open"
 #: What the model is told when the host denies a call without a reason.
 DENIED = "denied by the host"
 
@@ -51,6 +52,12 @@ def start_task(
 
     start_soon(runner)
     return scope
+
+
+def _first(group: BaseExceptionGroup[Any]) -> Any:
+    """The first leaf exception of a (nested) group."""
+    error = group.exceptions[0]
+    return _first(error) if isinstance(error, BaseExceptionGroup) else error
 
 
 def failed(error: ServeError) -> TurnFailed:
@@ -105,12 +112,15 @@ class ServeTurn:
 
     async def _pump(self, send: MemoryObjectSendStream[Item]) -> None:
         """Drive the server; always ends with one ``end`` (or ``raise``) item."""
+        ending: Item = ("end", [])
         try:
-            ending: Item = ("end", await self._serve(send))
-        except ServeError as error:
-            ending = ("end", [failed(error)])
-        except Exception as error:  # a bug: raised in the turn, not in the session's tasks
-            ending = ("raise", error)
+            ending = ("end", await self._serve(send))
+        except* ServeError as group:
+            ending = ("end", [failed(_first(group))])
+        except* TimeoutError:
+            ending = ("end", [TurnFailed(reason="provider-failed", hint=NO_EVENTS)])
+        except* Exception as group:  # a bug: raised in the turn, not in the session's tasks
+            ending = ("raise", group)
         _put(send, ending)
 
     async def _serve(self, send: MemoryObjectSendStream[Item]) -> list[Payload]:

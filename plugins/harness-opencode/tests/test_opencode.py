@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 from harness_cli_kit.approval_testing import (
     APPROVED,
@@ -22,7 +23,7 @@ from harness_hookspecs import (
     TurnFailed,
 )
 from harness_opencode import ServeEvents, parse_events
-from harness_opencode.adapter import classify, message_body, permission_rules
+from harness_opencode.adapter import STATE_FILE, classify, message_body, permission_rules
 
 from harness_core.testing.fake_model import FakeModelServer, ToolCall
 
@@ -230,3 +231,23 @@ def test_error_classification(error, reason):
     )
     events.event({"type": "session.error", "properties": {"sessionID": S, "error": error}})
     assert events.terminal({"info": {}}).reason == reason
+
+
+@pytest.mark.cli
+def test_a_session_opencode_does_not_know_is_session_not_found(cli):
+    with FakeModelServer([]) as server:
+        config = cli.config(cli.url(server))
+
+        async def main():
+            async with cli.controller() as c:
+                ref = await cli._open(c, config)
+                state = Path(c._live[ref.session_id].context.state_dir) / STATE_FILE
+            state.write_text(json.dumps({"native_session_id": "ses_00000000000000000000000000"}))
+            async with cli.controller(turn_timeout=60) as c:
+                await c.resume_session(ref, workspace=cli.workspace, model=cli.model, config=config)
+                return await c.run_turn(ref, "hello again")
+
+        result = anyio.run(main)
+        assert server.model_requests() == []
+    assert result.status == "failed" and result.reason == "session-not-found", result
+    assert [e.type for e in result.events].count("turn.failed") == 1
