@@ -48,7 +48,7 @@ class ServeError(Exception):
         self.status = status
 
 
-def sse_events(chunks: list[str]) -> Any:
+def sse_data(chunks: list[str]) -> Any:
     """The JSON value of one SSE event from its ``data:`` lines, else ``None``."""
     data = "\n".join(chunks)
     if not data or len(data) > MAX_EVENT:
@@ -129,7 +129,7 @@ class ServeClient:
                     if line.startswith("data:"):
                         chunks.append(line[5:].removeprefix(" "))
                     elif not line:
-                        event, chunks = sse_events(chunks), []
+                        event, chunks = sse_data(chunks), []
                         if event is not None:
                             yield event
         except httpx.HTTPError:

@@ -251,3 +251,17 @@ def test_a_session_opencode_does_not_know_is_session_not_found(cli):
         assert server.model_requests() == []
     assert result.status == "failed" and result.reason == "session-not-found", result
     assert [e.type for e in result.events].count("turn.failed") == 1
+
+
+def test_the_announced_url_is_loopback_only_and_sse_data_is_json():
+    from harness_opencode.server import listening_url, sse_data
+
+    line = b"opencode server listening on http://127.0.0.1:41234"
+    assert listening_url(line) == "http://127.0.0.1:41234"
+    assert listening_url(b"opencode server listening on http://0.0.0.0:4096") is None
+    assert listening_url(b"Warning: OPENCODE_SERVER_PASSWORD is not set") is None
+    assert sse_data(['{"type": "server.connected",', ' "properties": {}}']) == {
+        "type": "server.connected",
+        "properties": {},
+    }
+    assert sse_data(["not json"]) is None and sse_data([]) is None
