@@ -1,5 +1,6 @@
-"""harness-opencode: drive the OpenCode CLI through harness_core."""
+"""harness-opencode: drive OpenCode (``opencode serve``) through harness_core."""
 
-from .adapter import OpenCodeAdapter, parse_stream
+from .adapter import OpenCodeAdapter
+from .events import ServeEvents, parse_events
 
-__all__ = ["OpenCodeAdapter", "parse_stream"]
+__all__ = ["OpenCodeAdapter", "ServeEvents", "parse_events"]

@@ -1,0 +1,136 @@
+"""Talking to one ``opencode serve`` process over HTTP (verified against opencode-ai 1.18.33's
+``/doc`` OpenAPI document).
+
+The server is started on 127.0.0.1 with ``--port 0`` (it announces the port it took on stdout:
+``opencode server listening on http://127.0.0.1:PORT``) and a random
+``OPENCODE_SERVER_PASSWORD`` (HTTP basic auth as user ``opencode``), so no other local user
+can drive it. Every request names the workspace (``?directory=``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+USERNAME = "opencode"
+_LISTENING = re.compile(rb"opencode server listening on (http://127\.0\.0\.1:\d{1,5})\b")
+#: An event larger than this is dropped (OpenCode's events are far smaller).
+MAX_EVENT = 8 * 1024 * 1024
+#: Seconds a short request (create a session, answer a permission) may take.
+REQUEST_TIMEOUT = 30.0
+
+
+def listening_url(line: bytes) -> str | None:
+    """The server's URL from its announcement line (loopback only), else ``None``."""
+    match = _LISTENING.search(line)
+    return match.group(1).decode() if match else None
+
+
+async def announced_url(lines: AsyncIterator[bytes]) -> str | None:
+    """Read the server's stdout until it announces its URL; ``None`` if it exits first."""
+    async for line in lines:
+        url = listening_url(line)
+        if url is not None:
+            return url
+    return None
+
+
+class ServeError(Exception):
+    """The server answered a request with an error status (``status``), or not at all (0)."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+def sse_data(chunks: list[str]) -> Any:
+    """The JSON value of one SSE event from its ``data:`` lines, else ``None``."""
+    data = "\n".join(chunks)
+    if not data or len(data) > MAX_EVENT:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+class ServeClient:
+    """The few endpoints a turn uses."""
+
+    def __init__(self, url: str, password: str, directory: str) -> None:
+        self.http = httpx.AsyncClient(
+            base_url=url,
+            auth=(USERNAME, password),
+            params={"directory": directory},
+            timeout=httpx.Timeout(REQUEST_TIMEOUT),
+            trust_env=False,  # loopback: no proxy from the environment
+        )
+
+    async def __aenter__(self) -> ServeClient:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.http.aclose()
+
+    async def _post(self, path: str, body: Mapping[str, Any], *, wait: bool = False) -> Any:
+        try:
+            response = await self.http.post(
+                path, json=body, timeout=None if wait else httpx.USE_CLIENT_DEFAULT
+            )
+        except httpx.HTTPError:
+            raise ServeError(0) from None
+        if response.status_code >= 400:
+            raise ServeError(response.status_code)
+        try:
+            return response.json()
+        except ValueError:
+            raise ServeError(0) from None
+
+    async def create_session(self, title: str) -> str:
+        session = await self._post("/session", {"title": title})
+        native_id = session.get("id") if isinstance(session, Mapping) else None
+        if not isinstance(native_id, str) or not native_id.startswith("ses"):
+            raise ServeError(0)
+        return native_id
+
+    async def prompt(self, session_id: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``POST /session/{id}/message``: returns when the prompt's loop is done."""
+        reply = await self._post(f"/session/{session_id}/message", body, wait=True)
+        if not isinstance(reply, Mapping):
+            raise ServeError(0)
+        return reply
+
+    async def answer(self, request_id: str, reply: str, message: str | None = None) -> None:
+        """``POST /permission/{id}/reply``: ``once`` or ``reject`` (with a message the model
+        gets as the call's result; the turn goes on)."""
+        body = {"reply": reply, **({"message": message} if message else {})}
+        await self._post(f"/permission/{request_id}/reply", body)
+
+    async def events(self) -> AsyncIterator[Any]:
+        """``GET /event``: each event's JSON value, until the stream ends."""
+        try:
+            async with self.http.stream(
+                "GET", "/event", timeout=httpx.Timeout(REQUEST_TIMEOUT, read=None)
+            ) as response:
+                if response.status_code != 200:
+                    raise ServeError(response.status_code)
+                chunks: list[str] = []
+                async for line in response.aiter_lines():
+                    if line.startswith("data:"):
+                        chunks.append(line[5:].removeprefix(" "))
+                    elif not line:
+                        event, chunks = sse_data(chunks), []
+                        if event is not None:
+                            yield event
+        except httpx.HTTPError:
+            raise ServeError(0) from None

@@ -1,0 +1,212 @@
+"""One turn through a freshly started ``opencode serve`` (the turn's process).
+
+A session task (``context.start_soon``) drives the server: it waits for the announced URL,
+subscribes to ``GET /event`` (the first event, ``server.connected``, says the subscription is
+live), creates the OpenCode session on the first turn (its id is saved at once), posts the prompt
+(``POST /session/{id}/message``, which returns when the prompt's loop is done) and, meanwhile,
+answers each ``permission.asked`` through the runtime's approval seam. Payloads reach the turn
+through a memory stream; the prompt's reply ends it. The runtime kills the server's process
+group when the turn ends, however it ends.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectSendStream
+from harness_cli_kit import NativeSession, safe_id
+from harness_hookspecs import HarnessError, Payload, ProcessHandle, SessionContext, TurnFailed
+
+from .events import ServeEvents
+from .server import ServeClient, ServeError, announced_url
+
+#: Seconds the server may take to announce its URL, and the event stream to open.
+START_TIMEOUT = 60.0
+#: Seconds the event stream gets, after the prompt's reply, to report the session idle.
+IDLE_GRACE = 3.0
+TITLE = "harness_core session"
+NO_EVENTS = "opencode serve's event stream did not open"
+#: What the model is told when the host denies a call without a reason.
+DENIED = "denied by the host"
+
+Item = tuple[str, Any]
+
+
+def start_task(
+    context: SessionContext, function: Callable[[], Awaitable[None]]
+) -> anyio.CancelScope:
+    """Run ``function`` as a task of the session (cancelled with the returned scope)."""
+    start_soon = getattr(context, "start_soon", None)
+    if start_soon is None:
+        raise HarnessError("provider-failed", "the runtime cannot run session tasks")
+    scope = anyio.CancelScope()
+
+    async def runner() -> None:
+        with scope:
+            await function()
+
+    start_soon(runner)
+    return scope
+
+
+def _first(group: BaseExceptionGroup[Any]) -> Any:
+    """The first leaf exception of a (nested) group."""
+    error = group.exceptions[0]
+    return _first(error) if isinstance(error, BaseExceptionGroup) else error
+
+
+def failed(error: ServeError) -> TurnFailed:
+    if error.status == 404:
+        return TurnFailed(reason="session-not-found", hint="opencode does not know the session")
+    if error.status:
+        return TurnFailed(reason="provider-failed", hint="opencode serve refused a request")
+    return TurnFailed(reason="provider-failed", hint="opencode serve stopped answering")
+
+
+def _put(send: MemoryObjectSendStream[Item], item: Item) -> None:
+    try:
+        send.send_nowait(item)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass  # the turn is over
+
+
+@dataclass
+class ServeTurn:
+    """The server, the session and the prompt of one turn."""
+
+    context: SessionContext
+    process: ProcessHandle
+    password: str
+    workspace: str
+    session: NativeSession
+    #: The ``POST /session/{id}/message`` body (parts, model, format).
+    body: Mapping[str, Any]
+    structured: bool = False
+    #: Calls the host allowed: a later ask for the same call (OpenCode may ask per permission
+    #: kind, e.g. ``external_directory`` then ``bash``) is allowed without asking again.
+    allowed: set[str] = field(default_factory=set)
+
+    async def run(self) -> AsyncIterator[Payload]:
+        send, receive = anyio.create_memory_object_stream[Item](math.inf)
+        scope = start_task(self.context, lambda: self._pump(send))
+        try:
+            async with receive:
+                async for kind, value in receive:
+                    if kind == "payload":
+                        yield value
+                    elif kind == "reached":
+                        value.set()  # every payload before it is yielded (and recorded)
+                    elif kind == "raise":
+                        raise value
+                    else:
+                        for payload in value:
+                            yield payload
+                        return
+        finally:
+            scope.cancel()
+
+    async def _pump(self, send: MemoryObjectSendStream[Item]) -> None:
+        """Drive the server; always ends with one ``end`` (or ``raise``) item."""
+        ending: Item = ("end", [])
+        try:
+            ending = ("end", await self._serve(send))
+        except* ServeError as group:
+            ending = ("end", [failed(_first(group))])
+        except* TimeoutError:
+            ending = ("end", [TurnFailed(reason="provider-failed", hint=NO_EVENTS)])
+        except* Exception as group:  # a bug: raised in the turn, not in the session's tasks
+            ending = ("raise", group)
+        _put(send, ending)
+
+    async def _serve(self, send: MemoryObjectSendStream[Item]) -> list[Payload]:
+        lines = self.process.lines()
+        url = None
+        with anyio.move_on_after(START_TIMEOUT):
+            url = await announced_url(lines)
+        if url is None:
+            return [TurnFailed(reason="provider-failed", hint="opencode serve did not start")]
+        client = ServeClient(url, self.password, self.workspace)
+        async with client, anyio.create_task_group() as tasks:
+            tasks.start_soon(_drain, lines)
+            native_id = self.session.native_id or await client.create_session(TITLE)
+            self.session.remember(native_id)
+            events = ServeEvents(native_id, structured=self.structured)
+            subscribed, idle = anyio.Event(), anyio.Event()
+            tasks.start_soon(self._relay, client, events, send, (subscribed, idle), tasks)
+            with anyio.fail_after(START_TIMEOUT):
+                await subscribed.wait()
+            reply = await client.prompt(native_id, self.body)
+            with anyio.move_on_after(IDLE_GRACE):
+                await idle.wait()
+            tasks.cancel_scope.cancel()
+        return events.ending(reply)
+
+    async def _relay(
+        self,
+        client: ServeClient,
+        events: ServeEvents,
+        send: MemoryObjectSendStream[Item],
+        signals: tuple[anyio.Event, anyio.Event],
+        tasks: TaskGroup,
+    ) -> None:
+        """The event stream -> payloads; each permission ask answered in its own task."""
+        subscribed, idle = signals
+        try:
+            async for data in client.events():
+                subscribed.set()
+                if not isinstance(data, Mapping):
+                    continue
+                for payload in events.event(data):
+                    _put(send, ("payload", payload))
+                for ask in events.take_asks():
+                    reached = anyio.Event()
+                    _put(send, ("reached", reached))
+                    tasks.start_soon(self._answer, client, events, ask, reached)
+                if events.idle:
+                    idle.set()
+        except ServeError:
+            pass  # the server is gone: the prompt's request says so
+        finally:
+            subscribed.set()
+            idle.set()
+
+    async def _answer(
+        self,
+        client: ServeClient,
+        events: ServeEvents,
+        ask: Mapping[str, Any],
+        reached: anyio.Event,
+    ) -> None:
+        """Ask the host once the turn has recorded what came before the ask (the call's
+        ``tool.started``), then answer OpenCode."""
+        ask_id = safe_id(ask.get("id"))
+        if ask_id is None:
+            return
+        request, call_id = events.permission(ask)
+        await reached.wait()
+        if call_id is not None and call_id in self.allowed:
+            allowed, reason = True, None
+        else:
+            decision = await self.context.request_permission(request)
+            allowed, reason = decision.allowed, decision.reason
+            if allowed and call_id is not None:
+                self.allowed.add(call_id)
+        try:
+            # A reject with a message: the call fails with it and the turn goes on (without
+            # one OpenCode stops the whole prompt).
+            await client.answer(
+                ask_id, "once" if allowed else "reject", None if allowed else reason or DENIED
+            )
+        except ServeError:
+            pass  # the server is gone: the prompt's request says so
+
+
+async def _drain(lines: AsyncIterator[bytes]) -> None:
+    """Keep reading the server's stdout (a full pipe would block it)."""
+    async for _ in lines:
+        pass
