@@ -40,6 +40,13 @@ def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
     return root / harness.replace(":", "_") / digest
 
 
+def make_state_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        raise HarnessError("invalid-request", "the state directory is not writable") from None
+
+
 class RuntimeSessionContext:
     """One per live session; owned by the controller."""
 
@@ -86,6 +93,8 @@ class RuntimeSessionContext:
         self._background_tasks: set[int] = set()
         #: Every process this session spawns carries ``<owner>/<this>.<n>`` (see proctree).
         self.tag_prefix = f"s{next(_contexts)}."
+        #: Whether anything was ever spawned with that tag (else there is nothing to sweep).
+        self._spawned = False
         self._ledger = ledger
         self.bridge: Bridge | None = None
         self._turn_env: dict[str, str] = {}
@@ -134,8 +143,9 @@ class RuntimeSessionContext:
 
     @property
     def state_dir(self) -> str:
+        """The session's own directory (created on first use; stable across resume)."""
         path = state_dir_for(self._state_root, self.harness, self.session_id)
-        path.mkdir(parents=True, exist_ok=True)
+        make_state_dir(path)
         return os.fspath(path)
 
     def transcript(self) -> tuple[TranscriptTurn, ...]:
@@ -170,6 +180,7 @@ class RuntimeSessionContext:
         workdir = cwd or self.workspace
         if workdir is not None and not os.path.isdir(workdir):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
+        self._spawned = True  # before the spawn: a failed one may still have started a child
         process = await spawn(
             (*self.sandbox.command_prefix, *argv),
             env=full_env,
@@ -217,8 +228,9 @@ class RuntimeSessionContext:
                     await process.terminate(grace, linger=grace)
                 elif read_by_turn:
                     process.reader = None
-        else:
-            # Anything of this session still tagged (its spawns are all gone by now).
+        elif self._spawned:
+            # Anything of this session still tagged (its spawns are all gone by now). A session
+            # that never spawned has no tag to find: no /proc scan, no thread hop.
             await anyio.to_thread.run_sync(
                 lambda: proctree.kill_all((), f"{proctree.owner()}/{self.tag_prefix}", prefix=True)
             )

@@ -54,7 +54,7 @@ from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .budgets import Budget, SessionLimits
 from .clock import now
 from .command_policy import CommandPolicy
-from .context import RuntimeSessionContext, state_dir_for
+from .context import RuntimeSessionContext, make_state_dir, state_dir_for
 from .credentials import resolve_credentials
 from .delivery import Delivery
 from .host_tools import merge_tools, start_bridge
@@ -364,13 +364,12 @@ class Controller:
     ) -> LiveSession:
         if workspace is not None and target == "local" and not os.path.isdir(workspace):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
-        # Created before provisioning so a sandbox can bind it writable (adapters keep CLI
-        # config and native session ids there).
+        # Adapters keep CLI config and native session ids there. Created before provisioning
+        # when a sandbox may bind it writable; without one (the direct sandbox, no plugin
+        # answering the hook) the context creates it on first use: a mkdir is ~0.2 ms here.
         state_dir = state_dir_for(self.state_root, descriptor.provider, session_id)
-        try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            raise HarnessError("invalid-request", "the state directory is not writable") from None
+        if spec.provider is not None or len(self.hook.sandbox_provision.get_hookimpls()) > 1:
+            make_state_dir(state_dir)
         sandbox_request = SandboxRequest(
             session_id=session_id,
             harness=descriptor.provider,
