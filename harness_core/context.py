@@ -36,13 +36,18 @@ _contexts = itertools.count(1)
 
 def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
     """Where an adapter's durable state for one session lives (stable across resume)."""
+    return Path(state_path(root, harness, session_id))
+
+
+def state_path(root: str | os.PathLike[str], harness: str, session_id: str) -> str:
+    """:func:`state_dir_for` as a string (no pathlib objects on the session hot path)."""
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
-    return root / harness.replace(":", "_") / digest
+    return os.path.join(root, harness.replace(":", "_"), digest)
 
 
-def make_state_dir(path: Path) -> None:
+def make_state_dir(path: str | os.PathLike[str]) -> None:
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        os.makedirs(path, exist_ok=True)
     except OSError:
         raise HarnessError("invalid-request", "the state directory is not writable") from None
 
@@ -144,9 +149,9 @@ class RuntimeSessionContext:
     @property
     def state_dir(self) -> str:
         """The session's own directory (created on first use; stable across resume)."""
-        path = state_dir_for(self._state_root, self.harness, self.session_id)
+        path = state_path(self._state_root, self.harness, self.session_id)
         make_state_dir(path)
-        return os.fspath(path)
+        return path
 
     def transcript(self) -> tuple[TranscriptTurn, ...]:
         """The session's earlier turns from the ledger, for a harness that replays its context

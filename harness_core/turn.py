@@ -219,7 +219,7 @@ class Turn:
                     self._pulled = None
                 await self._ready.wait()
             event = pending[0]
-            if event is self.terminal and self._started:
+            if event is self.terminal and self._started and not self._done.is_set():
                 # The turn's processes are gone before its end is seen; the producer flushed.
                 await self._done.wait()
             if self._delivered >= self._durable:
@@ -244,9 +244,14 @@ class Turn:
         self._started = True
         group.start_soon(self._produce)
 
+    @property
+    def settled(self) -> bool:
+        """The producer has ended (or never started)."""
+        return not self._started or self._done.is_set()
+
     async def settle(self) -> None:
         """Wait until the producer has ended (the terminal recorded, the turn's processes gone)."""
-        if self._started:
+        if not self.settled:
             await self._done.wait()
 
     def record_side_event(self, payload: Payload) -> bool:
@@ -418,13 +423,14 @@ class Turn:
             TurnCancelled.TYPE: "cancelled",
         }[terminal.TYPE]
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(5):
-                try:
-                    aclose = getattr(self._iterator, "aclose", None)
-                    if aclose is not None:
+            aclose = getattr(self._iterator, "aclose", None)
+            # An async generator that ran to its end (ag_frame None) has nothing to close.
+            if aclose is not None and getattr(self._iterator, "ag_frame", True) is not None:
+                with anyio.move_on_after(5):
+                    try:
                         await aclose()
-                except BaseException:
-                    pass
+                    except BaseException:
+                        pass
             await live.context.kill_processes(
                 "turn", CLEANUP_GRACE, stopped=terminal.TYPE != TurnCompleted.TYPE
             )
