@@ -57,9 +57,9 @@ from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, make_state_dir, state_path
 from .credentials import resolve_credentials
 from .delivery import Delivery
+from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
-from .hook_calls import HookCalls
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
 from .request_checks import is_uuid, ref_of, require_asking, safe_hint
@@ -223,7 +223,9 @@ class Controller:
             agent=request.agent,
             user=request.user,
             config=request.config,
-            call=lambda context: self._call("harness_open_session", request=request, context=context),
+            call=lambda context: self._call(
+                "harness_open_session", request=request, context=context
+            ),
         )
         live.limits.budget = limits
         self._create_record(live.ref, request)
