@@ -33,6 +33,18 @@ if TYPE_CHECKING:
 
 _contexts = itertools.count(1)
 
+ENV_STATE_DIR = "HARNESS_STATE_DIR"
+
+
+def default_state_root() -> Path:
+    configured = os.environ.get(ENV_STATE_DIR)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "harness-core"
+
 
 def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
     """Where an adapter's durable state for one session lives (stable across resume)."""

@@ -54,7 +54,9 @@ from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .budgets import Budget, SessionLimits
 from .clock import now
 from .command_policy import CommandPolicy
+from .context import ENV_STATE_DIR as ENV_STATE_DIR
 from .context import RuntimeSessionContext, make_state_dir, state_path
+from .context import default_state_root as default_state_root
 from .credentials import resolve_credentials
 from .delivery import Delivery
 from .hook_calls import HookCalls
@@ -75,19 +77,7 @@ from .turn import (
 )
 from .turn_protocol import DEFAULT_OUTPUT_RETRIES, check_parent, structured_turn
 
-ENV_STATE_DIR = "HARNESS_STATE_DIR"
-
 PROVIDER_CANCEL_WAIT = 1.0
-
-
-def default_state_root() -> Path:
-    configured = os.environ.get(ENV_STATE_DIR)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(base) / "harness-core"
 
 
 class Controller:
