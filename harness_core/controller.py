@@ -128,6 +128,8 @@ class Controller:
         self.host_tools = tuple(host_tools)
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
+        self.event_class: Callable[[], anyio.Event] = anyio.Event
+        self.scope_class: Callable[..., anyio.CancelScope] = anyio.CancelScope
 
     @property
     def hook(self) -> Any:
@@ -138,6 +140,7 @@ class Controller:
     async def __aenter__(self) -> Controller:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
+        self.event_class, self.scope_class = type(anyio.Event()), type(anyio.CancelScope())
         return self
 
     async def __aexit__(
@@ -607,7 +610,7 @@ class Controller:
             raise HarnessError("invalid-request", "resume the session before closing it")
         if live.closed:
             return
-        with anyio.CancelScope(shield=True):
+        with self.scope_class(shield=True):
             await self._release(live, closing=True)
             self._emit(live, None, SessionClosed())
             record = self.ledger.get_session(session_id)
@@ -624,7 +627,7 @@ class Controller:
         if turn is not None and not turn.finished:
             await turn.cancel("close")
             await turn.settle()
-        with anyio.move_on_after(10):
+        with self.scope_class(deadline=anyio.current_time() + 10):
             try:
                 awaitable = self._call(
                     "harness_close_session",
@@ -645,7 +648,7 @@ class Controller:
             self._live.pop(live.ref.session_id, None)
 
     async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
-        with anyio.move_on_after(10):
+        with self.scope_class(deadline=anyio.current_time() + 10):
             try:
                 awaitable = self._call("sandbox_finalize", handle=handle, outcome=outcome)
                 if awaitable is not None:

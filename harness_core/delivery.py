@@ -24,9 +24,10 @@ class Delivery:
         self.observer_errors = 0
 
     def recorded(self, event: Event) -> None:
+        # Kept whether or not anyone observes: asking pluggy per event copied a list each time;
+        # deliver() asks once per batch.
         self._appended += 1
-        if self._hook.on_event.get_hookimpls():
-            self._waiting.append(event)
+        self._waiting.append(event)
 
     async def deliver(self, *, seen: bool = False) -> None:
         """Show what was recorded to observers once it is durable.
@@ -35,6 +36,8 @@ class Delivery:
         durability even when no observer is waiting.
         """
         batch, self._waiting = self._waiting, []
+        if batch and not self._hook.on_event.get_hookimpls():
+            batch = []  # nobody observes
         if (batch or seen) and self._covered < self._appended:
             mark = self._appended
             await self._durable()

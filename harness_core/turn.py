@@ -9,7 +9,7 @@ active slot); iterating the turn hands the events out once the ledger made them 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 import anyio
@@ -52,6 +52,10 @@ class TurnOwner(Protocol):
 
     ledger: LedgerStore
     _task_group: anyio.abc.TaskGroup | None
+    #: the running backend's Event and CancelScope classes (``anyio.Event()`` looks the
+    #: backend up on every call; the class taken once is ~0.7 us cheaper per object)
+    event_class: Callable[[], anyio.Event]
+    scope_class: Callable[..., anyio.CancelScope]
 
     @property
     def hook(self) -> Any:
@@ -173,7 +177,9 @@ class Turn:
         self._pending: deque[Event] = deque()
         self._scope: anyio.CancelScope | None = None
         self._started = False
-        self._done = anyio.Event()  # the producer has ended (terminal recorded, cleanup done)
+        self._new_event = controller.event_class
+        self._new_scope = controller.scope_class
+        self._done = self._new_event()  # the producer has ended (terminal recorded, cleanup done)
         self._ready: anyio.Event | None = None  # the iterator waits for an event
         self._room: anyio.Event | None = None  # the producer waits for the iterator
         self._pulled: anyio.Event | None = None  # the producer holds a terminal until pulled
@@ -213,7 +219,7 @@ class Turn:
                     raise error
                 if self.terminal is not None and (self._done.is_set() or not self._started):
                     raise StopAsyncIteration
-                self._ready = anyio.Event()
+                self._ready = self._new_event()
                 if self._pulled is not None:
                     self._pulled.set()
                     self._pulled = None
@@ -307,12 +313,12 @@ class Turn:
         """Hold the terminal until the iterator has taken everything before it and asks for
         more: a caller that leaves early still cancels the turn, as when nothing ran ahead.
         Only a cancel ends the wait (not the deadline: the harness finished in time)."""
-        with anyio.CancelScope() as scope:
+        with self._new_scope() as scope:
             self._scope = scope
             if self._cancel_by is not None:
                 scope.cancel()
             while self._pending or self._ready is None:
-                self._pulled = anyio.Event()
+                self._pulled = self._new_event()
                 await self._pulled.wait()
         self._scope = None
         if scope.cancel_called and self._cancel_by is not None:
@@ -327,17 +333,13 @@ class Turn:
         redactor = self._live.context.redactor
         outcome: Payload | None = None
         deadline = self._deadline
-        with (
-            anyio.CancelScope()
-            if deadline is None
-            else anyio.CancelScope(deadline=deadline) as scope
-        ):
+        with self._new_scope() if deadline is None else self._new_scope(deadline=deadline) as scope:
             self._scope = scope
             if self._cancel_by is not None:
                 scope.cancel()
             while outcome is None:
                 if len(pending) >= PENDING_MAX:
-                    self._room = anyio.Event()
+                    self._room = self._new_event()
                     await self._room.wait()
                 try:
                     payload = await iterator.__anext__()
@@ -422,7 +424,7 @@ class Turn:
             TurnFailed.TYPE: "failure",
             TurnCancelled.TYPE: "cancelled",
         }[terminal.TYPE]
-        with anyio.CancelScope(shield=True):
+        with self._new_scope(shield=True):
             aclose = getattr(self._iterator, "aclose", None)
             # An async generator that ran to its end (ag_frame None) has nothing to close.
             if aclose is not None and getattr(self._iterator, "ag_frame", True) is not None:
