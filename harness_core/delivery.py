@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from harness_hookspecs import Event, LedgerStore
+from harness_hookspecs import CommitsOnAppend, Event, LedgerStore
 
 from .ledger import durable_waiter, flusher
 
@@ -18,6 +18,8 @@ class Delivery:
         self._hook = hook
         self._flush = flusher(ledger)  # the store's full flush (an fsync for JSONL)
         self._durable = durable_waiter(ledger, self._flush)  # what delivery waits for
+        #: what is appended is durable at once (memory, JSONL: see durable_waiter): no wait
+        self.instant = isinstance(ledger, CommitsOnAppend) and bool(ledger.commits_on_append)
         self._waiting: list[Event] = []  # recorded, not yet shown to observers
         self._appended = 0  # events appended through this controller
         self._covered = 0  # of those, how many a finished flush covered

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
+from anyio.lowlevel import checkpoint
 from attrs import define, field, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
@@ -38,6 +39,7 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
+from .delivery import Delivery
 from .lineage import Lineage
 from .turn_protocol import StructuredTurn
 
@@ -51,6 +53,7 @@ class TurnOwner(Protocol):
     module does not import the controller that imports it)."""
 
     ledger: LedgerStore
+    delivery: Delivery
     _task_group: anyio.abc.TaskGroup | None
     #: the running backend's Event and CancelScope classes (``anyio.Event()`` looks the
     #: backend up on every call; the class taken once is ~0.7 us cheaper per object)
@@ -230,6 +233,10 @@ class Turn:
                 await self._done.wait()
             if self._delivered >= self._durable:
                 # Durable before delivered: nobody sees an event the ledger could still lose.
+                if not self._done.is_set() and not self.controller.delivery.instant:
+                    # Let the producer record what its adapter has ready first: the commit we
+                    # wait for then covers it too (a short turn: one commit less).
+                    await checkpoint()
                 covered = len(self.events)
                 await self.controller._deliver(seen=True)
                 self._durable = covered
