@@ -1,8 +1,8 @@
 """The embedded default ledger: SQLite, append-only, one row per event.
 
 Writes never block the event loop: ``append`` checks the sequence (gap or duplicate ->
-``ledger-failed``) and stages the write; a flush (or a full stage) hands what is staged to a
-dedicated writer thread, which serializes the payloads and commits whatever has queued up with
+``ledger-failed``) and stages the write; a flush, a full stage or a session-level write (record,
+claim, release) hands what is staged to a dedicated writer thread, which serializes the payloads and commits whatever has queued up with
 one ``executemany`` in one transaction per batch. ``flush`` blocks
 until everything appended before it is committed and re-raises a writer failure as
 ``ledger-failed``. Reads use their own connection (behind a lock) after a flush, so a reader
@@ -201,14 +201,14 @@ class SqliteStore(QueuedWrites):
             self._new.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._records.remember(record)
-            self._stage(_Session(record, False))
+            self._stage(_Session(record, False), now=True)
 
     def update_session(self, record: SessionRecord) -> None:
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
             self._records.remember(record)
-            self._stage(_Session(record, True))
+            self._stage(_Session(record, True), now=True)
 
     def _stored_session(self, session_id: str) -> bool:
         try:
@@ -220,15 +220,17 @@ class SqliteStore(QueuedWrites):
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return row is not None
 
-    def _stage(self, item: Any) -> None:
-        """Queue a write for the writer thread: staged here until a flush (or
+    def _stage(self, item: Any, *, now: bool = False) -> None:
+        """Queue a write for the writer thread: events are staged here until a flush (or
         :data:`STAGED_MAX` of them) hands them over in one queue item. Nothing appended is
-        durable before a flush returns, so holding it back until then loses no guarantee; it
-        saves a writer wake-up, and often a transaction, per write."""
+        durable before a flush returns, so holding events back until then loses no guarantee;
+        it saves a writer wake-up, and often a transaction, per event. ``now``: a session
+        record, claim or release goes to the writer at once (with what was staged before it),
+        so other processes see sessions and released claims as promptly as before."""
         with self._stage_lock:
             staged = self._staged
             staged.append(item)
-            if len(staged) >= STAGED_MAX:
+            if now or len(staged) >= STAGED_MAX:
                 self._staged = _Staged()
                 self._queue.put(staged)
 
@@ -368,7 +370,7 @@ class SqliteStore(QueuedWrites):
             self._new.discard(session_id)
             self._epochs[session_id] = 1
             self._renewed[session_id] = stamp
-            self._stage(_Claim(session_id, owner, stamp))
+            self._stage(_Claim(session_id, owner, stamp), now=True)
             return 1
         try:
             with self._read_lock:
@@ -413,7 +415,7 @@ class SqliteStore(QueuedWrites):
         epoch = self._epochs.pop(session_id, None)
         self._renewed.pop(session_id, None)
         if epoch is not None and not self._closed:
-            self._stage(_Release(session_id, epoch))
+            self._stage(_Release(session_id, epoch), now=True)
 
     def claimed(self, session_id: str) -> bool:
         if session_id in self._epochs:
