@@ -33,11 +33,35 @@ if TYPE_CHECKING:
 
 _contexts = itertools.count(1)
 
+ENV_STATE_DIR = "HARNESS_STATE_DIR"
+
+
+def default_state_root() -> Path:
+    configured = os.environ.get(ENV_STATE_DIR)
+    if configured:
+        return Path(configured)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "harness-core"
+
 
 def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
     """Where an adapter's durable state for one session lives (stable across resume)."""
+    return Path(state_path(root, harness, session_id))
+
+
+def state_path(root: str | os.PathLike[str], harness: str, session_id: str) -> str:
+    """:func:`state_dir_for` as a string (no pathlib objects on the session hot path)."""
     digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
-    return root / harness.replace(":", "_") / digest
+    return os.path.join(root, harness.replace(":", "_"), digest)
+
+
+def make_state_dir(path: str | os.PathLike[str]) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        raise HarnessError("invalid-request", "the state directory is not writable") from None
 
 
 class RuntimeSessionContext:
@@ -86,6 +110,8 @@ class RuntimeSessionContext:
         self._background_tasks: set[int] = set()
         #: Every process this session spawns carries ``<owner>/<this>.<n>`` (see proctree).
         self.tag_prefix = f"s{next(_contexts)}."
+        #: Whether anything was ever spawned with that tag (else there is nothing to sweep).
+        self._spawned = False
         self._ledger = ledger
         self.bridge: Bridge | None = None
         self._turn_env: dict[str, str] = {}
@@ -145,9 +171,10 @@ class RuntimeSessionContext:
 
     @property
     def state_dir(self) -> str:
-        path = state_dir_for(self._state_root, self.harness, self.session_id)
-        path.mkdir(parents=True, exist_ok=True)
-        return os.fspath(path)
+        """The session's own directory (created on first use; stable across resume)."""
+        path = state_path(self._state_root, self.harness, self.session_id)
+        make_state_dir(path)
+        return path
 
     def transcript(self) -> tuple[TranscriptTurn, ...]:
         """The session's earlier turns from the ledger, for a harness that replays its context
@@ -181,6 +208,7 @@ class RuntimeSessionContext:
         workdir = cwd or self.workspace
         if workdir is not None and not os.path.isdir(workdir):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
+        self._spawned = True  # before the spawn: a failed one may still have started a child
         process = await spawn(
             (*self.sandbox.command_prefix, *argv),
             env=full_env,
@@ -228,8 +256,9 @@ class RuntimeSessionContext:
                     await process.terminate(grace, linger=grace)
                 elif read_by_turn:
                     process.reader = None
-        else:
-            # Anything of this session still tagged (its spawns are all gone by now).
+        elif self._spawned:
+            # Anything of this session still tagged (its spawns are all gone by now). A session
+            # that never spawned has no tag to find: no /proc scan, no thread hop.
             await anyio.to_thread.run_sync(
                 lambda: proctree.kill_all((), f"{proctree.owner()}/{self.tag_prefix}", prefix=True)
             )

@@ -55,31 +55,20 @@ from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .budgets import Budget, SessionLimits
 from .clock import now
 from .command_policy import CommandPolicy
-from .context import RuntimeSessionContext, state_dir_for
+from .context import RuntimeSessionContext, default_state_root, make_state_dir, state_path
 from .credentials import resolve_credentials
 from .delivery import Delivery
+from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
-from .plugin_manager import Plugins, get_plugins
+from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
 from .request_checks import is_uuid, ref_of, require_asking, safe_hint
 from .retry import dangling_turn, opening_event, recovered
 from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
 from .turn_protocol import DEFAULT_OUTPUT_RETRIES, check_parent, structured_turn
 
-ENV_STATE_DIR = "HARNESS_STATE_DIR"
-
 PROVIDER_CANCEL_WAIT = 1.0
-
-
-def default_state_root() -> Path:
-    configured = os.environ.get(ENV_STATE_DIR)
-    if configured:
-        return Path(configured)
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(base) / "harness-core"
 
 
 class Controller:
@@ -123,12 +112,15 @@ class Controller:
         )
         self.budget = Budget.of(budget)
         self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
+        self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
         self._deliver = self.delivery.deliver
         self._flush = self.delivery.flush
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
         self._live: dict[str, LiveSession] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
+        self.event_class: Callable[[], anyio.Event] = anyio.Event
+        self.scope_class: Callable[..., anyio.CancelScope] = anyio.CancelScope
 
     @property
     def hook(self) -> Any:
@@ -139,6 +131,7 @@ class Controller:
     async def __aenter__(self) -> Controller:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
+        self.event_class, self.scope_class = type(anyio.Event()), type(anyio.CancelScope())
         return self
 
     async def __aexit__(
@@ -168,7 +161,7 @@ class Controller:
 
     def describe(self, harness: str) -> HarnessDescriptor:
         try:
-            descriptor: HarnessDescriptor | None = self.hook.harness_describe(harness=harness)
+            descriptor: HarnessDescriptor | None = self._call("harness_describe", harness=harness)
         except HarnessError:
             raise
         except Exception as error:
@@ -193,7 +186,7 @@ class Controller:
         ``budget`` adds this session's limits to the controller's."""
         if session_id is not None and not is_uuid(session_id):
             raise HarnessError("invalid-request", "the session id is a UUID")
-        limits = self.budget.tighter(Budget.of(budget))
+        limits = self.budget if budget is None else self.budget.tighter(Budget.of(budget))
         if request is None:
             try:
                 request = OpenSessionRequest(**fields)
@@ -214,7 +207,9 @@ class Controller:
             agent=request.agent,
             user=request.user,
             config=request.config,
-            call=lambda context: self.hook.harness_open_session(request=request, context=context),
+            call=lambda context: self._call(
+                "harness_open_session", request=request, context=context
+            ),
         )
         live.limits.budget = limits
         self._create_record(live.ref, request)
@@ -247,7 +242,7 @@ class Controller:
         ``budget`` as for :meth:`open_session` (what the session used before counts).
         ``retrying``: the turn id the caller retries next, kept open if a dead process left it
         so (its retry ends it once; see :mod:`.retry`)."""
-        limits = self.budget.tighter(Budget.of(budget))
+        limits = self.budget if budget is None else self.budget.tighter(Budget.of(budget))
         record = self.ledger.get_session(
             session if isinstance(session, str) else ref_of(session).session_id
         )
@@ -312,7 +307,7 @@ class Controller:
             agent=request.agent,
             user=request.user,
             config=request.config,
-            call=lambda context: self.hook.harness_resume_session(request=request, context=context),
+            call=lambda ctx: self._call("harness_resume_session", request=request, context=ctx),
             expect=ref,
         )
         if record is None:
@@ -363,13 +358,12 @@ class Controller:
     ) -> LiveSession:
         if workspace is not None and target == "local" and not os.path.isdir(workspace):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
-        # Created before provisioning so a sandbox can bind it writable (adapters keep CLI
-        # config and native session ids there).
-        state_dir = state_dir_for(self.state_root, descriptor.provider, session_id)
-        try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            raise HarnessError("invalid-request", "the state directory is not writable") from None
+        # Adapters keep CLI config and native session ids there. Created before provisioning
+        # when a sandbox may bind it writable; without one (the direct sandbox, no plugin
+        # answering the hook) the context creates it on first use: a mkdir is ~0.2 ms here.
+        state_dir = state_path(self.state_root, descriptor.provider, session_id)
+        if spec.provider is not None or self._call.sole("sandbox_provision") is None:
+            make_state_dir(state_dir)
         sandbox_request = SandboxRequest(
             session_id=session_id,
             harness=descriptor.provider,
@@ -378,10 +372,10 @@ class Controller:
             agent=agent,
             user=user,
             posture=posture,
-            state_dir=os.fspath(state_dir),
+            state_dir=state_dir,
         )
         try:
-            sandbox: SandboxHandle = await self.hook.sandbox_provision(request=sandbox_request)
+            sandbox: SandboxHandle = await self._call("sandbox_provision", request=sandbox_request)
         except HarnessError:
             raise
         except Exception:
@@ -390,7 +384,11 @@ class Controller:
         add_known_secrets(redactor, self.plugins.credential_resolvers.values())
         context: RuntimeSessionContext | None = None
         try:
-            credentials = await resolve_credentials(self.hook, descriptor, agent, user)
+            credentials = (
+                await resolve_credentials(self.hook, descriptor, agent, user)
+                if self.plugins.credential_resolvers or not self._call.sole("credentials_resolve")
+                else {}  # nobody to ask
+            )
             for credential in credentials.values():
                 redactor.add(credential.value)
             context = RuntimeSessionContext(
@@ -525,7 +523,7 @@ class Controller:
         # The run's bridge token (if the session has host tools): revoked in Turn._finish.
         live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
         try:
-            iterator = self.hook.harness_run_turn(request=request, context=live.context)
+            iterator = self._call("harness_run_turn", request=request, context=live.context)
             if iterator is None or not hasattr(iterator, "__anext__"):
                 raise HarnessError("provider-failed", "the adapter returned no event stream")
             turn._iterator = iterator
@@ -536,10 +534,11 @@ class Controller:
         try:
             yield turn
         finally:
-            with anyio.CancelScope(shield=True):
-                if not turn.finished:
-                    await turn.cancel("host")
-                await turn.settle()
+            if not (turn.finished and turn.settled):
+                with anyio.CancelScope(shield=True):
+                    if not turn.finished:
+                        await turn.cancel("host")
+                    await turn.settle()
 
     async def run_turn(
         self,
@@ -587,7 +586,7 @@ class Controller:
         turn.cancel_requested = "host"  # a harness answering the cancel itself: the host's
         with anyio.move_on_after(PROVIDER_CANCEL_WAIT):
             try:
-                awaitable = self.hook.harness_cancel_turn(request=request, context=live.context)
+                awaitable = self._call("harness_cancel_turn", request=request, context=live.context)
                 if awaitable is not None:
                     await awaitable
             except Exception:
@@ -609,7 +608,7 @@ class Controller:
             raise HarnessError("invalid-request", "resume the session before closing it")
         if live.closed:
             return
-        with anyio.CancelScope(shield=True):
+        with self.scope_class(shield=True):
             await self._release(live, closing=True)
             self._emit(live, None, SessionClosed())
             record = self.ledger.get_session(session_id)
@@ -633,10 +632,12 @@ class Controller:
         if turn is not None and not turn.finished:
             await turn.cancel("close")
             await turn.settle()
-        with anyio.move_on_after(10):
+        with self.scope_class(deadline=anyio.current_time() + 10):
             try:
-                awaitable = self.hook.harness_close_session(
-                    request=CloseSessionRequest(session=live.ref), context=live.context
+                awaitable = self._call(
+                    "harness_close_session",
+                    request=CloseSessionRequest(session=live.ref),
+                    context=live.context,
                 )
                 if awaitable is not None:
                     await awaitable
@@ -652,9 +653,9 @@ class Controller:
             self._live.pop(live.ref.session_id, None)
 
     async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
-        with anyio.move_on_after(10):
+        with self.scope_class(deadline=anyio.current_time() + 10):
             try:
-                awaitable = self.hook.sandbox_finalize(handle=handle, outcome=outcome)
+                awaitable = self._call("sandbox_finalize", handle=handle, outcome=outcome)
                 if awaitable is not None:
                     await awaitable
             except Exception:

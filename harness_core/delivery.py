@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from harness_hookspecs import Event, LedgerStore
+from harness_hookspecs import CommitsOnAppend, Event, LedgerStore
 
 from .ledger import durable_waiter, flusher
 
@@ -18,15 +18,18 @@ class Delivery:
         self._hook = hook
         self._flush = flusher(ledger)  # the store's full flush (an fsync for JSONL)
         self._durable = durable_waiter(ledger, self._flush)  # what delivery waits for
+        #: what is appended is durable at once (memory, JSONL: see durable_waiter): no wait
+        self.instant = isinstance(ledger, CommitsOnAppend) and bool(ledger.commits_on_append)
         self._waiting: list[Event] = []  # recorded, not yet shown to observers
         self._appended = 0  # events appended through this controller
         self._covered = 0  # of those, how many a finished flush covered
         self.observer_errors = 0
 
     def recorded(self, event: Event) -> None:
+        # Kept whether or not anyone observes: asking pluggy per event copied a list each time;
+        # deliver() asks once per batch.
         self._appended += 1
-        if self._hook.on_event.get_hookimpls():
-            self._waiting.append(event)
+        self._waiting.append(event)
 
     async def deliver(self, *, seen: bool = False) -> None:
         """Show what was recorded to observers once it is durable.
@@ -35,6 +38,8 @@ class Delivery:
         durability even when no observer is waiting.
         """
         batch, self._waiting = self._waiting, []
+        if batch and not self._hook.on_event.get_hookimpls():
+            batch = []  # nobody observes
         if (batch or seen) and self._covered < self._appended:
             mark = self._appended
             await self._durable()

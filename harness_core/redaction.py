@@ -110,7 +110,7 @@ class Redactor:
         names = _FIELD_NAMES.get(type(payload))
         if names is None:
             names = _FIELD_NAMES[type(payload)] = tuple(a.name for a in attrs.fields(type(payload)))
-        changes: dict[str, Any] = {}
+        changes: dict[str, Any] | None = None  # made only when a field changes (rare)
         search = self._pattern.search
         for name in names:
             value = getattr(payload, name)
@@ -119,14 +119,17 @@ class Redactor:
             if not value.isascii() and _SURROGATE.search(value):
                 # Replaced at the boundary: every reader (a strict UTF-8 stdout, an export)
                 # must be able to write back what the ledger holds.
-                value = changes[name] = _SURROGATE.sub(REPLACEMENT, value)
+                value = _SURROGATE.sub(REPLACEMENT, value)
+                changes = changes or {}
+                changes[name] = value
             # Nothing shorter than MIN_MATCH can match (secrets and key shapes are longer).
             if len(value) >= MIN_MATCH and search(value):
                 redacted = self._pattern.sub(REDACTED, value)
                 if name in ("summary", "message", "hint"):
                     redacted = redacted[:240]
+                changes = changes or {}
                 changes[name] = redacted
-        if not changes:
+        if changes is None:
             return payload
         try:
             result: Payload = attrs.evolve(payload, **changes)

@@ -102,7 +102,7 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
     ledger: missing, another harness's, closed, or busy in another ``harness run``."""
     from harness_hookspecs import HarnessError
 
-    from ..controller import default_state_root
+    from ..context import default_state_root
     from .ledger_read import open_for_reading
 
     store = open_for_reading(args.ledger)
@@ -305,7 +305,7 @@ async def _run_turn(
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from ..controller import default_state_root
+    from ..context import default_state_root
 
     found = _active_pid(default_state_root(), args.session)
     if found is None:

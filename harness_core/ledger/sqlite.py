@@ -1,8 +1,9 @@
 """The embedded default ledger: SQLite, append-only, one row per event.
 
 Writes never block the event loop: ``append`` checks the sequence (gap or duplicate ->
-``ledger-failed``) and enqueues; a dedicated writer thread serializes the payloads and commits
-whatever has queued up with one ``executemany`` in one transaction per batch. ``flush`` blocks
+``ledger-failed``) and stages the write; a flush, a full stage or a session-level write (record,
+claim, release) hands what is staged to a dedicated writer thread, which serializes the payloads and commits whatever has queued up with
+one ``executemany`` in one transaction per batch. ``flush`` blocks
 until everything appended before it is committed and re-raises a writer failure as
 ``ledger-failed``. Reads use their own connection (behind a lock) after a flush, so a reader
 sees its own writes; the store is safe to share between threads.
@@ -29,7 +30,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
@@ -55,6 +56,9 @@ from .sqlite_schema import connect, migrate, rollback, use_wal, validate
 RECORD_CACHE = 4096
 #: Queue items the writer takes into one transaction at most.
 BATCH_ITEMS = 8192
+#: Writes staged in the store before they go to the writer thread in one queue item (sooner
+#: when a flush asks for them): one wake-up of the writer per batch instead of per write.
+STAGED_MAX = 512
 
 _INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _SELECT_EVENTS = (
@@ -82,6 +86,12 @@ class _Claim:
         self.session_id = session_id
         self.owner = owner
         self.stamp = stamp
+
+
+class _Staged(list[Any]):
+    """Writes handed to the writer thread together, in the order they were made."""
+
+    __slots__ = ()
 
 
 class _Session:
@@ -131,6 +141,8 @@ class SqliteStore(QueuedWrites):
         QueuedWrites.__init__(self)
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._append_lock = threading.Lock()
+        self._staged = _Staged()
+        self._stage_lock = threading.Lock()
         self._created: set[str] = set()
         self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
@@ -174,7 +186,7 @@ class SqliteStore(QueuedWrites):
         with self._append_lock:
             events = self._guard.check(events)
             if events:
-                self._queue.put(events)
+                self._stage(events)
 
     def create_session(self, record: SessionRecord) -> None:
         # A duplicate is refused here, without waiting for the writer: ids this store created
@@ -189,14 +201,14 @@ class SqliteStore(QueuedWrites):
             self._new.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._records.remember(record)
-            self._queue.put(_Session(record, False))
+            self._stage(_Session(record, False), now=True)
 
     def update_session(self, record: SessionRecord) -> None:
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
             self._records.remember(record)
-            self._queue.put(_Session(record, True))
+            self._stage(_Session(record, True), now=True)
 
     def _stored_session(self, session_id: str) -> bool:
         try:
@@ -208,10 +220,40 @@ class SqliteStore(QueuedWrites):
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return row is not None
 
+    def _stage(self, item: Any, *, now: bool = False) -> None:
+        """Queue a write for the writer thread: events are staged here until a flush (or
+        :data:`STAGED_MAX` of them) hands them over in one queue item. Nothing appended is
+        durable before a flush returns, so holding events back until then loses no guarantee;
+        it saves a writer wake-up, and often a transaction, per event. ``now``: a session
+        record, claim or release goes to the writer at once (with what was staged before it),
+        so other processes see sessions and released claims as promptly as before."""
+        with self._stage_lock:
+            staged = self._staged
+            staged.append(item)
+            if now or len(staged) >= STAGED_MAX:
+                self._staged = _Staged()
+                self._queue.put(staged)
+
+    def _hand_over(self) -> None:
+        with self._stage_lock:
+            if self._staged:
+                staged, self._staged = self._staged, _Staged()
+                self._queue.put(staged)
+
+    def flush(self) -> None:
+        self._hand_over()
+        QueuedWrites.flush(self)
+
+    def flush_notify(self, callback: Callable[[], object]) -> bool:
+        self._hand_over()
+        return QueuedWrites.flush_notify(self, callback)
+
     def _write_loop(self) -> None:
         connection = self._writer_connection
         while True:
             items = self._next_batch(BATCH_ITEMS)
+            if any(type(item) is _Staged for item in items):
+                items = [w for i in items for w in (i if type(i) is _Staged else (i,))]
             rows: list[tuple[Any, ...]] = []
             sessions: list[_Session] = []
             releases: list[_Release] = []
@@ -328,7 +370,7 @@ class SqliteStore(QueuedWrites):
             self._new.discard(session_id)
             self._epochs[session_id] = 1
             self._renewed[session_id] = stamp
-            self._queue.put(_Claim(session_id, owner, stamp))
+            self._stage(_Claim(session_id, owner, stamp), now=True)
             return 1
         try:
             with self._read_lock:
@@ -373,7 +415,7 @@ class SqliteStore(QueuedWrites):
         epoch = self._epochs.pop(session_id, None)
         self._renewed.pop(session_id, None)
         if epoch is not None and not self._closed:
-            self._queue.put(_Release(session_id, epoch))
+            self._stage(_Release(session_id, epoch), now=True)
 
     def claimed(self, session_id: str) -> bool:
         if session_id in self._epochs:

@@ -33,8 +33,8 @@ from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from harness_core.context import state_dir_for
-from harness_core.controller import Controller, default_state_root
+from harness_core.context import default_state_root, state_dir_for
+from harness_core.controller import Controller
 from harness_core.ledger import flush_async, open_ledger
 from harness_core.plugin_manager import Plugins, get_plugins
 from harness_core.redaction import Redactor

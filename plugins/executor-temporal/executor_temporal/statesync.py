@@ -48,6 +48,7 @@ class SharedStateDir:
                     tar.add(entry, arcname=entry.name)
         os.replace(scratch, archive)
         _write_atomically(tag, str(version))
+        local.mkdir(parents=True, exist_ok=True)  # made on first use: may not exist yet
         _write_atomically(local / MARKER, str(version))
 
     def restore(self, local: Path, harness: str, session_id: str) -> bool:

@@ -1,0 +1,142 @@
+"""What the hot-path shortcuts (issue 19) must keep: a session sweeps /proc for its processes
+only once it spawned, its state dir exists once anybody asks for it, a plugin answering a hook
+still answers when the runtime calls its own implementation directly, and the SQLite store's
+staged writes are on disk once a flush returns."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from harness_hookspecs import Event, MessageDelta, SandboxHandle, SandboxRequest, hookimpl
+
+from harness_core import Controller, harness, plugins_from, proctree
+from harness_core.ledger.sqlite import STAGED_MAX, SqliteStore
+
+pytestmark = pytest.mark.anyio
+
+
+@harness("hot-reply")
+async def reply(message: Any, session: Any) -> str:
+    return "ok"
+
+
+@harness("hot-spawn")
+async def spawner(message: Any, session: Any) -> str:
+    process = await session.spawn(["true"])
+    await process.wait()
+    return "spawned"
+
+
+@harness("hot-state")
+async def state_user(message: Any, session: Any) -> str:
+    return str(session.context.state_dir)
+
+
+def counting_sweeps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    tags: list[str] = []
+    real = proctree.kill_all
+
+    def kill_all(leaders: Any, tag: str, **kwargs: Any) -> set[int]:
+        tags.append(tag)
+        return real(leaders, tag, **kwargs)
+
+    monkeypatch.setattr(proctree, "kill_all", kill_all)
+    return tags
+
+
+async def test_a_session_that_never_spawned_skips_the_proc_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sweeps = counting_sweeps(monkeypatch)
+    async with Controller(
+        plugins=plugins_from([reply, spawner]), ledger="memory:", state_dir=tmp_path
+    ) as controller:
+        quiet = await controller.open_session(harness="hot-reply", workspace=str(tmp_path))
+        assert (await controller.run_turn(quiet, "hi")).ok
+        await controller.close_session(quiet)
+        assert sweeps == []
+        busy = await controller.open_session(harness="hot-spawn", workspace=str(tmp_path))
+        assert (await controller.run_turn(busy, "hi")).text == "spawned"
+        await controller.close_session(busy)
+    # only the session that spawned is swept (its process's own tag, then the session's)
+    prefixes = {tag.rsplit(".", 1)[0] for tag in sweeps}
+    assert sweeps and len(prefixes) == 1
+
+
+async def test_the_state_dir_is_made_on_first_use(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    async with Controller(
+        plugins=plugins_from([reply, state_user]), ledger="memory:", state_dir=root
+    ) as controller:
+        quiet = await controller.open_session(harness="hot-reply", workspace=str(tmp_path))
+        assert not (root / "hot-reply").exists()  # the direct sandbox binds nothing
+        await controller.close_session(quiet)
+        user = await controller.open_session(harness="hot-state", workspace=str(tmp_path))
+        result = await controller.run_turn(user, "where")
+        assert result.text is not None and os.path.isdir(result.text)
+        assert Path(result.text).parent == root / "hot-state"
+
+
+class RecordingSandbox:
+    """A plugin answering ``sandbox_provision`` itself (before the runtime's dispatch)."""
+
+    def __init__(self) -> None:
+        self.requests: list[SandboxRequest] = []
+
+    @hookimpl
+    async def sandbox_provision(self, request: SandboxRequest) -> SandboxHandle:
+        self.requests.append(request)
+        return SandboxHandle(provider="direct", workspace=request.workspace)
+
+
+async def test_a_plugin_answering_a_hook_is_still_asked(tmp_path: Path) -> None:
+    plugins = plugins_from([reply])
+    async with Controller(plugins=plugins, ledger="memory:", state_dir=tmp_path) as controller:
+        first = await controller.open_session(harness="hot-reply", workspace=str(tmp_path))
+        sandbox = RecordingSandbox()
+        plugins.register(sandbox)  # registered while the controller runs
+        second = await controller.open_session(harness="hot-reply", workspace=str(tmp_path))
+        assert [r.session_id for r in sandbox.requests] == [second.session_id]
+        # a plugin may bind the state dir: it exists before provisioning
+        assert os.path.isdir(sandbox.requests[0].state_dir or "")
+        for ref in (first, second):
+            await controller.close_session(ref)
+
+
+def delta(sequence: int) -> Event:
+    payload = MessageDelta(text=f"d{sequence}")
+    return Event(
+        event_id=f"ev_hot_{sequence}",
+        sequence=sequence,
+        session_id="hot-session",
+        turn_id="turn_hot",
+        harness="hot-reply",
+        timestamp="2026-01-01T00:00:00.000000Z",
+        type=payload.TYPE,
+        payload=payload,
+    )
+
+
+def stored(path: Path) -> int:
+    with sqlite3.connect(path) as connection:
+        return int(connection.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+
+
+def test_staged_sqlite_writes_are_on_disk_when_a_flush_returns(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        total = STAGED_MAX * 2 + 7  # full stages go to the writer early, the rest at the flush
+        for sequence in range(1, total + 1):
+            store.append((delta(sequence),))
+        store.flush()
+        assert stored(path) == total  # another connection sees every row
+        assert [e.sequence for e in store.events("hot-session")] == list(range(1, total + 1))
+        store.append((delta(total + 1),))
+    finally:
+        store.close()
+    assert stored(path) == total + 1  # close flushes what is staged
