@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 STREAM_MODULES = [
     "harness_claude_code.stream",
     "harness_codex.stream",
-    "harness_opencode.stream",
     "harness_pi.stream",
 ]
 CANARY = "RAW-PROVIDER-TEXT-7f3a"
@@ -80,9 +79,19 @@ def _streams(words: list[str]) -> st.SearchStrategy[list[bytes]]:
     )
     objects = st.fixed_dictionaries({"type": word}, optional={w: value for w in words[:40]})
     loose = st.dictionaries(word, value, max_size=6)
+    # JSON-RPC lines (codex app-server, pi rpc): notifications, requests and responses
+    rpc = st.one_of(
+        st.fixed_dictionaries({"method": word, "params": st.dictionaries(word, value, max_size=5)}),
+        st.fixed_dictionaries(
+            {"id": st.integers(0, 5), "method": word, "params": st.dictionaries(word, value)}
+        ),
+        st.fixed_dictionaries({"id": st.integers(0, 5), "result": value}),
+        st.fixed_dictionaries({"id": st.integers(0, 5), "error": value}),
+    )
     line = st.one_of(
         objects.map(lambda d: json.dumps(d).encode()),
         loose.map(lambda d: json.dumps(d).encode()),
+        rpc.map(lambda d: json.dumps(d).encode()),
         st.binary(max_size=30),
         st.just(b""),
         st.just(b"[1, 2]"),
@@ -122,3 +131,30 @@ def test_every_bundled_parser_is_fuzzed():
             continue
         installed.add(name.split(".")[0])
     assert names == installed  # every installed adapter's stream module has a parser here
+
+
+def test_any_opencode_serve_event_stream_and_reply_give_one_terminal_last():
+    """OpenCode's adapter maps ``opencode serve`` events (SSE) and the message reply, not lines."""
+    events_module = pytest.importorskip("harness_opencode.events")
+    words = _vocabulary(events_module.ServeEvents)
+    word = st.sampled_from(words)
+    scalar = st.none() | st.booleans() | st.integers(-3, 10**6) | word | st.just(CANARY)
+    value = st.recursive(
+        scalar,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(word, inner, max_size=4),
+        max_leaves=10,
+    )
+    props = st.dictionaries(word, value, max_size=5).map(lambda d: {**d, "sessionID": "ses_f"})
+    event = st.fixed_dictionaries({"type": word, "properties": props})
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(events=st.lists(event, max_size=20), reply=st.dictionaries(word, value, max_size=4))
+    def check(events, reply):
+        payloads = events_module.parse_events(events, reply, "ses_f")
+        assert all(isinstance(p, tuple(PAYLOAD_TYPES.values())) for p in payloads), payloads
+        terminals = [p for p in payloads if type(p).TYPE in TERMINAL_TYPES]
+        assert len(terminals) == 1 and terminals[0] is payloads[-1], payloads
+        for failure in (p for p in payloads if isinstance(p, TurnFailed)):
+            assert CANARY not in (failure.hint or "") + failure.message
+
+    check()

@@ -133,7 +133,8 @@ class ServeEvents:
 
     def part(self, part: Mapping[str, Any]) -> list[Payload]:
         """One message part (from the stream, or the reply's parts: each is mapped once)."""
-        if part.get("messageID") in self._users:
+        message_id = part.get("messageID")
+        if isinstance(message_id, str) and message_id in self._users:
             return []
         kind = part.get("type")
         part_id = part.get("id")
@@ -153,7 +154,10 @@ class ServeEvents:
 
     def _delta(self, props: Mapping[str, Any]) -> list[Payload]:
         delta = props.get("delta")
-        if props.get("partID") not in self._text_parts or props.get("field") != "text":
+        part_id = props.get("partID")  # an id from the stream may be any JSON value
+        if not isinstance(part_id, str) or part_id not in self._text_parts:
+            return []
+        if props.get("field") != "text":
             return []
         return [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
 

@@ -94,7 +94,7 @@ class PiStream(JsonLinesStream):
         if kind == "response":
             self._response(data)
         elif kind == "extension_ui_request":
-            if data.get("method") in rpc.DIALOGS:
+            if str(data.get("method")) in rpc.DIALOGS:  # any JSON value may come
                 self._dialogs.append(data)
         elif kind == "message_update":
             event = data.get("assistantMessageEvent")
