@@ -1,0 +1,188 @@
+"""What the installed plugins register, cached: ``harness list`` / ``harness plugins`` answer
+without importing every plugin and its dependencies.
+
+The cache is keyed by what decides the answer:
+
+- the installed distributions: every ``*.dist-info`` / ``*.egg-info`` on ``sys.path`` (name and
+  version are in the directory name) with the mtime and size of its ``entry_points.txt``, and
+  each ``sys.path`` directory's own mtime (installing, upgrading or uninstalling anything
+  changes it);
+- the source files of every module loaded while listing that live outside the interpreter's
+  prefixes (editable installs, ``PYTHONPATH``), by mtime and size, so editing an editable
+  plugin invalidates it too;
+- ``HARNESS_CORE_PLUGINS``, the interpreter environment and ``sys.path``, which pick the
+  cache file (``harness`` and ``python -m harness_core.cli`` see different paths).
+
+Files live under ``$HARNESS_CACHE_DIR`` (default ``$XDG_CACHE_HOME/harnessplane``, i.e.
+``~/.cache/harnessplane``), written atomically. A missing, stale, unreadable or unwritable cache
+only costs time: the plugins are then loaded as without it. Only listings come from here; running
+a harness always loads the real plugin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import zlib
+from typing import Any
+
+#: Bump when the stored shape or the listing's content changes.
+FORMAT = 1
+ENV_CACHE_DIR = "HARNESS_CACHE_DIR"
+_ENV_PLUGINS = "HARNESS_CORE_PLUGINS"  # plugin_manager.ENV_PLUGINS (not imported: it is slow)
+_CORE_PLUGIN_NAME = "harness_core.dispatch"  # plugin_manager.CORE_PLUGIN_NAME
+_DIST_SUFFIXES = (".dist-info", ".egg-info")
+
+Listing = dict[str, Any]
+
+
+def cache_dir() -> str:
+    explicit = os.environ.get(ENV_CACHE_DIR)
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "harnessplane")
+
+
+def cache_path() -> str:
+    """This environment's cache file for the current plugin selection."""
+    selection = os.environ.get(_ENV_PLUGINS, "\1")
+    key = "\0".join((sys.prefix, sys.executable, sys.version, selection, *sys.path))
+    return os.path.join(cache_dir(), f"plugins-{zlib.crc32(key.encode()):08x}.json")
+
+
+def distributions_fingerprint() -> list[list[Any]]:
+    """The installed distributions as ``sys.path`` shows them (cheap: a listing and a stat each)."""
+    parts: list[list[Any]] = []
+    for entry in sys.path:
+        where = entry or "."
+        try:
+            mtime = os.stat(where).st_mtime_ns
+            with os.scandir(where) as found:
+                names = sorted(e.name for e in found if e.name.endswith(_DIST_SUFFIXES))
+        except OSError:  # missing, or a zip file: its mtime alone
+            try:
+                parts.append([entry, os.stat(where).st_mtime_ns])
+            except OSError:
+                pass
+            continue
+        parts.append([entry, mtime])
+        for name in names:
+            try:
+                st = os.stat(os.path.join(where, name, "entry_points.txt"))
+            except OSError:
+                parts.append([name])
+            else:
+                parts.append([name, st.st_mtime_ns, st.st_size])
+    return parts
+
+
+def _file_stamp(path: str) -> list[Any] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [path, st.st_mtime_ns, st.st_size]
+
+
+def _source_files() -> list[str]:
+    """Files of loaded modules outside the interpreter's prefixes (editable / PYTHONPATH code)."""
+    prefixes = tuple({os.path.join(p, "") for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+    files = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str) and not path.startswith(prefixes):
+            files.add(path)
+    return sorted(files)
+
+
+def read() -> Listing | None:
+    """The cached listing if it is still right for what is installed, else ``None``."""
+    try:
+        with open(cache_path(), encoding="utf-8") as handle:
+            stored = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(stored, dict) or stored.get("format") != FORMAT:
+        return None
+    if stored.get("distributions") != distributions_fingerprint():
+        return None
+    for stamp in stored.get("sources", ()):
+        if _file_stamp(stamp[0]) != stamp:
+            return None
+    listing: Listing = stored["listing"]
+    return listing
+
+
+def build() -> Listing:
+    """Load the plugins and describe what they register (what ``harness plugins`` prints)."""
+    from .plugin_manager import get_plugins
+
+    plugins = get_plugins()
+    rows: list[dict[str, Any]] = [
+        {
+            "name": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "harnesses": info.harnesses,
+            "sandbox_providers": info.sandbox_providers,
+            "credential_resolvers": info.credential_resolvers,
+            "ledger_schemes": info.ledger_schemes,
+            "hooks": info.hooks,
+            "broken": False,
+            "error": None,
+        }
+        for name, info in sorted(plugins.info.items())
+        if name != _CORE_PLUGIN_NAME
+    ]
+    empty: dict[str, Any] = {
+        "distribution": None,
+        "version": None,
+        "harnesses": [],
+        "sandbox_providers": [],
+        "credential_resolvers": [],
+        "ledger_schemes": [],
+        "hooks": [],
+    }
+    rows += [{"name": b.name, **empty, "broken": True, "error": b.error} for b in plugins.broken]
+    return {"harnesses": plugins.harness_names(), "plugins": rows}
+
+
+def write(listing: Listing, distributions: list[list[Any]]) -> None:
+    """Store ``listing``; never fails the command (a read-only home just means no cache)."""
+    if any(row["broken"] for row in listing["plugins"]):
+        # A plugin that failed to import left no module behind whose file we could watch, so
+        # fixing it in place would go unnoticed: don't cache until every plugin loads.
+        return
+    sources = [stamp for path in _source_files() if (stamp := _file_stamp(path)) is not None]
+    stored = {
+        "format": FORMAT,
+        "distributions": distributions,
+        "sources": sources,
+        "listing": listing,
+    }
+    path = cache_path()
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(stored, handle)
+        os.replace(temporary, path)
+    except OSError:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def listing() -> Listing:
+    """``{"harnesses": [...], "plugins": [rows]}``: from the cache when valid, else loaded (and
+    cached)."""
+    cached = read()
+    if cached is not None:
+        return cached
+    distributions = distributions_fingerprint()  # before loading: a change meanwhile re-lists
+    fresh = build()
+    write(fresh, distributions)
+    return fresh
