@@ -21,28 +21,26 @@ a harness always loads the real plugin.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from .cache_files import cache_dir, read_json, write_json
+
+if TYPE_CHECKING:
+    from .plugin_manager import Plugins
+
+#: Hooks of a plugin that only matter for its own harnesses (or for the conformance kit).
+_HARNESS_ONLY_HOOKS = frozenset({"register_harnesses", "conformance_profile"})
 
 #: Bump when the stored shape or the listing's content changes.
 FORMAT = 1
-ENV_CACHE_DIR = "HARNESS_CACHE_DIR"
 _ENV_PLUGINS = "HARNESS_CORE_PLUGINS"  # plugin_manager.ENV_PLUGINS (not imported: it is slow)
 _CORE_PLUGIN_NAME = "harness_core.dispatch"  # plugin_manager.CORE_PLUGIN_NAME
 _DIST_SUFFIXES = (".dist-info", ".egg-info")
 
 Listing = dict[str, Any]
-
-
-def cache_dir() -> str:
-    explicit = os.environ.get(ENV_CACHE_DIR)
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "harnessplane")
 
 
 def cache_path() -> str:
@@ -99,11 +97,7 @@ def _source_files() -> list[str]:
 
 def read() -> Listing | None:
     """The cached listing if it is still right for what is installed, else ``None``."""
-    try:
-        with open(cache_path(), encoding="utf-8") as handle:
-            stored = json.load(handle)
-    except (OSError, ValueError):
-        return None
+    stored = read_json(cache_path())
     if not isinstance(stored, dict) or stored.get("format") != FORMAT:
         return None
     if stored.get("distributions") != distributions_fingerprint():
@@ -162,18 +156,7 @@ def write(listing: Listing, distributions: list[list[Any]]) -> None:
         "sources": sources,
         "listing": listing,
     }
-    path = cache_path()
-    temporary = f"{path}.{os.getpid()}.tmp"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(temporary, "w", encoding="utf-8") as handle:
-            json.dump(stored, handle)
-        os.replace(temporary, path)
-    except OSError:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+    write_json(cache_path(), stored)
 
 
 def listing() -> Listing:
@@ -186,3 +169,22 @@ def listing() -> Listing:
     fresh = build()
     write(fresh, distributions)
     return fresh
+
+
+def plugins_for(harness: str) -> Plugins:
+    """The plugins a session of ``harness`` needs: the one registering it and every plugin that
+    provides anything else (sandboxes, credentials, ledgers, host tools, observers, describe
+    hooks) - not the other harness adapters and their dependencies. Without a valid cache, or
+    for a name no plugin registers (the error lists them all), every plugin is loaded."""
+    from .plugin_manager import Plugins, get_plugins
+
+    cached = read()
+    if cached is None or harness not in cached["harnesses"]:
+        listing()  # loads every plugin and refreshes the cache for the next run
+        return get_plugins()
+    needed = {
+        row["name"]
+        for row in cached["plugins"]
+        if harness in row["harnesses"] or not set(row["hooks"]) <= _HARNESS_ONLY_HOOKS
+    }
+    return Plugins(only=needed)

@@ -77,7 +77,13 @@ def _one_line(error: BaseException) -> str:
 class Plugins:
     """A pluggy manager plus the registries the registration hooks fill."""
 
-    def __init__(self, *, load_entry_points: bool = True, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        load_entry_points: bool = True,
+        env: Mapping[str, str] | None = None,
+        only: Iterable[str] | None = None,
+    ):
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         for module in _specs.ALL:
             self.pm.add_hookspecs(module)
@@ -85,6 +91,8 @@ class Plugins:
         self.broken: list[BrokenPlugin] = []
         self._info: dict[str, PluginInfo] = {}
         self._env = os.environ if env is None else env
+        #: Entry-point names to load (within HARNESS_CORE_PLUGINS); ``None``: all of them.
+        self._only = None if only is None else frozenset(only)
         self.pm.register(DispatchHooks(self.registries), name=CORE_PLUGIN_NAME)
         if load_entry_points:
             self.load_entry_points()
@@ -136,6 +144,8 @@ class Plugins:
         allowed = self.allowed()
         for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
             if allowed is not None and ep.name not in allowed:
+                continue
+            if self._only is not None and ep.name not in self._only:
                 continue
             if ep.name in self._info or any(b.name == ep.name for b in self.broken):
                 continue  # the same plugin seen twice on sys.path

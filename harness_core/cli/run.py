@@ -117,10 +117,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness_hookspecs import HarnessError
 
     from ..controller import Controller
-    from ..plugins import get_plugins
+    from ..plugin_cache import plugins_for
 
     prompt = read_prompt(args)
-    plugins = get_plugins()
+    plugins = plugins_for(args.name)  # not every other harness adapter's imports
     check_names(args, plugins)
     if args.session and known_session(args, harness=args.name).status == "closed":
         raise HarnessError("session-closed")

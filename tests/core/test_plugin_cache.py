@@ -139,3 +139,15 @@ def test_an_unwritable_or_damaged_cache_only_costs_time(env, tmp_path):
         cached.write_text("{not json")
     assert "alpha" in harness(env, "list").split()
     assert os.listdir(env["HARNESS_CACHE_DIR"])  # rewritten
+
+
+def test_run_imports_only_the_harness_it_runs(env, tmp_path):
+    """With a valid cache, ``harness run alpha`` does not import the other harness plugins."""
+    site = Path(env["PYTHONPATH"])
+    install(site, "harness-alpha", "alpha")
+    install(site, "harness-beta", "beta")
+    harness(env, "list")  # builds the cache: imports both
+    Path(env["IMPORT_LOG"]).unlink()
+    out = harness(env, "run", "alpha", "hi", "--workspace", str(tmp_path), "--json", "--close")
+    assert json.loads(out.splitlines()[-1])["type"] in {"session.closed", "turn.completed"}
+    assert imports(env) == ["harness_alpha"]
