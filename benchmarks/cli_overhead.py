@@ -82,6 +82,7 @@ def _profile(name: str) -> Any:
 def _cli_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("HARNESS_CORE_PLUGINS", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run harness: with .pyc files
     bin_dir = ROOT / "tools" / "npm" / "node_modules" / ".bin"
     env["HARNESS_CLI_PATH"] = str(bin_dir)
     return env

@@ -31,8 +31,16 @@ from .cache_files import cache_dir, read_json, write_json
 if TYPE_CHECKING:
     from .plugin_manager import Plugins
 
-#: Hooks of a plugin that only matter for its own harnesses (or for the conformance kit).
-_HARNESS_ONLY_HOOKS = frozenset({"register_harnesses", "conformance_profile"})
+#: Hooks whose registrations matter only when asked for by name (a harness, a sandbox provider,
+#: a ledger scheme), or only to the conformance kit.
+_NAMED_ONLY_HOOKS = frozenset(
+    {
+        "register_harnesses",
+        "register_sandbox_providers",
+        "register_ledger_stores",
+        "conformance_profile",
+    }
+)
 
 #: Bump when the stored shape or the listing's content changes.
 FORMAT = 1
@@ -171,20 +179,30 @@ def listing() -> Listing:
     return fresh
 
 
-def plugins_for(harness: str) -> Plugins:
-    """The plugins a session of ``harness`` needs: the one registering it and every plugin that
-    provides anything else (sandboxes, credentials, ledgers, host tools, observers, describe
-    hooks) - not the other harness adapters and their dependencies. Without a valid cache, or
-    for a name no plugin registers (the error lists them all), every plugin is loaded."""
+def plugins_for(harness: str, sandbox: str | None = None, ledger: str | None = None) -> Plugins:
+    """The plugins a session of ``harness`` needs: the one registering it, the one providing the
+    ``sandbox`` provider and the ``ledger`` URL's scheme if named, and every plugin that provides
+    anything else (credential resolvers, host tools, observers, describe hooks) - not the other
+    harness adapters, sandboxes and ledger stores with their dependencies. Without a valid cache,
+    or for a name nothing registers (the error then lists them all), every plugin is loaded."""
     from .plugin_manager import Plugins, get_plugins
 
     cached = read()
-    if cached is None or harness not in cached["harnesses"]:
+    providers = {p for row in (cached or {}).get("plugins", ()) for p in row["sandbox_providers"]}
+    if (
+        cached is None
+        or harness not in cached["harnesses"]
+        or (sandbox is not None and sandbox not in providers)
+    ):
         listing()  # loads every plugin and refreshes the cache for the next run
         return get_plugins()
+    scheme = ledger.split(":", 1)[0] if ledger and ":" in ledger else None
     needed = {
         row["name"]
         for row in cached["plugins"]
-        if harness in row["harnesses"] or not set(row["hooks"]) <= _HARNESS_ONLY_HOOKS
+        if harness in row["harnesses"]
+        or sandbox in row["sandbox_providers"]
+        or scheme in row["ledger_schemes"]
+        or not set(row["hooks"]) <= _NAMED_ONLY_HOOKS
     }
     return Plugins(only=needed)

@@ -120,7 +120,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from ..plugin_cache import plugins_for
 
     prompt = read_prompt(args)
-    plugins = plugins_for(args.name)  # not every other harness adapter's imports
+    from .ledger_read import ledger_url
+
+    # Not every other adapter's, sandbox's and ledger store's imports: only what this run names.
+    plugins = plugins_for(args.name, args.sandbox, ledger_url(args.ledger))
     check_names(args, plugins)
     if args.session and known_session(args, harness=args.name).status == "closed":
         raise HarnessError("session-closed")
