@@ -4,9 +4,8 @@ without importing every plugin and its dependencies.
 The cache is keyed by what decides the answer:
 
 - the installed distributions: every ``*.dist-info`` / ``*.egg-info`` on ``sys.path`` (name and
-  version are in the directory name) with the mtime and size of its ``entry_points.txt``, and
-  each ``sys.path`` directory's own mtime (installing, upgrading or uninstalling anything
-  changes it);
+  version are in the directory name) with the mtime and size of its ``entry_points.txt``
+  (installing, upgrading or uninstalling a distribution changes it);
 - the source files of every module loaded while listing that live outside the interpreter's
   prefixes (editable installs, ``PYTHONPATH``), by mtime and size, so editing an editable
   plugin invalidates it too;
@@ -59,21 +58,26 @@ def cache_path() -> str:
 
 
 def distributions_fingerprint() -> list[list[Any]]:
-    """The installed distributions as ``sys.path`` shows them (cheap: a listing and a stat each)."""
+    """The installed distributions as ``sys.path`` shows them (cheap: a listing and a stat each).
+
+    Not the directories' own mtimes: the current directory (``python -m``) and ``/tmp`` change
+    all the time, and a module file appearing matters only to a plugin that failed to import,
+    which disables the cache anyway."""
     parts: list[list[Any]] = []
     for entry in sys.path:
         where = entry or "."
         try:
-            mtime = os.stat(where).st_mtime_ns
             with os.scandir(where) as found:
                 names = sorted(e.name for e in found if e.name.endswith(_DIST_SUFFIXES))
-        except OSError:  # missing, or a zip file: its mtime alone
+        except NotADirectoryError:  # a zip file: its mtime
             try:
                 parts.append([entry, os.stat(where).st_mtime_ns])
             except OSError:
                 pass
             continue
-        parts.append([entry, mtime])
+        except OSError:
+            continue
+        parts.append([entry])
         for name in names:
             try:
                 st = os.stat(os.path.join(where, name, "entry_points.txt"))
