@@ -42,7 +42,7 @@ _NAMED_ONLY_HOOKS = frozenset(
 )
 
 #: Bump when the stored shape or the listing's content changes.
-FORMAT = 1
+FORMAT = 2
 _ENV_PLUGINS = "HARNESS_CORE_PLUGINS"  # plugin_manager.ENV_PLUGINS (not imported: it is slow)
 _CORE_PLUGIN_NAME = "harness_core.dispatch"  # plugin_manager.CORE_PLUGIN_NAME
 _DIST_SUFFIXES = (".dist-info", ".egg-info")
@@ -123,9 +123,10 @@ def read() -> Listing | None:
 
 def build() -> Listing:
     """Load the plugins and describe what they register (what ``harness plugins`` prints)."""
-    from .plugin_manager import get_plugins
+    from .plugin_manager import get_plugins, installed_entry_points
 
     plugins = get_plugins()
+    entry_points = [[e.name, e.value, e.distribution, e.version] for e in installed_entry_points()]
     rows: list[dict[str, Any]] = [
         {
             "name": info.name,
@@ -152,7 +153,7 @@ def build() -> Listing:
         "hooks": [],
     }
     rows += [{"name": b.name, **empty, "broken": True, "error": b.error} for b in plugins.broken]
-    return {"harnesses": plugins.harness_names(), "plugins": rows}
+    return {"harnesses": plugins.harness_names(), "plugins": rows, "entry_points": entry_points}
 
 
 def write(listing: Listing, distributions: list[list[Any]]) -> None:
@@ -189,7 +190,7 @@ def plugins_for(harness: str, sandbox: str | None = None, ledger: str | None = N
     anything else (credential resolvers, host tools, observers, describe hooks) - not the other
     harness adapters, sandboxes and ledger stores with their dependencies. Without a valid cache,
     or for a name nothing registers (the error then lists them all), every plugin is loaded."""
-    from .plugin_manager import Plugins, get_plugins
+    from .plugin_manager import EntryPointRef, Plugins, get_plugins
 
     cached = read()
     providers = {p for row in (cached or {}).get("plugins", ()) for p in row["sandbox_providers"]}
@@ -209,4 +210,6 @@ def plugins_for(harness: str, sandbox: str | None = None, ledger: str | None = N
         or scheme in row["ledger_schemes"]
         or not set(row["hooks"]) <= _NAMED_ONLY_HOOKS
     }
-    return Plugins(only=needed)
+    # The entry points as listed: no scan of every installed distribution's metadata.
+    refs = [EntryPointRef(*ep) for ep in cached["entry_points"] if ep[0] in needed]
+    return Plugins(only=needed, entry_points=refs)
