@@ -11,8 +11,9 @@ For each per-turn CLI adapter (Claude Code, Codex, OpenCode, Pi), against one fa
    the ``harness`` process exits.
 
 Overhead = median(harness) - median(bare) over ``--runs`` (default 5); target: <= 50 ms or
-<= 5 % of bare, whichever is larger. ``harness run echo`` (no CLI at all) is printed too: the
-fixed cost of a ``harness`` process (interpreter, plugin loading, ledger, session open/close).
+<= 5 % of bare, whichever is larger. Printed too, to say where the time goes: ``python -c pass``
+(interpreter start) and ``harness run echo`` (no CLI at all: the fixed cost of a ``harness``
+process - interpreter, imports, plugin loading, ledger, session open/close).
 
     python benchmarks/cli_overhead.py [--runs 5] [--clis claude-code,codex,opencode,pi]
 """
@@ -188,6 +189,13 @@ def echo_ms(runs: int) -> float:
         shutil.rmtree(base, ignore_errors=True)
 
 
+def interpreter_ms(runs: int) -> float:
+    """``python -c pass`` in the project venv: the part of any ``harness`` process before our code."""
+    argv = [sys.executable, "-c", "pass"]
+    _wall(argv, _cli_env())
+    return statistics.median(_wall(argv, _cli_env()) for _ in range(runs))
+
+
 def run_all(runs: int, clis: list[str]) -> tuple[list[Overhead], dict[str, str]]:
     """Every CLI's overhead; CLIs that could not run are returned with the reason."""
     results, failed = [], {}
@@ -205,6 +213,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--clis", default=",".join(CLIS))
     args = parser.parse_args()
+    figure("cli_overhead.python_startup", interpreter_ms(args.runs), "ms", "", "python -c pass")
     figure("cli_overhead.echo.harness_run", echo_ms(args.runs), "ms", "", "no CLI: the fixed cost")
     results, failed = run_all(args.runs, [c for c in args.clis.split(",") if c])
     for r in results:

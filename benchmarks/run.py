@@ -211,7 +211,10 @@ def process_rows(runs: int) -> list[Row]:
 def cli_overhead_rows(runs: int) -> list[Row]:
     import cli_overhead
 
-    rows = [Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms")]
+    rows = [
+        Row("python -c pass, wall", cli_overhead.interpreter_ms(runs), "ms"),
+        Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms"),
+    ]
     results, failed = cli_overhead.run_all(runs, list(cli_overhead.CLIS))
     for r in results:
         label = f"{r.name}: harness run - bare ({r.bare_ms:,.0f} ms bare)"

@@ -138,7 +138,11 @@ def store_version(path: str, version: str) -> None:
     from harness_core.cache_files import write_json
 
     real = stamp.split("|")[0] + "|"
-    stored = {k: v for k, v in _stored_versions().items() if not k.startswith(real)}
+    stored = {  # not the binary's older stamps, nor binaries that are gone
+        k: v
+        for k, v in _stored_versions().items()
+        if not k.startswith(real) and os.path.exists(k.split("|")[0])
+    }
     stored[stamp] = version
     write_json(target, stored)
 
