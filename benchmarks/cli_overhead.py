@@ -6,7 +6,8 @@ For each per-turn CLI adapter (Claude Code, Codex, OpenCode, Pi), against one fa
    environment, working directory and a copy of the session state directory (the CLI's private
    HOME / config the adapter wrote) at the moment the CLI starts, then ``exec``s the real CLI.
 2. Bare: that recorded invocation, run directly (a fresh copy of the saved state each time, so
-   every run starts like a new session does), until the CLI exits.
+   every run starts like a new session does), until the CLI prints its terminal JSON line
+   (where the adapter ends the turn), then its process group is stopped and reaped.
 3. Through us: the same ``harness run`` (real CLI, fresh session each run, SQLite ledger) until
    the ``harness`` process exits.
 
@@ -24,12 +25,13 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +43,17 @@ from _common import ROOT, figure, venv_bin
 
 PROMPT = "Say ok"
 CLIS = ("claude-code", "codex", "opencode", "pi")
+#: The JSON line after which each adapter ends the turn (and stops the CLI's process group):
+#: the bare run stops there too, not when the CLI gets round to exiting (OpenCode lingers).
+TERMINAL: dict[str, Callable[[dict[str, Any]], bool]] = {
+    "claude-code": lambda line: line.get("type") == "result",
+    "codex": lambda line: line.get("type") in {"turn.completed", "turn.failed"},
+    "opencode": lambda line: (
+        line.get("type") == "error"
+        or (line.get("type") == "step_finish" and (line.get("part") or {}).get("reason") == "stop")
+    ),
+    "pi": lambda line: line.get("type") == "agent_end",
+}
 # The CLI gets a minimal environment, so the wrapper has its paths written in.
 WRAPPER = """#!/bin/sh
 d='{record}'
@@ -113,6 +126,42 @@ def _wall(argv: list[str], env: dict[str, str], cwd: str | None = None) -> float
     return wall * 1000
 
 
+def _until_terminal(
+    argv: list[str], env: dict[str, str], cwd: str, done: Callable[[dict[str, Any]], bool]
+) -> float:
+    """Run the CLI until its terminal JSON line (or its exit), then stop its process group as
+    the adapter does; wall ms from spawn to the group reaped."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        argv,
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    finished = False
+    for raw in process.stdout:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(line, dict) and done(line):
+            finished = True
+            break
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    process.wait()
+    wall = (time.perf_counter() - start) * 1000
+    if not finished and process.returncode != 0:
+        raise RuntimeError(f"{argv[0]} exited {process.returncode} before its terminal line")
+    return wall
+
+
 @contextmanager
 def _server() -> Iterator[Any]:
     from harness_core.testing.fake_model import FakeModelServer
@@ -160,7 +209,7 @@ def measure(name: str, runs: int, server: Any) -> Overhead:
             shutil.copytree(record / "state", fresh, symlinks=True)
             run_argv = [real, *(a.replace(old, str(fresh)) for a in argv)]
             run_env = {k: v.replace(old, str(fresh)) for k, v in bare_env.items()}
-            return _wall(run_argv, run_env, cwd.replace(old, str(fresh)))
+            return _until_terminal(run_argv, run_env, cwd.replace(old, str(fresh)), TERMINAL[name])
 
         def harness_once(index: int) -> float:
             argv_ = _harness_argv(name, profile, binary(real), base, server)
