@@ -1,13 +1,18 @@
-"""Side by side with superqode's Harness Protocol v1 (PyPI ``superqode``, needs Python 3.12+).
+"""Side by side with superqode's Harness Protocol v1 (PyPI ``superqode``, declares Python 3.12+).
 
-Creates its own venv with a Python 3.12 (``uv python find 3.12``, ``python3.12`` on PATH, or
-pyenv's), installs ``superqode`` there, and runs the same workloads on both in one run:
+Which superqode: ``--superqode-python PATH`` (or ``$HARNESS_BENCH_SUPERQODE_PYTHON``), the
+interpreter of a venv that has it - e.g. a Python 3.11 one made with
+``python3.11 -m venv /tmp/sq && /tmp/sq/bin/pip install --ignore-requires-python
+superqode==2.25.0`` (its harness modules run on 3.11). Otherwise the venv at ``--venv``, created
+when missing with a Python 3.12 (``uv python find 3.12``, ``python3.12``, pyenv's) or, failing
+that, this interpreter with ``--ignore-requires-python``. It runs the same workloads on both:
 one turn streaming N one-char deltas (memory; SQLite and file at a smaller N because superqode's
 durable stores are quadratic), sessions x 1 turn (memory, SQLite), import time, and
 ``harness list`` vs ``superqode harness list``. Prints one line per workload with the ratio.
 
     python benchmarks/compare_superqode.py [--stream 10000] [--durable-stream 1000]
         [--sessions 1000] [--durable-sessions 200] [--runs 3] [--venv DIR]
+        [--superqode-python PATH]
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import run_async, time_process, venv_bin
 
 SUPERQODE = "superqode==2.25.0"
+ENV_PYTHON = "HARNESS_BENCH_SUPERQODE_PYTHON"
+CHECK = "import superqode.harness.protocol_controller"
 
 WORKER = r"""
 import asyncio, json, sys, tempfile, time, shutil
@@ -115,22 +122,25 @@ def find_python312() -> str | None:
     return None
 
 
+def has_superqode(python: Path) -> bool:
+    if not python.exists():
+        return False
+    check = subprocess.run([str(python), "-c", CHECK], capture_output=True, check=False)
+    return check.returncode == 0
+
+
 def ensure_venv(directory: Path) -> Path | None:
+    """``directory``'s interpreter with superqode, creating the venv (and installing) if needed."""
     python = directory / "bin" / "python"
-    if python.exists():
-        check = subprocess.run(
-            [str(python), "-c", "import superqode.harness.protocol_controller"],
-            capture_output=True,
-            check=False,
-        )
-        if check.returncode == 0:
-            return python
+    if has_superqode(python):
+        return python
     base = find_python312()
-    if base is None:
-        return None
+    pip_args = [SUPERQODE]
+    if base is None:  # superqode's harness modules run on 3.11; only its metadata says 3.12
+        base, pip_args = sys.executable, ["--ignore-requires-python", SUPERQODE]
     subprocess.run([base, "-m", "venv", str(directory)], check=True)
     installed = subprocess.run(
-        [str(python), "-m", "pip", "install", "-q", SUPERQODE],
+        [str(python), "-m", "pip", "install", "-q", *pip_args],
         capture_output=True,
         text=True,
         check=False,
@@ -139,6 +149,33 @@ def ensure_venv(directory: Path) -> Path | None:
         print(installed.stderr[-2000:], file=sys.stderr)
         return None
     return python
+
+
+def superqode_python(explicit: str | None, venv: str | None = None) -> Path | None:
+    """The interpreter to run superqode with: ``explicit`` (or ``$HARNESS_BENCH_SUPERQODE_PYTHON``)
+    when it has superqode; else, given ``venv``, that venv (created if needed); else ``None``."""
+    chosen = explicit or os.environ.get(ENV_PYTHON)
+    if chosen:
+        python = Path(chosen)
+        return python if has_superqode(python) else None
+    if venv is None:
+        return None
+    return ensure_venv(Path(venv))
+
+
+def theirs_import_ms(python: Path, runs: int = 5) -> float:
+    return statistics.median(import_ms(str(python), "superqode.harness") for _ in range(runs))
+
+
+def theirs_cli_list(python: Path, runs: int) -> tuple[float, float]:
+    """``superqode harness list``: median wall (ms) and max RSS (MB)."""
+    sq = str(python.parent / "superqode")
+    time_process([sq, "harness", "list"])  # warm
+    samples = [time_process([sq, "harness", "list"]) for _ in range(runs)]
+    return (
+        statistics.median(c[0] for c in samples) * 1000,
+        statistics.median(c[1] for c in samples),
+    )
 
 
 def theirs(python: Path, what: str, *args: Any) -> float:
@@ -203,13 +240,14 @@ def main() -> int:
             "superqode-venv",
         ),
     )
+    parser.add_argument(
+        "--superqode-python",
+        help=f"interpreter of a venv with {SUPERQODE} (default: ${ENV_PYTHON}, else --venv)",
+    )
     args = parser.parse_args()
-    python = ensure_venv(Path(args.venv))
+    python = superqode_python(args.superqode_python, args.venv)
     if python is None:
-        print(
-            "compare_superqode: skipped - no Python 3.12+ found (uv, python3.12, pyenv) "
-            f"or {SUPERQODE} did not install"
-        )
+        print(f"compare_superqode: skipped - superqode not installed ({SUPERQODE} did not import)")
         return 0
     runs = args.runs
 
@@ -257,28 +295,14 @@ def main() -> int:
             True,
         )
     imports_ours = statistics.median(import_ms(sys.executable, "harness_core") for _ in range(5))
-    imports_theirs = statistics.median(
-        import_ms(str(python), "superqode.harness") for _ in range(5)
-    )
+    imports_theirs = theirs_import_ms(python)
     line("import (harness_core vs superqode.harness)", imports_ours, imports_theirs, "ms", False)
     ours_cli = [time_process([venv_bin("harness"), "list"]) for _ in range(runs)]
-    sq = str(python.parent / "superqode")
-    time_process([sq, "harness", "list"])  # warm
-    theirs_cli = [time_process([sq, "harness", "list"]) for _ in range(runs)]
+    theirs_wall, theirs_rss = theirs_cli_list(python, runs)
     line(
-        "cli list wall",
-        statistics.median(c[0] for c in ours_cli) * 1000,
-        statistics.median(c[0] for c in theirs_cli) * 1000,
-        "ms",
-        False,
+        "cli list wall", statistics.median(c[0] for c in ours_cli) * 1000, theirs_wall, "ms", False
     )
-    line(
-        "cli list max RSS",
-        statistics.median(c[1] for c in ours_cli),
-        statistics.median(c[1] for c in theirs_cli),
-        "MB",
-        False,
-    )
+    line("cli list max RSS", statistics.median(c[1] for c in ours_cli), theirs_rss, "MB", False)
     started = time.strftime("%Y-%m-%d %H:%M")
     print(f"(superqode from {python}; {started}; medians of {runs})")
     return 0

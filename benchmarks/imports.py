@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import figure
 
-TARGETS = {"harness_core": "<= 60 ms"}
+TARGETS = {"harness_core": "<= 20 ms"}
 
 
 def import_ms(module: str) -> float:

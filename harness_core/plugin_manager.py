@@ -11,8 +11,9 @@ does for llm. A plugin that fails to import or registers badly is recorded in
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
-from importlib import metadata
+from importlib import import_module
 from types import MappingProxyType
 from typing import Any
 
@@ -42,6 +43,53 @@ CORE_PLUGIN_NAME = "harness_core.dispatch"
 class BrokenPlugin:
     name: str
     error: str
+
+
+@frozen
+class EntryPointRef:
+    """One ``harness_core`` entry point: what ``importlib.metadata`` says about it, kept so a
+    cached listing can load plugins without scanning every installed distribution again."""
+
+    name: str
+    value: str
+    distribution: str | None = None
+    version: str | None = None
+
+    def load(self) -> Any:
+        """Import the module and walk the attribute path (as ``EntryPoint.load`` does)."""
+        match = _ENTRY_POINT_VALUE.match(self.value)
+        if match is None:
+            raise ValueError(f"malformed entry point {self.value!r}")
+        obj = import_module(match.group("module"))
+        for part in (match.group("attr") or "").split("."):
+            if part:
+                obj = getattr(obj, part)
+        return obj
+
+
+#: ``module.path[:attr.path] [extras]`` (importlib.metadata's EntryPoint.pattern).
+_ENTRY_POINT_VALUE = re.compile(
+    r"(?P<module>[\w.]+)\s*(:\s*(?P<attr>[\w.]+)\s*)?((?P<extras>\[.*\])\s*)?$"
+)
+
+
+def installed_entry_points() -> list[EntryPointRef]:
+    """Every installed ``harness_core`` entry point, sorted by name (``sys.path`` order within
+    a name, so the first one found wins as before)."""
+    from importlib import metadata
+
+    refs = []
+    for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = getattr(ep, "dist", None)
+        refs.append(
+            EntryPointRef(
+                ep.name,
+                ep.value,
+                dist.metadata["Name"] if dist is not None else None,
+                dist.version if dist is not None else None,
+            )
+        )
+    return refs
 
 
 @define
@@ -77,7 +125,14 @@ def _one_line(error: BaseException) -> str:
 class Plugins:
     """A pluggy manager plus the registries the registration hooks fill."""
 
-    def __init__(self, *, load_entry_points: bool = True, env: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        load_entry_points: bool = True,
+        env: Mapping[str, str] | None = None,
+        only: Iterable[str] | None = None,
+        entry_points: Iterable[EntryPointRef] | None = None,
+    ):
         self.pm = pluggy.PluginManager(PROJECT_NAME)
         for module in _specs.ALL:
             self.pm.add_hookspecs(module)
@@ -85,9 +140,11 @@ class Plugins:
         self.broken: list[BrokenPlugin] = []
         self._info: dict[str, PluginInfo] = {}
         self._env = os.environ if env is None else env
+        #: Entry-point names to load (within HARNESS_CORE_PLUGINS); ``None``: all of them.
+        self._only = None if only is None else frozenset(only)
         self.pm.register(DispatchHooks(self.registries), name=CORE_PLUGIN_NAME)
         if load_entry_points:
-            self.load_entry_points()
+            self.load_entry_points(entry_points)
 
     # -- what is registered (read-only views) ------------------------------------------------
 
@@ -132,25 +189,23 @@ class Plugins:
             return None
         return {name.strip() for name in raw.split(",") if name.strip()}
 
-    def load_entry_points(self) -> None:
+    def load_entry_points(self, entry_points: Iterable[EntryPointRef] | None = None) -> None:
+        """Load the installed entry points (or ``entry_points``, as a cached listing saw them)."""
         allowed = self.allowed()
-        for ep in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        refs = installed_entry_points() if entry_points is None else entry_points
+        for ep in refs:
             if allowed is not None and ep.name not in allowed:
+                continue
+            if self._only is not None and ep.name not in self._only:
                 continue
             if ep.name in self._info or any(b.name == ep.name for b in self.broken):
                 continue  # the same plugin seen twice on sys.path
-            dist = getattr(ep, "dist", None)
             try:
                 obj = ep.load()
             except Exception as error:
                 self.broken.append(BrokenPlugin(ep.name, f"import failed: {_one_line(error)}"))
                 continue
-            self.register(
-                obj,
-                name=ep.name,
-                distribution=dist.metadata["Name"] if dist is not None else None,
-                version=dist.version if dist is not None else None,
-            )
+            self.register(obj, name=ep.name, distribution=ep.distribution, version=ep.version)
 
     def register(
         self,

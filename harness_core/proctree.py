@@ -18,8 +18,6 @@ only processes attributed to a spawn are waited for, never another child of the 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -114,8 +112,16 @@ def become_subreaper() -> bool:
         return True
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # here: only processes that spawn need it
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        # The running program's own symbols include libc's prctl: no find_library(), which
+        # runs `ldconfig -p` (2-20 ms per `harness run`).
+        libc = ctypes.CDLL(None, use_errno=True)
+        if not hasattr(libc, "prctl"):
+            import ctypes.util
+
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
             return False
     except (OSError, AttributeError):

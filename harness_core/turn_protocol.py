@@ -17,11 +17,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
-import jsonschema
 from attrs import frozen
 from harness_hookspecs import (
     Event,
@@ -35,6 +34,9 @@ from harness_hookspecs import (
     TurnCompleted,
     TurnFailed,
 )
+
+if TYPE_CHECKING:
+    import jsonschema  # imported where a schema is compiled: a third of the controller's import
 
 DEFAULT_OUTPUT_RETRIES = 2
 #: Seconds an attempt's processes get to exit before the retry (as at the turn's end).
@@ -81,6 +83,8 @@ def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
     """A validator for ``schema``; ``invalid-request`` when it is not a JSON Schema."""
     if not isinstance(schema, Mapping):
         raise HarnessError("invalid-request", "the output schema must be a JSON object")
+    import jsonschema
+
     schema = dict(schema)
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
@@ -199,6 +203,8 @@ class StructuredTurn:
                 summary="the answer is not JSON",
             )
         else:
+            import jsonschema
+
             error = jsonschema.exceptions.best_match(self.validator.iter_errors(value))
             if error is None:
                 verdict = Verdict(ok=True, value=value)

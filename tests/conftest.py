@@ -40,5 +40,6 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["HARNESS_LEDGER"] = f"sqlite:///{tmp_path}/cli-ledger.sqlite"
     env["HARNESS_STATE_DIR"] = str(tmp_path / "cli-state")
+    env["HARNESS_CACHE_DIR"] = str(tmp_path / "cli-cache")  # the plugin listing's cache
     env.pop("HARNESS_CORE_PLUGINS", None)
     return env

@@ -13,20 +13,37 @@ import os
 import sys
 from argparse import ArgumentParser, ArgumentTypeError, Namespace
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from typing import Any, NoReturn
 
-from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE, CliError, internal, report, unwrap
+from .exits import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE
 from .view import format_event
 
 __all__ = ["build_parser", "format_event", "main"]
+
+#: ``harness sessions`` shows the newest this many by default.
+DEFAULT_SESSIONS_LIMIT = 50
 
 
 class _Parser(ArgumentParser):
     """argparse, but a usage error is the same one line as every other error."""
 
     def error(self, message: str) -> NoReturn:
+        from .errors import CliError
+
         hint = f"{message}; see {self.prog} --help"
         raise CliError("invalid-request", hint)
+
+
+def _lazy(module: str, function: str) -> Callable[[Namespace], int]:
+    """``module.function``, imported when the command runs: ``harness list`` must not pay for
+    the imports of ``harness run`` (the ledger, the controller) just to build the parser."""
+
+    def command(args: Namespace) -> int:
+        return int(getattr(import_module(f"{__name__}.{module}"), function)(args))
+
+    command.__name__ = function
+    return command
 
 
 def _positive_seconds(text: str) -> float:
@@ -74,8 +91,10 @@ def _command(
     return parser
 
 
-def build_parser() -> ArgumentParser:
-    from . import bundle_cmd, conformance_cmd, info, reading, run
+def build_parser(command: str | None = None) -> ArgumentParser:
+    """The whole parser; with ``command`` (what ``main`` is about to run; ``""`` for none),
+    optional plugins' arguments are added only for the command that needs them."""
+    from . import bundle_cmd
 
     parser = _Parser(
         prog="harness",
@@ -86,17 +105,20 @@ def build_parser() -> ArgumentParser:
     ledger_help = "ledger URL (default: $HARNESS_LEDGER or sqlite:.harness/ledger.sqlite)"
 
     _command(
-        sub, "plugins", "list installed plugins, what each registers, broken ones", info.cmd_plugins
+        sub,
+        "plugins",
+        "list installed plugins, what each registers, broken ones",
+        _lazy("info", "cmd_plugins"),
     )
-    _command(sub, "list", "list harness names", info.cmd_list)
-    p = _command(sub, "describe", "describe a harness", info.cmd_describe)
+    _command(sub, "list", "list harness names", _lazy("info", "cmd_list"))
+    p = _command(sub, "describe", "describe a harness", _lazy("info", "cmd_describe"))
     p.add_argument("name")
 
     p = _command(
         sub,
         "run",
         "run one turn (opening or resuming a session): the answer as it streams",
-        run.cmd_run,
+        _lazy("run", "cmd_run"),
         "print every event as JSON Lines",
     )
     p.add_argument("name", help="harness name")
@@ -158,22 +180,37 @@ def build_parser() -> ArgumentParser:
         help="harness configuration (VALUE parsed as JSON when it is JSON); repeatable",
     )
 
-    p = _command(sub, "close", "close a session (after harness run without --close)", run.cmd_close)
+    p = _command(
+        sub,
+        "close",
+        "close a session (after harness run without --close)",
+        _lazy("run", "cmd_close"),
+    )
     p.add_argument("session")
     p.add_argument("--ledger", help=ledger_help)
     p = _command(
-        sub, "cancel", "cancel the turn a harness run is running in a session", run.cmd_cancel
+        sub,
+        "cancel",
+        "cancel the turn a harness run is running in a session",
+        _lazy("run", "cmd_cancel"),
     )
     p.add_argument("session")
 
-    p = _command(sub, "sessions", "list sessions with turns, tokens and cost", reading.cmd_sessions)
+    p = _command(
+        sub,
+        "sessions",
+        "list sessions with turns, tokens and cost",
+        _lazy("reading", "cmd_sessions"),
+    )
     p.add_argument("--ledger", help=ledger_help)
-    p.add_argument("--limit", type=_count(1), help=f"newest N (default {reading.DEFAULT_LIMIT})")
+    p.add_argument("--limit", type=_count(1), help=f"newest N (default {DEFAULT_SESSIONS_LIMIT})")
     p.add_argument("--harness", help="only sessions of this harness")
     p.add_argument("--status", choices=("open", "closed"))
     p.add_argument("--since", help="created since: 30m, 2h, 7d, 1w or an ISO date/time")
     p.add_argument("-q", "--query", metavar="TEXT", help="search prompts and answers")
-    p = _command(sub, "events", "print a session's events from the ledger", reading.cmd_events)
+    p = _command(
+        sub, "events", "print a session's events from the ledger", _lazy("reading", "cmd_events")
+    )
     p.add_argument("session")
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("--after", type=_count(0), default=0, help="only events with sequence > N")
@@ -185,7 +222,7 @@ def build_parser() -> ArgumentParser:
         sub,
         "export",
         "export a session as a portable JSON bundle",
-        reading.cmd_export,
+        _lazy("reading", "cmd_export"),
         "the bundle on one line (and a JSON confirmation with -o)",
     )
     p.add_argument("session")
@@ -197,7 +234,7 @@ def build_parser() -> ArgumentParser:
         sub,
         "conformance",
         "run the conformance kit against a harness",
-        conformance_cmd.cmd_conformance,
+        _lazy("conformance_cmd", "cmd_conformance"),
     )
     p.add_argument("name")
     p.add_argument("--workspace", help="workspace directory (default: a temporary one)")
@@ -205,7 +242,7 @@ def build_parser() -> ArgumentParser:
         "--timeout", type=_positive_seconds, default=60.0, help="per-turn deadline in seconds"
     )
     p = sub.add_parser("new", help="scaffold a new plugin from the cookiecutter template")
-    p.set_defaults(func=info.cmd_new)
+    p.set_defaults(func=_lazy("info", "cmd_new"))
     p.add_argument("--kind", choices=("harness", "harness-cli", "sandbox", "credentials"))
     p.add_argument("--name")
     p.add_argument("--description")
@@ -219,9 +256,10 @@ def build_parser() -> ArgumentParser:
     add_serve_arguments(p)
     p = sub.add_parser("worker", help="run a Temporal worker for sessions (executor-temporal)")
     p.set_defaults(func=_worker)
-    _worker_arguments(p)
+    if command in (None, "worker"):
+        _worker_arguments(p)
     p = sub.add_parser("fake-model", help="run the scripted fake model server (offline tests)")
-    p.set_defaults(func=info.cmd_fake_model)
+    p.set_defaults(func=_lazy("info", "cmd_fake_model"))
     p.add_argument("rest", nargs="...", help="e.g. serve --port 8080 --script FILE")
     return parser
 
@@ -241,6 +279,8 @@ def _worker_arguments(parser: ArgumentParser) -> None:
 
 
 def _worker(args: Namespace) -> int:
+    from .errors import CliError
+
     try:
         from executor_temporal.cli import run
     except ImportError:
@@ -249,8 +289,6 @@ def _worker(args: Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from harness_hookspecs import HarnessError
-
     # Non-UTF-8 argv arrives as surrogate escapes, and a stdout may be strict: never crash on
     # writing back what we were given or what an older ledger holds.
     for stream in (sys.stdout, sys.stderr):
@@ -258,8 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        arguments = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(next((a for a in arguments if not a.startswith("-")), ""))
+        args = parser.parse_args(arguments)
         if args.version:
             from .info import version_text
 
@@ -270,9 +309,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return int(args.func(args))
     except BaseException as raised:
-        error = unwrap(raised)
-        if isinstance(error, HarnessError):
-            return report(error)
+        error = raised
+        # Without harness_hookspecs loaded nothing could raise a HarnessError (--help, a bad
+        # option on a fast command): don't import it just to check.
+        if "harness_hookspecs" in sys.modules:
+            from harness_hookspecs import HarnessError
+
+            from .errors import report, unwrap
+
+            error = unwrap(raised)
+            if isinstance(error, HarnessError):
+                return report(error)
         if isinstance(error, KeyboardInterrupt):
             return EXIT_CANCELLED
         if isinstance(error, BrokenPipeError):
@@ -282,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(error.code or 0) if isinstance(error.code, int | None) else EXIT_USAGE
         if os.environ.get("HARNESS_DEBUG"):
             raise
+        from .errors import internal
+
         return internal(error)
 
 

@@ -12,14 +12,17 @@ import argparse
 import sys
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness_hookspecs import Event, HarnessError
-
-from .errors import EXIT_OK
-from .ledger_read import ledger_url, open_for_reading
+from .exits import EXIT_OK
 from .output import print_json
 from .view import format_event
+
+if TYPE_CHECKING:
+    from harness_hookspecs import Event
+
+# The ledger readers are imported by the commands, not here: building the parser (every
+# ``harness`` invocation) must stay cheap.
 
 PACE_CAP = 2.0
 
@@ -47,6 +50,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     from ..bundle_import import import_bundle, load_bundle_file, parse_bundle, summary
     from ..ledger import open_ledger
     from ..plugins import get_plugins
+    from .ledger_read import ledger_url
 
     if args.bundle == "-":
         bundle = parse_bundle(sys.stdin.buffer.read())
@@ -66,6 +70,10 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from harness_hookspecs import HarnessError
+
+    from .ledger_read import open_for_reading
+
     store = open_for_reading(args.ledger)
     try:
         if store is None or store.get_session(args.session) is None:

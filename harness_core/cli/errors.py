@@ -19,13 +19,15 @@ import sys
 
 from harness_hookspecs import HarnessError
 
-EXIT_OK = 0
-EXIT_TURN_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNAVAILABLE = 69
-EXIT_INTERNAL = 70
-EXIT_LEDGER = 74
-EXIT_CANCELLED = 130
+from .exits import (
+    EXIT_CANCELLED,
+    EXIT_INTERNAL,
+    EXIT_LEDGER,
+    EXIT_OK,
+    EXIT_TURN_FAILED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+)
 
 _UNAVAILABLE = frozenset(
     {"provider-unavailable", "authentication-required", "sandbox-failed", "plugin-failed"}

@@ -4,19 +4,17 @@
 from __future__ import annotations
 
 import argparse
-from importlib import metadata
-from typing import Any
 
-from ..plugin_manager import CORE_PLUGIN_NAME
-from .errors import EXIT_OK, CliError
+from .exits import EXIT_OK
 from .output import Out, print_json, print_json_lines
-from .prompt import check_harness
 
 #: The core's distribution name, newest first (it was renamed ``harnessplane``).
 _DISTRIBUTIONS = ("harnessplane", "harness-core")
 
 
 def version_text() -> str:
+    from importlib import metadata
+
     for name in _DISTRIBUTIONS:
         try:
             return f"harness {metadata.version(name)} ({name})"
@@ -25,41 +23,10 @@ def version_text() -> str:
     return "harness (version unknown: not installed as a distribution)"
 
 
-def _plugin_rows() -> list[dict[str, Any]]:
-    from ..plugins import get_plugins
-
-    plugins = get_plugins()
-    rows: list[dict[str, Any]] = [
-        {
-            "name": info.name,
-            "distribution": info.distribution,
-            "version": info.version,
-            "harnesses": info.harnesses,
-            "sandbox_providers": info.sandbox_providers,
-            "credential_resolvers": info.credential_resolvers,
-            "ledger_schemes": info.ledger_schemes,
-            "hooks": info.hooks,
-            "broken": False,
-            "error": None,
-        }
-        for name, info in sorted(plugins.info.items())
-        if name != CORE_PLUGIN_NAME
-    ]
-    empty: dict[str, Any] = {
-        "distribution": None,
-        "version": None,
-        "harnesses": [],
-        "sandbox_providers": [],
-        "credential_resolvers": [],
-        "ledger_schemes": [],
-        "hooks": [],
-    }
-    rows += [{"name": b.name, **empty, "broken": True, "error": b.error} for b in plugins.broken]
-    return rows
-
-
 def cmd_plugins(args: argparse.Namespace) -> int:
-    rows = _plugin_rows()
+    from ..plugin_cache import listing
+
+    rows = listing()["plugins"]
     if args.json:
         print_json_lines(rows)
         return EXIT_OK
@@ -88,9 +55,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from ..plugins import get_plugins
+    from ..plugin_cache import listing
 
-    names = get_plugins().harness_names()
+    names = listing()["harnesses"]
     if args.json:
         print_json_lines({"name": name} for name in names)
     else:
@@ -102,6 +69,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_describe(args: argparse.Namespace) -> int:
     from ..plugins import get_plugins
     from ..serialize import descriptor_to_dict
+    from .prompt import check_harness
 
     plugins = get_plugins()
     check_harness(plugins, args.name)
@@ -131,6 +99,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 def cmd_fake_model(args: argparse.Namespace) -> int:
     from ..testing.fake_model import FakeModelNotInstalled, load
+    from .errors import CliError
 
     try:
         fake_model = load()

@@ -17,12 +17,13 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
+from . import DEFAULT_SESSIONS_LIMIT
 from .errors import EXIT_OK, CliError
 from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading
 from .output import Out, print_json, print_json_lines
 from .view import clip, cost_text, format_event
 
-DEFAULT_LIMIT = 50
+DEFAULT_LIMIT = DEFAULT_SESSIONS_LIMIT
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 

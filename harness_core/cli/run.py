@@ -127,11 +127,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from harness_hookspecs import HarnessError
 
     from ..controller import Controller
-    from ..plugins import get_plugins
+    from ..plugin_cache import plugins_for
 
     prompt = read_prompt(args)
     structured = structured_options(args)
-    plugins = get_plugins()
+    from .ledger_read import ledger_url
+
+    # Not every other adapter's, sandbox's and ledger store's imports: only what this run names.
+    plugins = plugins_for(args.name, args.sandbox, ledger_url(args.ledger))
     check_names(args, plugins)
     if args.session and known_session(args, harness=args.name).status == "closed":
         raise HarnessError("session-closed")

@@ -24,6 +24,10 @@ CLI_PATH_ENV = "HARNESS_CLI_PATH"
 
 _VERSION = re.compile(rb"(\d+\.\d+\.\d+)")
 _cache: dict[tuple[str, float], str | None] = {}
+#: Versions CLIs reported, kept across processes (``harness run`` is one process per turn, and
+#: ``node cli --version`` costs 0.1-0.5 s): keyed by real path, mtime and size, so an upgraded
+#: or replaced binary is asked again. Same directory as harness_core's plugin listing cache.
+_VERSIONS_FILE = "cli-versions.json"
 
 
 def extra_dirs() -> list[Path]:
@@ -88,9 +92,66 @@ def _key(path: str) -> tuple[str, float]:
         return (path, 0.0)
 
 
+def _versions_path() -> str | None:
+    try:  # the runtime's cache directory; without harness_core nothing is kept
+        from harness_core.cache_files import cache_dir
+    except ImportError:
+        return None
+    return os.path.join(cache_dir(), _VERSIONS_FILE)
+
+
+def _stamp(path: str) -> str | None:
+    """``realpath|mtime_ns|size`` of the binary (a symlinked npm bin: the file it runs)."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+    except OSError:
+        return None
+    return f"{real}|{st.st_mtime_ns}|{st.st_size}"
+
+
+def _stored_versions() -> dict[str, str]:
+    path = _versions_path()
+    if path is None:
+        return {}
+    from harness_core.cache_files import read_json
+
+    stored = read_json(path)
+    return stored if isinstance(stored, dict) else {}
+
+
+def stored_version(path: str) -> str | None:
+    """The version this exact binary reported before (any process), or ``None``."""
+    stamp = _stamp(path)
+    version = _stored_versions().get(stamp) if stamp else None
+    return version if isinstance(version, str) else None
+
+
+def store_version(path: str, version: str) -> None:
+    """Remember ``version`` for this binary; a cache that cannot be written is skipped."""
+    stamp = _stamp(path)
+    if stamp is None:
+        return
+    target = _versions_path()
+    if target is None:
+        return
+    from harness_core.cache_files import write_json
+
+    real = stamp.split("|")[0] + "|"
+    stored = {  # not the binary's older stamps, nor binaries that are gone
+        k: v
+        for k, v in _stored_versions().items()
+        if not k.startswith(real) and os.path.exists(k.split("|")[0])
+    }
+    stored[stamp] = version
+    write_json(target, stored)
+
+
 def version_sync(path: str) -> str | None:
     """``CLI --version`` for ``describe()`` (no session context there), cached per binary."""
     key = _key(path)
+    if key not in _cache and (stored := stored_version(path)) is not None:
+        _cache[key] = stored
     if key not in _cache:
         env = {k: os.environ[k] for k in ("PATH", "LANG", "TMPDIR") if k in os.environ}
         env["HOME"] = os.devnull  # no config is read for --version; never the host's
@@ -103,7 +164,10 @@ def version_sync(path: str) -> str | None:
                 env=env,
                 start_new_session=True,
             )
-            _cache[key] = parse_version(done.stdout) if done.returncode == 0 else None
+            found = parse_version(done.stdout) if done.returncode == 0 else None
+            _cache[key] = found
+            if found is not None:
+                store_version(path, found)
         except (OSError, subprocess.SubprocessError):
             _cache[key] = None
     return _cache[key]
@@ -114,12 +178,17 @@ async def version_via(context: SessionContext, path: str, env: Mapping[str, str]
     key = _key(path)
     if key in _cache and _cache[key] is not None:
         return _cache[key]
+    version = stored_version(path)
+    if version is not None:
+        _cache[key] = version
+        return version
     process = await context.spawn([path, "--version"], env=env, lifetime="session")
     output = b"".join([line async for line in process.lines()])
     code = await process.wait()
     version = parse_version(output) if code == 0 else None
     if version is not None:
         _cache[key] = version
+        store_version(path, version)
     return version
 
 

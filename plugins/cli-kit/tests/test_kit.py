@@ -124,3 +124,24 @@ def test_endpoint_reachable():
         port = listener.getsockname()[1]
         assert anyio.run(endpoint_reachable, f"http://127.0.0.1:{port}/v1", None)
     assert not anyio.run(endpoint_reachable, f"http://127.0.0.1:{port}/v1", None)
+
+
+def test_cli_version_is_remembered_across_processes_per_binary(tmp_path, monkeypatch):
+    """``--version`` is asked once per binary (path, mtime, size), not once per ``harness run``;
+    a replaced binary is asked again."""
+    from harness_cli_kit import locate
+
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "cache"))
+    calls = tmp_path / "calls"
+    tool = tmp_path / "bin" / "tool"
+    tool.parent.mkdir()
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 1.2.3\n")
+    tool.chmod(0o755)
+    assert locate.version_sync(str(tool)) == "1.2.3"
+    locate._cache.clear()  # a new process: only the file cache is left
+    assert locate.version_sync(str(tool)) == "1.2.3"
+    assert calls.read_text().count("x") == 1
+    tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 2.0.10\n")  # upgraded (size differs)
+    locate._cache.clear()
+    assert locate.version_sync(str(tool)) == "2.0.10"
+    assert calls.read_text().count("x") == 2

@@ -1,0 +1,270 @@
+"""Every figure in one run, one table: figure, ours, target, superqode, ratio, verdict.
+
+Runs the measurements of the other scripts here (their functions, imported: ``ledger.py``,
+``sessions.py``, ``imports.py``, ``cli.py``'s timing, ``subprocess_turn.py``, ``cancel.py``,
+``compare_superqode.py``; ``cli_overhead.py`` with ``--cli-overhead``) and prints them side by
+side. superqode's column needs a venv with superqode 2.25.0: ``--superqode-python PATH`` or
+``$HARNESS_BENCH_SUPERQODE_PYTHON`` (a Python 3.11 venv made with
+``pip install --ignore-requires-python superqode==2.25.0`` works); without one it says
+"not installed". Nothing is installed by this script.
+
+Child processes run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` is dropped), as an
+installed ``harness`` runs for its users; a warm-up run writes the ``.pyc`` files.
+
+    python benchmarks/run.py [--runs 3] [--quick] [--superqode-python PATH] [--cli-overhead]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import compare_superqode as sq
+from _common import rmtree, run_async, tempdir, time_process, venv_bin
+
+NOT_INSTALLED = "not installed"
+
+
+@dataclass
+class Row:
+    figure: str
+    ours: float
+    unit: str
+    target: str = ""
+    #: ``ours`` meets the target (``None``: no target).
+    ok: bool | None = None
+    theirs: float | None = None
+    higher_is_better: bool = True
+
+    def cells(self, superqode: bool) -> list[str]:
+        if self.theirs is not None:
+            ratio = self.ours / self.theirs if self.higher_is_better else self.theirs / self.ours
+            theirs, ratio_text = _num(self.theirs), f"{ratio:,.1f}x"
+        else:
+            theirs = "-" if superqode else NOT_INSTALLED
+            ratio_text = "-"
+        verdict = {None: "", True: "ok", False: "MISSED"}[self.ok]
+        return [
+            self.figure,
+            f"{_num(self.ours)} {self.unit}",
+            self.target,
+            theirs,
+            ratio_text,
+            verdict,
+        ]
+
+
+def _num(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _median(runs: int, measure: Callable[[], float]) -> float:
+    return statistics.median(measure() for _ in range(runs))
+
+
+def stream_rows(runs: int, sizes: tuple[int, int], python: Path | None) -> list[Row]:
+    import ledger
+
+    rows = []
+    small, large = sizes
+    rate = {}
+    for kind in ("memory", "sqlite"):
+        for n in sizes:
+            rate[kind, n] = ledger.turn_rate(kind, n, runs)
+    for n in sizes:
+        theirs = None
+        if python is not None and n == small:
+            theirs = _median(runs, lambda: sq.theirs(python, "stream", "memory", small))
+        ours = rate["memory", n]
+        rows.append(
+            Row(f"memory stream, {n:,} deltas", ours, "ev/s", ">= 150k", ours >= 150_000, theirs)
+        )
+    for n in sizes:
+        ours = rate["sqlite", n]
+        rows.append(Row(f"SQLite stream, {n:,}, durable", ours, "ev/s", ">= 100k", ours >= 100_000))
+    flat = rate["sqlite", large] / rate["sqlite", small]
+    rows.append(Row(f"SQLite {large:,}/{small:,} rate", flat, "x", "0.8-1.2", 0.8 <= flat <= 1.2))
+    if python is not None:  # superqode's durable stores are quadratic: compared at 1k events
+        for ours_kind, theirs_kind in (("sqlite", "sqlite"), ("jsonl", "file")):
+            ours = ledger.turn_rate(ours_kind, 1000, runs)
+            theirs = _median(runs, lambda k=theirs_kind: sq.theirs(python, "stream", k, 1000))
+            label = f"{ours_kind} stream, 1,000 (superqode {theirs_kind} store)"
+            rows.append(Row(label, ours, "ev/s", theirs=theirs))
+    return rows
+
+
+def session_rows(runs: int, count: int, python: Path | None) -> list[Row]:
+    import sessions
+
+    def ours(kind: str, n: int, concurrent: bool) -> float:
+        return _median(runs, lambda: run_async(sessions._run, kind, n, concurrent))
+
+    def theirs(kind: str, n: int, concurrent: bool) -> float | None:
+        if python is None:
+            return None
+        return _median(runs, lambda: sq.theirs(python, "sessions", kind, n, concurrent))
+
+    memory = ours("memory", count, False)
+    memory_theirs = theirs("memory", count, False)
+    target_ok = None if memory_theirs is None else memory >= 1.5 * memory_theirs
+    rows = [
+        Row(
+            f"{count:,} memory sessions, sequential",
+            memory,
+            "/s",
+            ">= 1.5x superqode",
+            target_ok,
+            memory_theirs,
+        )
+    ]
+    for mode, concurrent in (("sequential", False), ("concurrent", True)):
+        rate = ours("sqlite", count, concurrent)
+        rows.append(Row(f"{count:,} SQLite sessions, {mode}", rate, "/s", ">= 2,000", rate >= 2000))
+    if python is not None:  # superqode's SQLite store at 200 sessions (as compare_superqode.py)
+        for mode, concurrent in (("sequential", False), ("concurrent", True)):
+            rate = ours("sqlite", 200, concurrent)
+            rows.append(
+                Row(
+                    f"200 SQLite sessions, {mode}",
+                    rate,
+                    "/s",
+                    theirs=theirs("sqlite", 200, concurrent),
+                )
+            )
+    return rows
+
+
+def startup_rows(runs: int, python: Path | None) -> list[Row]:
+    import imports
+
+    ours_import = _median(max(runs, 5), lambda: imports.import_ms("harness_core"))
+    theirs_import = sq.theirs_import_ms(python) if python is not None else None
+    harness = venv_bin("harness")
+    time_process([harness, "list"])  # warm: .pyc files, the plugin listing cache
+    samples = [time_process([harness, "list"]) for _ in range(max(runs, 5))]
+    wall = statistics.median(s[0] for s in samples) * 1000
+    rss = statistics.median(s[1] for s in samples)
+    theirs_wall = theirs_rss = None
+    if python is not None:
+        theirs_wall, theirs_rss = sq.theirs_cli_list(python, max(runs, 5))
+    return [
+        Row(
+            "import harness_core",
+            ours_import,
+            "ms",
+            "<= 20 ms",
+            ours_import <= 20,
+            theirs_import,
+            False,
+        ),
+        Row("harness list, wall", wall, "ms", "<= 150 ms", wall <= 150, theirs_wall, False),
+        Row("harness list, max RSS", rss, "MB", theirs=theirs_rss, higher_is_better=False),
+    ]
+
+
+def process_rows(runs: int) -> list[Row]:
+    import cancel
+    import subprocess_turn
+
+    workspace = tempdir("run")
+    try:
+        run_async(subprocess_turn._bare, 2, workspace)  # warm-up
+        turns = max(runs, 5)
+        bare = statistics.median(run_async(subprocess_turn._bare, turns, workspace))
+        controlled = statistics.median(run_async(subprocess_turn._controlled, turns, workspace))
+        cancels = [run_async(cancel._once, workspace) for _ in range(max(runs, 5))]
+    finally:
+        rmtree(workspace)
+    added = (controlled - bare) * 1000
+    latency = statistics.median(c[0] for c in cancels) * 1000
+    gone = all(c[2] for c in cancels)
+    return [
+        Row(
+            "stdio-jsonl turn overhead",
+            added,
+            "ms",
+            "<= 20 ms",
+            added <= 20,
+            higher_is_better=False,
+        ),
+        Row(
+            "cancel -> terminal",
+            latency,
+            "ms",
+            "<= 500 ms",
+            latency <= 500 and gone,
+            higher_is_better=False,
+        ),
+    ]
+
+
+def cli_overhead_rows(runs: int) -> list[Row]:
+    import cli_overhead
+
+    rows = [
+        Row("python -c pass, wall", cli_overhead.interpreter_ms(runs), "ms"),
+        Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms"),
+    ]
+    results, failed = cli_overhead.run_all(runs, list(cli_overhead.CLIS))
+    for r in results:
+        label = f"{r.name}: harness run - bare ({r.bare_ms:,.0f} ms bare)"
+        rows.append(
+            Row(label, r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", r.added_ms <= r.bound_ms)
+        )
+    for name in failed:
+        print(f"cli overhead, {name}: not measured ({failed[name]})", file=sys.stderr)
+    return rows
+
+
+def print_table(rows: list[Row], superqode: bool) -> None:
+    headers = ["figure", "ours", "target", "superqode", "ratio", ""]
+    table = [headers, *(row.cells(superqode) for row in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(headers))]
+    for index, line in enumerate(table):
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+        if index == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="medians of this many (default 3)")
+    parser.add_argument("--quick", action="store_true", help="smaller N (a smoke run)")
+    parser.add_argument("--superqode-python", help=f"or ${sq.ENV_PYTHON}")
+    parser.add_argument(
+        "--cli-overhead", action="store_true", help="also the real-CLI turn overhead (slow)"
+    )
+    args = parser.parse_args()
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
+    python = sq.superqode_python(args.superqode_python)
+    started = time.strftime("%Y-%m-%d %H:%M")
+    sizes = (1_000, 10_000) if args.quick else (10_000, 100_000)
+    sessions = 200 if args.quick else 1_000
+    rows = [
+        *stream_rows(args.runs, sizes, python),
+        *session_rows(args.runs, sessions, python),
+        *startup_rows(args.runs, python),
+        *process_rows(args.runs),
+    ]
+    if args.cli_overhead:
+        rows += cli_overhead_rows(max(args.runs, 5))
+    print_table(rows, python is not None)
+    load = os.getloadavg()
+    where = f"superqode from {python}" if python else "superqode not installed"
+    print(f"({started}; medians of {args.runs}; load average {load[0]:.1f}; {where})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
