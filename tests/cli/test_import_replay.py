@@ -220,5 +220,7 @@ def test_kill_9_mid_import_then_import_again_gives_the_whole_bundle(cli_env, tmp
         assert again.returncode == 0 or state == (1, total), (state, again.stderr)
         exported_again = _export_of(cli_env, session_id, ledger, tmp_path / f"e{run}.json")
         assert exported_again["events"] == expected["events"], run
-    # the case an import must survive: its record written, not all of its events
-    assert (1, 0) in outcomes or any(0 < events < total for _, events in outcomes), outcomes
+    # Whether a kill lands between the record's commit and the events' is up to the scheduler
+    # (the SQLite store may commit them together); the state it leaves is what
+    # test_an_interrupted_import_is_finished_by_importing_again builds on purpose.
+    assert all(sessions == 1 for sessions, _ in outcomes), outcomes
