@@ -20,10 +20,20 @@ from .registry import AGENTS
 #: fixed at http://localhost:1234/v1 (see the registry); the model must be one of Cline's LM
 #: Studio ids (an unknown one is replaced by Cline's default anyway).
 OFFLINE = {
-    "claude-code": OfflineProfile("claude-code-acp", "claude-sonnet-4-5", api="anthropic"),
+    "claude-code": OfflineProfile(
+        "claude-code-acp",
+        "claude-sonnet-4-5",
+        api="anthropic",
+        approval_call=("Bash", {"command": "touch approved.txt", "description": "touch"}),
+    ),
     "codex": OfflineProfile("codex-acp", "gpt-5", extra={"mode": "full-access"}),
     "cline": OfflineProfile(
-        "cline", "openai/gpt-oss-20b", args=("--acp",), extra={"provider": "lmstudio"}, port=1234
+        "cline",
+        "openai/gpt-oss-20b",
+        args=("--acp",),
+        extra={"provider": "lmstudio"},
+        port=1234,
+        approval_call=("run_commands", {"commands": ["touch approved.txt"]}),
     ),
 }
 

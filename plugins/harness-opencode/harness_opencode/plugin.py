@@ -8,6 +8,10 @@ from harness_cli_kit.plugin import cli_hooks
 
 from .adapter import OpenCodeAdapter
 
-OFFLINE = OfflineProfile("opencode", "fake-model")
+OFFLINE = OfflineProfile(
+    "opencode",
+    "fake-model",
+    approval_call=("bash", {"command": "touch approved.txt", "description": "touch"}),
+)
 
 register_harnesses, conformance_profile = cli_hooks("opencode", OpenCodeAdapter, OFFLINE)

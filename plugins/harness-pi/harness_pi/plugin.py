@@ -8,6 +8,8 @@ from harness_cli_kit.plugin import cli_hooks
 
 from .adapter import PiAdapter
 
-OFFLINE = OfflineProfile("pi", "fake-model")
+OFFLINE = OfflineProfile(
+    "pi", "fake-model", approval_call=("bash", {"command": "touch approved.txt"})
+)
 
 register_harnesses, conformance_profile = cli_hooks("pi", PiAdapter, OFFLINE)
