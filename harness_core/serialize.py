@@ -122,7 +122,7 @@ _PAYLOAD_UNSTRUCTURE: _PerClass[Callable[[Any], dict[str, Any]]] = _PerClass(
     _PAYLOAD_CLASSES, lambda cls: _get_converter().get_unstructure_hook(cls)
 )
 _PAYLOAD_STRUCTURE: _PerClass[Callable[[Any, Any], Any]] = _PerClass(
-    _PAYLOAD_CLASSES, lambda cls: _get_converter().get_structure_hook(cls)
+    _PAYLOAD_CLASSES, lambda cls: _make_structure(cls) or _get_converter().get_structure_hook(cls)
 )
 #: JSON scalars: the converter returns them unchanged, so they need no converter.
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -151,6 +151,61 @@ def _field_expr(name: str, annotation: Any) -> str:
     if annotation in ("int | None", "Optional[int]"):
         return f"('null' if {get} is None else _int({get}))"
     return f"_fallback({get})"
+
+
+class _Unreadable(ValueError):
+    """A generated structure function's failure (what the converter's hook raises as a
+    ``ClassValidationError``): callers turn either into ``ledger-failed``."""
+
+
+#: How the converter structures a field of each declared type (``str(value)`` and the like;
+#: ``None`` passes for an optional type; ``Any`` passes as is).
+_STRUCTURE_EXPRS: dict[Any, str] = {
+    "Any": "{get}",
+    "str": "str({get})",
+    "str | None": "(None if (v := {get}) is None else str(v))",
+    "int": "int({get})",
+    "int | None": "(None if (v := {get}) is None else int(v))",
+    "bool": "bool({get})",
+}
+# The same types once resolved (the converter resolves a class's string annotations in place).
+_STRUCTURE_EXPRS.update(
+    {
+        str: _STRUCTURE_EXPRS["str"],
+        int: _STRUCTURE_EXPRS["int"],
+        bool: _STRUCTURE_EXPRS["bool"],
+        str | None: _STRUCTURE_EXPRS["str | None"],
+        int | None: _STRUCTURE_EXPRS["int | None"],
+        typing.Optional[str]: _STRUCTURE_EXPRS["str | None"],  # noqa: UP045 - what resolving gives
+        typing.Optional[int]: _STRUCTURE_EXPRS["int | None"],  # noqa: UP045
+    }
+)
+
+
+def _make_structure(cls: type[Any]) -> Callable[[Any, Any], Any] | None:
+    """A function structuring ``cls`` from a dict as the converter's generated hook does (same
+    lookups in the same order, same conversions, unknown keys ignored, any failure an error),
+    for classes whose fields are all of the types above; ``None`` for any other class."""
+    lines = ["def structure(o, _):", "    res = {}", "    try:"]
+    for attribute in attrs.fields(cls):
+        annotation = "Any" if attribute.type is Any else attribute.type
+        if attribute.alias != attribute.name or annotation not in _STRUCTURE_EXPRS:
+            return None
+        key = repr(attribute.name)
+        value = _STRUCTURE_EXPRS[annotation].format(get=f"o[{key}]")
+        if attribute.default is attrs.NOTHING:
+            lines.append(f"        res[{key}] = {value}")
+        else:
+            lines.append(f"        if {key} in o: res[{key}] = {value}")
+    lines += [
+        "        return cls(**res)",
+        "    except Exception:",
+        "        raise _Unreadable from None",
+    ]
+    namespace: dict[str, Any] = {"cls": cls, "_Unreadable": _Unreadable}
+    exec(compile("\n".join(lines) + "\n", f"<structure {cls.__name__}>", "exec"), namespace)
+    function: Callable[[Any, Any], Any] = namespace["structure"]
+    return function
 
 
 def _make_payload_json(cls: type[Any]) -> Callable[[Any], str]:
