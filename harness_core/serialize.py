@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections.abc
 import json
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii as _escape
@@ -50,11 +51,17 @@ if TYPE_CHECKING:
     converter: cattrs.Converter
 
 _converter: list[cattrs.Converter] = []
+_converter_lock = threading.Lock()
 
 
 def _get_converter() -> cattrs.Converter:
-    """The converter, built (and ``cattrs`` imported) on first use."""
-    if not _converter:
+    """The converter, built (and ``cattrs`` imported) on first use (once: the ledger's writer
+    thread may ask at the same time as the event loop)."""
+    if _converter:
+        return _converter[0]
+    with _converter_lock:
+        if _converter:
+            return _converter[0]
         import cattrs
 
         built = cattrs.Converter()
