@@ -25,11 +25,12 @@ from harness_hookspecs import (
 from . import proctree
 from .approvals import Approvals, Recorder
 from .history import TranscriptTurn, transcript
-from .process import Process, base_environment, spawn
 from .redaction import Redactor
 
 if TYPE_CHECKING:
     from harness_mcp_bridge import Bridge
+
+    from .process import Process
 
 _contexts = itertools.count(1)
 
@@ -202,6 +203,9 @@ class RuntimeSessionContext:
         stdin: bool = False,
         lifetime: str = "turn",
     ) -> Process:
+        # Imported here: a session that spawns nothing (a function harness) does without it.
+        from .process import base_environment, spawn
+
         if lifetime not in ("turn", "session"):
             raise HarnessError("invalid-request", "lifetime must be turn or session")
         full_env = {**base_environment(self._passthrough), **self.env, **(env or {})}

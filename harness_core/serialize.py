@@ -14,20 +14,26 @@
   back to the converter plus the C encoder. Tests check both paths give the same JSON for every
   payload type. Non-ASCII is written as ``\\uXXXX`` escapes, so any str (even a lone surrogate)
   encodes and the text is pure ASCII.
-- ``record_to_dict`` / ``record_from_dict`` (``SessionRecord``), ``descriptor_to_dict``.
+- ``record_to_dict`` / ``record_from_dict`` (``SessionRecord``), ``descriptor_to_dict``;
+  ``dumps_record`` uses a generated function too (falling back to the converter for a value of
+  a type the record does not declare).
+
+Nothing is built at import: the converter (and ``cattrs`` itself, ~10 ms) when first needed -
+writing events whose fields are strings, numbers, booleans, ``None`` or ``Usage`` never needs
+it - and each per-class function on first use. ``converter`` stays a module attribute.
 """
 
 from __future__ import annotations
 
 import collections.abc
 import json
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii as _escape
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
-import cattrs
 from harness_hookspecs import (
     PAYLOAD_TYPES,
     Event,
@@ -35,9 +41,53 @@ from harness_hookspecs import (
     HarnessError,
     Payload,
     SessionRecord,
+    SessionRef,
+    Usage,
 )
 
-converter = cattrs.Converter()
+if TYPE_CHECKING:
+    import cattrs
+
+    converter: cattrs.Converter
+
+_converter: list[cattrs.Converter] = []
+_converter_lock = threading.Lock()
+
+
+def _get_converter() -> cattrs.Converter:
+    """The converter, built (and ``cattrs`` imported) on first use (once: the ledger's writer
+    thread may ask at the same time as the event loop)."""
+    if _converter:
+        return _converter[0]
+    with _converter_lock:
+        if _converter:
+            return _converter[0]
+        import cattrs
+
+        built = cattrs.Converter()
+        # frozensets (descriptor targets/features) become sorted lists; MappingProxyType fields
+        # dicts.
+        built.register_unstructure_hook_func(_is_frozenset, lambda value: sorted(value))
+        built.register_unstructure_hook_func(_is_mapping, lambda value: dict(value))
+        built.register_structure_hook_func(
+            _is_mapping, lambda value, _: dict(value) if isinstance(value, Mapping) else {}
+        )
+        _converter.append(built)
+    return _converter[0]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "converter":
+        return _get_converter()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _cattrs_error() -> type[BaseException]:
+    """What a failed structure hook raises besides the builtin errors (evaluated only while an
+    exception is matched, so ``cattrs`` is not imported for a successful read)."""
+    import cattrs
+
+    return cattrs.BaseValidationError
 
 
 def _is_frozenset(t: Any) -> bool:
@@ -48,28 +98,50 @@ def _is_mapping(t: Any) -> bool:
     return t is Mapping or typing.get_origin(t) is collections.abc.Mapping
 
 
-# frozensets (descriptor targets/features) become sorted lists; MappingProxyType fields dicts.
-converter.register_unstructure_hook_func(_is_frozenset, lambda value: sorted(value))
-converter.register_unstructure_hook_func(_is_mapping, lambda value: dict(value))
-converter.register_structure_hook_func(
-    _is_mapping, lambda value, _: dict(value) if isinstance(value, Mapping) else {}
-)
-
 #: Compact, ASCII-only JSON (the C encoder, built once: ``json.dumps`` rebuilds it per call).
 _encode = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
 
 # -- per-payload-class functions, generated once -------------------------------------------------
 
-_PAYLOAD_UNSTRUCTURE: dict[type[Any], Callable[[Any], dict[str, Any]]] = {
-    cls: converter.get_unstructure_hook(cls) for cls in PAYLOAD_TYPES.values()
-}
-_PAYLOAD_STRUCTURE: dict[type[Any], Callable[[Any, Any], Any]] = {
-    cls: converter.get_structure_hook(cls) for cls in PAYLOAD_TYPES.values()
-}
+_PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
+
+
+_F = TypeVar("_F")
+
+
+class _PerClass(dict[type[Any], _F]):
+    """``{class: function}`` for the given classes, each function made on first lookup (a
+    class outside them is a ``KeyError``, as with a table built in advance)."""
+
+    def __init__(self, classes: frozenset[type[Any]], make: Callable[[type[Any]], _F]) -> None:
+        super().__init__()
+        self._classes = classes
+        self._make = make
+
+    def __missing__(self, cls: type[Any]) -> _F:
+        if cls not in self._classes:
+            raise KeyError(cls)
+        function = self[cls] = self._make(cls)
+        return function
+
+
+_PAYLOAD_UNSTRUCTURE: _PerClass[Callable[[Any], dict[str, Any]]] = _PerClass(
+    _PAYLOAD_CLASSES, lambda cls: _get_converter().get_unstructure_hook(cls)
+)
+_PAYLOAD_STRUCTURE: _PerClass[Callable[[Any, Any], Any]] = _PerClass(
+    _PAYLOAD_CLASSES, lambda cls: _make_structure(cls) or _get_converter().get_structure_hook(cls)
+)
+#: JSON scalars: the converter returns them unchanged, so they need no converter.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _fallback(value: Any) -> str:
-    return _encode(converter.unstructure(value))
+    if type(value) in _SCALARS:
+        return _encode(value)
+    if type(value) in _NESTED_CLASSES:
+        text: str = _NESTED_JSON[type(value)](value)
+        return text
+    return _encode(_get_converter().unstructure(value))
 
 
 def _field_expr(name: str, annotation: Any) -> str:
@@ -88,6 +160,61 @@ def _field_expr(name: str, annotation: Any) -> str:
     return f"_fallback({get})"
 
 
+class _Unreadable(ValueError):
+    """A generated structure function's failure (what the converter's hook raises as a
+    ``ClassValidationError``): callers turn either into ``ledger-failed``."""
+
+
+#: How the converter structures a field of each declared type (``str(value)`` and the like;
+#: ``None`` passes for an optional type; ``Any`` passes as is).
+_STRUCTURE_EXPRS: dict[Any, str] = {
+    "Any": "{get}",
+    "str": "str({get})",
+    "str | None": "(None if (v := {get}) is None else str(v))",
+    "int": "int({get})",
+    "int | None": "(None if (v := {get}) is None else int(v))",
+    "bool": "bool({get})",
+}
+# The same types once resolved (the converter resolves a class's string annotations in place).
+_STRUCTURE_EXPRS.update(
+    {
+        str: _STRUCTURE_EXPRS["str"],
+        int: _STRUCTURE_EXPRS["int"],
+        bool: _STRUCTURE_EXPRS["bool"],
+        str | None: _STRUCTURE_EXPRS["str | None"],
+        int | None: _STRUCTURE_EXPRS["int | None"],
+        typing.Optional[str]: _STRUCTURE_EXPRS["str | None"],  # noqa: UP045 - what resolving gives
+        typing.Optional[int]: _STRUCTURE_EXPRS["int | None"],  # noqa: UP045
+    }
+)
+
+
+def _make_structure(cls: type[Any]) -> Callable[[Any, Any], Any] | None:
+    """A function structuring ``cls`` from a dict as the converter's generated hook does (same
+    lookups in the same order, same conversions, unknown keys ignored, any failure an error),
+    for classes whose fields are all of the types above; ``None`` for any other class."""
+    lines = ["def structure(o, _):", "    res = {}", "    try:"]
+    for attribute in attrs.fields(cls):
+        annotation = "Any" if attribute.type is Any else attribute.type
+        if attribute.alias != attribute.name or annotation not in _STRUCTURE_EXPRS:
+            return None
+        key = repr(attribute.name)
+        value = _STRUCTURE_EXPRS[annotation].format(get=f"o[{key}]")
+        if attribute.default is attrs.NOTHING:
+            lines.append(f"        res[{key}] = {value}")
+        else:
+            lines.append(f"        if {key} in o: res[{key}] = {value}")
+    lines += [
+        "        return cls(**res)",
+        "    except Exception:",
+        "        raise _Unreadable from None",
+    ]
+    namespace: dict[str, Any] = {"cls": cls, "_Unreadable": _Unreadable}
+    exec(compile("\n".join(lines) + "\n", f"<structure {cls.__name__}>", "exec"), namespace)
+    function: Callable[[Any, Any], Any] = namespace["structure"]
+    return function
+
+
 def _make_payload_json(cls: type[Any]) -> Callable[[Any], str]:
     fields = attrs.fields(cls)
     if not fields:
@@ -103,9 +230,12 @@ def _make_payload_json(cls: type[Any]) -> Callable[[Any], str]:
     return function
 
 
-_PAYLOAD_JSON: dict[type[Any], Callable[[Any], str]] = {
-    cls: _make_payload_json(cls) for cls in PAYLOAD_TYPES.values()
-}
+_PAYLOAD_JSON: _PerClass[Callable[[Any], str]] = _PerClass(_PAYLOAD_CLASSES, _make_payload_json)
+#: Contract classes nested in payloads and records, written by generated functions as well
+#: (``Usage`` in ``usage.reported``, ``SessionRef`` in a record); for values of the declared
+#: types these give the converter's JSON.
+_NESTED_CLASSES = frozenset({Usage, SessionRef})
+_NESTED_JSON: _PerClass[Callable[[Any], str]] = _PerClass(_NESTED_CLASSES, _make_payload_json)
 
 # -- payloads and events ------------------------------------------------------------------------
 
@@ -127,7 +257,7 @@ def payload_from_dict(event_type: str, data: Any) -> Payload:
             raise TypeError("payload is not an object")
         payload: Payload = _PAYLOAD_STRUCTURE[cls](data, cls)
         return payload
-    except (KeyError, TypeError, ValueError, cattrs.BaseValidationError):
+    except (KeyError, TypeError, ValueError, _cattrs_error()):
         raise HarnessError("ledger-failed", "a stored event could not be read") from None
 
 
@@ -196,7 +326,7 @@ def event_from_dict(data: Mapping[str, Any]) -> Event:
             parent_event_id=None if parent is None else str(parent),
             protocol_version=int(data.get("protocol_version", 1)),
         )
-    except (KeyError, TypeError, ValueError, AttributeError, cattrs.BaseValidationError):
+    except (KeyError, TypeError, ValueError, AttributeError, _cattrs_error()):
         raise HarnessError("ledger-failed", "a stored event could not be read") from None
 
 
@@ -213,17 +343,28 @@ def loads_event(text: str | bytes) -> Event:
 
 # -- sessions and descriptors -------------------------------------------------------------------
 
-_record_unstructure = converter.get_unstructure_hook(SessionRecord)
-_record_structure = converter.get_structure_hook(SessionRecord)
+_RECORD_UNSTRUCTURE: _PerClass[Callable[[Any], dict[str, Any]]] = _PerClass(
+    frozenset({SessionRecord}), lambda cls: _get_converter().get_unstructure_hook(cls)
+)
+_RECORD_STRUCTURE: _PerClass[Callable[[Any, Any], Any]] = _PerClass(
+    frozenset({SessionRecord}), lambda cls: _get_converter().get_structure_hook(cls)
+)
+_RECORD_JSON: _PerClass[Callable[[Any], str]] = _PerClass(
+    frozenset({SessionRecord}), _make_payload_json
+)
 
 
 def record_to_dict(record: SessionRecord) -> dict[str, Any]:
-    data: dict[str, Any] = _record_unstructure(record)
+    data: dict[str, Any] = _RECORD_UNSTRUCTURE[SessionRecord](record)
     return data
 
 
 def dumps_record(record: SessionRecord) -> str:
-    return _encode(_record_unstructure(record))
+    try:
+        text: str = _RECORD_JSON[SessionRecord](record)
+    except TypeError:  # a value not of its declared type: the converter's JSON, or its error
+        return _encode(_RECORD_UNSTRUCTURE[SessionRecord](record))
+    return text
 
 
 def record_from_dict(data: Mapping[str, Any]) -> SessionRecord:
@@ -231,9 +372,9 @@ def record_from_dict(data: Mapping[str, Any]) -> SessionRecord:
     try:
         if not isinstance(data, Mapping):
             raise TypeError("record is not an object")
-        record: SessionRecord = _record_structure(data, SessionRecord)
+        record: SessionRecord = _RECORD_STRUCTURE[SessionRecord](data, SessionRecord)
         return record
-    except (KeyError, TypeError, ValueError, AttributeError, cattrs.BaseValidationError):
+    except (KeyError, TypeError, ValueError, AttributeError, _cattrs_error()):
         raise HarnessError("ledger-failed", "a stored session could not be read") from None
 
 
@@ -246,7 +387,7 @@ def loads_record(text: str | bytes) -> SessionRecord:
 
 
 def descriptor_to_dict(descriptor: HarnessDescriptor) -> dict[str, Any]:
-    data: dict[str, Any] = converter.unstructure(descriptor)
+    data: dict[str, Any] = _get_converter().unstructure(descriptor)
     return data
 
 

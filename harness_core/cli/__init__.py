@@ -91,9 +91,48 @@ def _command(
     return parser
 
 
-def build_parser(command: str | None = None) -> ArgumentParser:
+class _Skipped:
+    """Stands in for the parser of a command this invocation does not run: argparse builds
+    each subparser with gettext look-ups (a dozen ``stat`` calls each) and a terminal-size query
+    per argument, most of a ``harness run``'s parsing time for parsers it never uses."""
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        return None
+
+
+class _OnlyCommand:
+    """The subparsers action, adding only ``command``'s parser (the others are skipped)."""
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub = sub
+        self.command = command
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        return self.sub.add_parser(name, **kwargs) if name == self.command else _Skipped()
+
+
+def build_parser(command: str | None = None, *, only_command: bool = True) -> ArgumentParser:
     """The whole parser; with ``command`` (what ``main`` is about to run; ``""`` for none),
-    optional plugins' arguments are added only for the command that needs them."""
+    optional plugins' arguments only for the command that needs them, and with
+    ``only_command`` only that command's parser (it parses the same). A ``command`` that is no
+    command gets every parser (for the usage error listing them)."""
+    if command and only_command:
+        parser = _build_parser(command, only=True)
+        if command in _subcommands(parser):
+            return parser
+    return _build_parser(command, only=False)
+
+
+def _subcommands(parser: ArgumentParser) -> dict[str, Any]:
+    sub = next(a for a in parser._actions if a.dest == "command")
+    choices: dict[str, Any] = getattr(sub, "choices", None) or {}
+    return choices
+
+
+def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     from . import bundle_cmd
 
     parser = _Parser(
@@ -101,7 +140,9 @@ def build_parser(command: str | None = None) -> ArgumentParser:
         description="Drive coding-agent harnesses through one Session -> Turns control plane.",
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub: Any = parser.add_subparsers(dest="command", metavar="COMMAND")
+    if only and command:
+        sub = _OnlyCommand(sub, command)
     ledger_help = "ledger URL (default: $HARNESS_LEDGER or sqlite:.harness/ledger.sqlite)"
 
     _command(
@@ -297,7 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             reconfigure(errors="backslashreplace")
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
-        parser = build_parser(next((a for a in arguments if not a.startswith("-")), ""))
+        command = next((a for a in arguments if not a.startswith("-")), "")
+        # Only the command's own parser when it comes first: after a top-level option (--help)
+        # the top-level parser answers, listing every command.
+        parser = build_parser(command, only_command=arguments[:1] == [command])
         args = parser.parse_args(arguments)
         if args.version:
             from .info import version_text

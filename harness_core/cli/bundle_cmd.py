@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .exits import EXIT_OK
@@ -101,6 +100,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _moment(timestamp: str) -> float:
+    from datetime import datetime  # here: this module is imported to build every parser
+
     try:
         return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
     except ValueError:

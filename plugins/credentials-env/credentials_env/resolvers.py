@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,8 @@ def _decode(path: Path, raw: bytes, *, what: str) -> Any:
         text = raw.decode("utf-8")
         if path.suffix == ".json" or (path.suffix != ".toml" and text.lstrip().startswith("{")):
             return json.loads(text)
+        import tomllib  # only for a TOML file (every run loads this plugin)
+
         return tomllib.loads(text)
     except (UnicodeDecodeError, ValueError):
         raise HarnessError("invalid-request", f"the {what} is not valid TOML or JSON") from None

@@ -22,14 +22,17 @@ until the host installs an SDK ``TracerProvider``. A host may instead register i
 
 from __future__ import annotations
 
+import os
+import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
 from harness_hookspecs import Event, hookimpl
 from harness_hookspecs import events as ev
-from opentelemetry import metrics, trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 __all__ = ["OtelObserver", "observer"]
 
@@ -39,6 +42,19 @@ _TURN_STATUS = {
     "turn.failed": "failed",
     "turn.cancelled": "cancelled",
 }
+
+
+def _trace() -> Any:
+    # Imported when first needed (~10 ms): a `harness run` without an SDK never needs it.
+    from opentelemetry import trace
+
+    return trace
+
+
+def _global_provider_possible() -> bool:
+    """Whether a global tracer provider can be set: only by importing ``opentelemetry.trace``
+    (``set_tracer_provider``, auto-instrumentation) or through its environment variable."""
+    return "opentelemetry.trace" in sys.modules or "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 
 
 def _ns(timestamp: str) -> int:
@@ -79,12 +95,17 @@ class OtelObserver:
         # the bookkeeping (this observer is installed by default with the plugin).
         if self._tracer_provider is not None:
             return True
+        if not _global_provider_possible():
+            return False
+        trace = _trace()
         return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
     def _setup(self) -> None:
         if self._tracer is not None:
             return
-        self._tracer = trace.get_tracer(SCOPE, tracer_provider=self._tracer_provider)
+        from opentelemetry import metrics
+
+        self._tracer = _trace().get_tracer(SCOPE, tracer_provider=self._tracer_provider)
         meter = metrics.get_meter(SCOPE, meter_provider=self._meter_provider)
         self._instruments = (
             meter.create_histogram(
@@ -155,8 +176,8 @@ class OtelObserver:
         attributes["harness.session.resumed"] = isinstance(payload, ev.SessionResumed)
         session.span = self._tracer.start_span(
             f"harness.session {event.harness}",
-            context=trace.set_span_in_context(trace.INVALID_SPAN),  # a new trace per session
-            kind=SpanKind.INTERNAL,
+            context=_trace().set_span_in_context(_trace().INVALID_SPAN),  # a new trace per session
+            kind=_trace().SpanKind.INTERNAL,
             attributes=attributes,
             start_time=_ns(event.timestamp),
         )
@@ -176,12 +197,12 @@ class OtelObserver:
         attributes = self._common(event, session)
         attributes["gen_ai.operation.name"] = "invoke_agent"
         attributes["harness.turn.id"] = event.turn_id
-        parent = session.span if session.span is not None else trace.INVALID_SPAN
+        parent = session.span if session.span is not None else _trace().INVALID_SPAN
         start = _ns(event.timestamp)
         span = self._tracer.start_span(
             f"invoke_agent {session.harness}",
-            context=trace.set_span_in_context(parent),
-            kind=SpanKind.CLIENT,
+            context=_trace().set_span_in_context(parent),
+            kind=_trace().SpanKind.CLIENT,
             attributes=attributes,
             start_time=start,
         )
@@ -210,7 +231,7 @@ class OtelObserver:
             if payload.summary:
                 span.set_attribute("harness.tool.summary", payload.summary)
             if not payload.ok:
-                span.set_status(Status(StatusCode.ERROR))
+                span.set_status(_trace().Status(_trace().StatusCode.ERROR))
                 span.set_attribute("error.type", "tool-failed")
             span.end(end_time=at)
         elif isinstance(payload, ev.PermissionRequested):
@@ -233,8 +254,8 @@ class OtelObserver:
     def _child(self, turn: _Turn, key: str, name: str, attributes: dict[str, Any], at: int) -> Span:
         span: Span = self._tracer.start_span(
             name,
-            context=trace.set_span_in_context(turn.span),
-            kind=SpanKind.INTERNAL,
+            context=_trace().set_span_in_context(turn.span),
+            kind=_trace().SpanKind.INTERNAL,
             attributes=attributes,
             start_time=at,
         )
@@ -268,7 +289,7 @@ class OtelObserver:
         payload = event.payload
         if isinstance(payload, ev.TurnFailed):
             span.set_attribute("error.type", payload.reason)
-            span.set_status(Status(StatusCode.ERROR, payload.message))
+            span.set_status(_trace().Status(_trace().StatusCode.ERROR, payload.message))
         elif isinstance(payload, ev.TurnCancelled):
             span.set_attribute("harness.turn.cancelled_by", payload.by)
         span.end(end_time=at)

@@ -3,6 +3,10 @@ the OpenTelemetry SDK's in-memory exporter and metric reader."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import anyio
 import pytest
 from harness_hookspecs import (
@@ -162,3 +166,29 @@ def test_idle_without_an_sdk_and_registered_by_entry_point(tmp_path):
     # no global SDK provider installed: the observer keeps no state
     run_session(tmp_path, observer, ["fix"])
     assert observer._sessions == {} and observer._tracer is None
+
+
+_GLOBAL_PROVIDER_SCRIPT = """
+import sys
+from harness_otel import observer
+active_before = observer._active()
+loaded_before = "opentelemetry.trace" in sys.modules
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+trace.set_tracer_provider(TracerProvider())
+print(active_before, loaded_before, observer._active())
+"""
+
+
+def test_the_default_observer_imports_opentelemetry_only_when_a_global_provider_can_exist():
+    """Loaded by every run, the observer does not import opentelemetry (~10 ms) until
+    something could have installed a global SDK provider - and then follows it as before."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    done = subprocess.run(
+        [sys.executable, "-c", _GLOBAL_PROVIDER_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
+    assert done.stdout.split() == ["False", "False", "True"]
