@@ -57,4 +57,5 @@ class PromptedStructuredScenarios:
         script = [Step(text=answer, times=None, match=Match(tools=None))]
         result, events, _ = cli.structured_turn(script, DECISION_SCHEMA, retries=1)
         assert result.status == "failed" and result.reason == "invalid-output", result
-        assert one_terminal(events).payload.hint.startswith("2 attempts")
+        hint = one_terminal(events).payload.hint
+        assert hint.startswith("2 attempts") and answer not in hint

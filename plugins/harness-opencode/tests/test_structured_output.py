@@ -7,6 +7,7 @@ answer, ``invalid-output`` when retries run out, and a three-iteration host loop
 from __future__ import annotations
 
 import pytest
+from harness_cli_kit.structured_testing import PromptedStructuredScenarios
 from harness_cli_kit.testing import DECISION_SCHEMA, one_terminal, three_iteration_loop
 
 from harness_core.testing.fake_model import Match, Step, ToolCall
@@ -88,13 +89,13 @@ def test_always_malformed_fails_invalid_output(cli):
 
 
 @pytest.mark.cli
-def test_always_text_fails_invalid_output(cli):
-    script = [Step(text="plain words", times=None, match=Match(tools=None))]
-    result, events, _ = cli.structured_turn(script, DECISION_SCHEMA, retries=1)
-    assert result.status == "failed" and result.reason == "invalid-output", result
-    terminal = one_terminal(events)
-    assert terminal.payload.hint.startswith("2 attempts")
-    assert "plain words" not in terminal.payload.hint
+class TestTextAnswers:
+    """An answer in text, never through the tool: the runtime's retries run out (the kit's
+    scenario: the same whatever the CLI's mechanism)."""
+
+    test_retries_run_out_as_invalid_output = (
+        PromptedStructuredScenarios.test_retries_run_out_as_invalid_output
+    )
 
 
 @pytest.mark.cli
