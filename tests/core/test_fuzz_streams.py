@@ -99,6 +99,16 @@ def _streams(words: list[str]) -> st.SearchStrategy[list[bytes]]:
     return st.lists(line, max_size=25)
 
 
+def _check_turn(payloads: list) -> None:
+    """Contract payloads only, exactly one terminal and last, no native text in a failure."""
+    assert payloads, "a stream always ends the turn"
+    assert all(isinstance(p, tuple(PAYLOAD_TYPES.values())) for p in payloads), payloads
+    terminals = [p for p in payloads if type(p).TYPE in TERMINAL_TYPES]
+    assert len(terminals) == 1 and terminals[0] is payloads[-1], payloads
+    for failure in (p for p in payloads if isinstance(p, TurnFailed)):
+        assert CANARY not in (failure.hint or "") + failure.message
+
+
 @pytest.mark.skipif(not PARSERS, reason="no CLI adapter plugin is installed")
 @pytest.mark.parametrize("parser", PARSERS, ids=lambda p: p.__name__)
 def test_any_stream_gives_contract_payloads_and_one_terminal_last(parser):
@@ -110,13 +120,7 @@ def test_any_stream_gives_contract_payloads_and_one_terminal_last(parser):
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(lines=_streams(_vocabulary(parser)), exit_code=st.sampled_from([0, 1, 2, 137]))
     def check(lines, exit_code):
-        payloads = parser.parse(lines, exit_code)
-        assert payloads, "a stream always ends the turn"
-        assert all(isinstance(p, tuple(PAYLOAD_TYPES.values())) for p in payloads), payloads
-        terminals = [p for p in payloads if type(p).TYPE in TERMINAL_TYPES]
-        assert len(terminals) == 1 and terminals[0] is payloads[-1], payloads
-        for failure in (p for p in payloads if isinstance(p, TurnFailed)):
-            assert CANARY not in (failure.hint or "") + failure.message
+        _check_turn(parser.parse(lines, exit_code))
 
     check()
 
@@ -150,11 +154,6 @@ def test_any_opencode_serve_event_stream_and_reply_give_one_terminal_last():
     @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(events=st.lists(event, max_size=20), reply=st.dictionaries(word, value, max_size=4))
     def check(events, reply):
-        payloads = events_module.parse_events(events, reply, "ses_f")
-        assert all(isinstance(p, tuple(PAYLOAD_TYPES.values())) for p in payloads), payloads
-        terminals = [p for p in payloads if type(p).TYPE in TERMINAL_TYPES]
-        assert len(terminals) == 1 and terminals[0] is payloads[-1], payloads
-        for failure in (p for p in payloads if isinstance(p, TurnFailed)):
-            assert CANARY not in (failure.hint or "") + failure.message
+        _check_turn(events_module.parse_events(events, reply, "ses_f"))
 
     check()
