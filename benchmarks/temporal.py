@@ -35,26 +35,20 @@ from _common import figure, venv_bin
 async def local_turns(ledger_url: str, workspace: str, turns: int) -> list[float]:
     from harness_core import Controller
 
-    walls = []
     async with Controller(ledger=ledger_url, state_dir=tempfile.mkdtemp()) as controller:
-        ref = await controller.open_session(harness="echo", workspace=workspace)
-        for n in range(turns):
-            started = time.perf_counter()
-            result = await controller.run_turn(ref, f"turn {n}")
-            walls.append(time.perf_counter() - started)
-            assert result.ok, result
-        await controller.close_session(ref)
-    return walls
+        return await timed_turns(controller, workspace, turns)
 
 
-async def temporal_turns(controller, workspace: str, turns: int) -> list[float]:
+async def timed_turns(controller, workspace: str, turns: int) -> list[float]:
+    """Wall time of each of ``turns`` echo turns in one session (either controller: the
+    TemporalController looks like the local one)."""
     walls = []
     ref = await controller.open_session(harness="echo", workspace=workspace)
     for n in range(turns):
         started = time.perf_counter()
-        summary = await controller.run_turn(ref, f"turn {n}")
+        result = await controller.run_turn(ref, f"turn {n}")
         walls.append(time.perf_counter() - started)
-        assert summary.ok, summary
+        assert result.ok, result
     await controller.close_session(ref)
     return walls
 
@@ -114,7 +108,7 @@ def main() -> int:
         async def on_temporal():
             client = await Client.connect(temporal.address)
             async with TemporalController(client, ledger=postgres.url, task_queue=queue) as c:
-                walls = await temporal_turns(c, str(workspace), args.turns)
+                walls = await timed_turns(c, str(workspace), args.turns)
                 return walls, await concurrent_sessions(c, str(workspace), args.sessions)
 
         remote, (wall, latencies) = anyio.run(on_temporal)
