@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from .proctree import read_stat, snapshot
+from .proctree import owner_tag, read_stat, reap, snapshot
 
 
 def alive(pid: int) -> bool:
@@ -52,3 +52,26 @@ def with_marker(marker: str) -> list[int]:
         except OSError:
             pass
     return found
+
+
+def tagged(prefix: str) -> list[int]:
+    """Live processes whose owner tag starts with ``prefix``: what one controller process
+    (``"<pid>-"``) or one of its sessions spawned, the spawns' children included."""
+    return [
+        info.pid
+        for info in snapshot().values()
+        if not info.zombie and (owner_tag(info.pid) or "").startswith(prefix)
+    ]
+
+
+def left_behind(prefix: str, marker: str, timeout: float = 10.0) -> list[int]:
+    """Whoever is still there after ``timeout``: tagged with ``prefix`` or running a command
+    that carries ``marker``. Reaps the zombies this process inherits as a subreaper (the
+    children of a killed controller)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        reap(tagged(prefix))
+        left = sorted(set(tagged(prefix)) | set(with_marker(marker)))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)

@@ -5,6 +5,22 @@ The implementation is :mod:`harness_core.process_table` (shared with the conform
 
 from __future__ import annotations
 
-from ..process_table import alive, children, group_members, wait_gone, with_marker
+from ..process_table import (
+    alive,
+    children,
+    group_members,
+    left_behind,
+    tagged,
+    wait_gone,
+    with_marker,
+)
 
-__all__ = ["alive", "children", "group_members", "wait_gone", "with_marker"]
+__all__ = [
+    "alive",
+    "children",
+    "group_members",
+    "left_behind",
+    "tagged",
+    "wait_gone",
+    "with_marker",
+]

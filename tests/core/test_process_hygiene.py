@@ -19,6 +19,7 @@ from harness_stdio_jsonl import plugin as stdio_plugin
 
 from harness_core import Controller, plugins_from, proctree
 from harness_core.testing import hostile
+from harness_core.testing.processes import tagged
 
 PYTHON = sys.executable
 pytestmark = pytest.mark.anyio
@@ -43,14 +44,6 @@ def left(pids: list[int], timeout: float = 5.0, *, host_reaps: bool = False) -> 
         if not present or time.monotonic() > deadline:
             return present
         time.sleep(0.02)
-
-
-def tagged(prefix: str) -> list[int]:
-    return [
-        info.pid
-        for info in proctree.snapshot().values()
-        if not info.zombie and (proctree.owner_tag(info.pid) or "").startswith(prefix)
-    ]
 
 
 @pytest.fixture
