@@ -113,14 +113,14 @@ class Approvals:
 
     async def _ask(self, request: PermissionRequest, context: Any) -> PermissionDecision:
         if self.handler is not None:
-            answer = await _answer_of(lambda: self.handler(request))  # type: ignore[misc]
+            answer = await answer_of(lambda: self.handler(request))  # type: ignore[misc]
             if answer is not None:
                 # a remote approver's own timer (the Temporal workflow's) denies as a timeout;
                 # anything else a handler answers is the host's
                 timed_out = answer.source == "timeout" and not answer.allowed
                 return attrs.evolve(answer, source="timeout" if timed_out else "host")
         if self.hook is not None:
-            answer = await _answer_of(
+            answer = await answer_of(
                 lambda: self.hook.harness_permission_decide(request=request, context=context)
             )
             if answer is not None:
@@ -131,7 +131,7 @@ class Approvals:
 _FAILED = PermissionDecision("deny", reason="the approver failed")
 
 
-async def _answer_of(call: Callable[[], Any]) -> PermissionDecision | None:
+async def answer_of(call: Callable[[], Any]) -> PermissionDecision | None:
     """Call an approver (sync or async); a failure or a foreign answer is a deny."""
     try:
         answer = call()

@@ -16,7 +16,7 @@ import anyio
 import anyio.abc
 from harness_hookspecs import TERMINAL_TYPES, HarnessError, PermissionHandler, PermissionRequest
 
-from harness_core.approvals import _answer_of as answer_of  # the local seam's own rule
+from harness_core.approvals import answer_of  # the local seam's own rule
 from harness_core.ledger.tail import follow
 from harness_core.retry import turn_ended
 
