@@ -73,6 +73,16 @@ def _run_as() -> str | None:
     raise PostgresUnavailable("running as root and no unprivileged user (postgres, nobody)")
 
 
+def _dies_with_us() -> dict[str, str]:
+    """An environment that tags the server (``pg_ctl`` daemonizes it) with this process's owner
+    tag: harness_core's watchdog kills it if this process dies without stopping it (a test run
+    killed with SIGKILL), as it does a crashed controller's harness processes."""
+    from harness_core import proctree
+
+    proctree.ensure_watchdog()
+    return {**os.environ, proctree.OWNER_ENV: f"{proctree.owner()}/pg-server"}
+
+
 class TemporaryPostgres:
     def __init__(self, bindir: str, *, durable: bool = True) -> None:
         self.bindir = bindir
@@ -87,9 +97,14 @@ class TemporaryPostgres:
         command = [os.path.join(self.bindir, argv[0]), *argv[1:]]
         return ["runuser", "-u", self.user, "--", *command] if self.user else command
 
-    def _run(self, *argv: str) -> None:
+    def _run(self, *argv: str, env: dict[str, str] | None = None) -> None:
         done = subprocess.run(
-            self._command(*argv), capture_output=True, text=True, timeout=120, cwd=self.root
+            self._command(*argv),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=self.root,
+            env=env,
         )
         if done.returncode != 0:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -109,7 +124,7 @@ class TemporaryPostgres:
             settings += ["-c fsync=off", "-c synchronous_commit=off"]
         self._run("initdb", "-D", self.data, "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync")
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w",
-                  "-t", "60", "-o", " ".join(settings), "start")  # fmt: skip
+                  "-t", "60", "-o", " ".join(settings), "start", env=_dies_with_us())  # fmt: skip
         return self
 
     def stop(self) -> None:
