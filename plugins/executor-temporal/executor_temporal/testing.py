@@ -12,6 +12,8 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,25 @@ def find_temporal() -> str | None:
     if os.access(beside, os.X_OK):
         return str(beside)
     return shutil.which("temporal")
+
+
+@contextmanager
+def _tagged_for_the_watchdog() -> Iterator[None]:
+    """While temporalio spawns the dev server (from this process's environment: it takes no
+    ``env``), carry this process's owner tag, so harness_core's watchdog kills the server if the
+    test run dies without stopping it (SIGKILL)."""
+    from harness_core import proctree
+
+    proctree.ensure_watchdog()
+    before = os.environ.get(proctree.OWNER_ENV)
+    os.environ[proctree.OWNER_ENV] = f"{proctree.owner()}/temporal-server"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(proctree.OWNER_ENV, None)
+        else:
+            os.environ[proctree.OWNER_ENV] = before
 
 
 class DevServer:
@@ -59,11 +80,12 @@ class DevServer:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         try:
-            env: Any = await WorkflowEnvironment.start_local(
-                dev_server_existing_path=self._binary,
-                ip="127.0.0.1",
-                dev_server_log_level="error",
-            )
+            with _tagged_for_the_watchdog():
+                env: Any = await WorkflowEnvironment.start_local(
+                    dev_server_existing_path=self._binary,
+                    ip="127.0.0.1",
+                    dev_server_log_level="error",
+                )
         except BaseException as error:  # reported by start()
             self._error = error
             self._ready.set()
