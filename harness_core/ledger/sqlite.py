@@ -2,8 +2,10 @@
 
 Writes never block the event loop: ``append`` checks the sequence (gap or duplicate ->
 ``ledger-failed``) and stages the write; a flush, a full stage or a session-level write (record,
-claim, release) hands what is staged to a dedicated writer thread, which serializes the payloads and commits whatever has queued up with
-one ``executemany`` in one transaction per batch. ``flush`` blocks
+claim, release) hands what is staged to a dedicated writer thread, which serializes the payloads
+and commits whatever has queued up in one transaction per batch (events as multi-row
+``INSERT``s; writes nobody waits for yet linger briefly for the flush that usually follows, see
+:data:`LINGER`). ``flush`` blocks
 until everything appended before it is committed and re-raises a writer failure as
 ``ledger-failed``. Reads use their own connection (behind a lock) after a flush, so a reader
 sees its own writes; the store is safe to share between threads.
@@ -26,11 +28,13 @@ processes claiming at once one wins); the writer refuses rows of a session anoth
 from __future__ import annotations
 
 import os
+import queue
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from itertools import chain
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
@@ -59,8 +63,20 @@ BATCH_ITEMS = 8192
 #: Writes staged in the store before they go to the writer thread in one queue item (sooner
 #: when a flush asks for them): one wake-up of the writer per batch instead of per write.
 STAGED_MAX = 512
+#: Seconds the writer holds writes nobody waits for yet (a new session's record and claim, a
+#: release) for more to commit with them: the flush that usually follows within microseconds
+#: (a turn's first events) then takes them into its transaction - one commit instead of two or
+#: three. Other processes see such writes at most this much later.
+LINGER = 0.002
 
 _INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+#: Rows per multi-row INSERT: one statement step (and one release and re-take of the GIL by
+#: the writer thread) per this many events instead of per event.
+ROWS_PER_INSERT = 64
+_INSERT_ROWS = {
+    count: "INSERT INTO events VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * count)
+    for count in range(1, ROWS_PER_INSERT + 1)
+}
 _SELECT_EVENTS = (
     "SELECT session_id, sequence, event_id, turn_id, type, timestamp, harness, "
     "parent_event_id, protocol_version, payload FROM events "
@@ -100,6 +116,14 @@ class _Session:
     def __init__(self, record: SessionRecord, upsert: bool) -> None:
         self.record = record
         self.upsert = upsert
+
+
+def _insert_events(connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+    """All ``rows`` in statements of up to :data:`ROWS_PER_INSERT` rows each."""
+    execute = connection.execute
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        chunk = rows[start : start + ROWS_PER_INSERT]
+        execute(_INSERT_ROWS[len(chunk)], list(chain.from_iterable(chunk)))
 
 
 def _insert_claims(connection: sqlite3.Connection, claims: list[_Claim]) -> None:
@@ -252,6 +276,8 @@ class SqliteStore(QueuedWrites):
         connection = self._writer_connection
         while True:
             items = self._next_batch(BATCH_ITEMS)
+            if not any(type(item) is Waiter or item is STOP for item in items):
+                self._linger(items)
             if any(type(item) is _Staged for item in items):
                 items = [w for i in items for w in (i if type(i) is _Staged else (i,))]
             rows: list[tuple[Any, ...]] = []
@@ -288,6 +314,23 @@ class SqliteStore(QueuedWrites):
                 connection.close()
                 return
 
+    def _linger(self, items: list[Any]) -> None:
+        """Add to ``items`` what is queued within :data:`LINGER` seconds, up to the first flush
+        (or close) waiting for them."""
+        deadline = time.monotonic() + LINGER
+        get = self._queue.get
+        while len(items) < BATCH_ITEMS:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            try:
+                item = get(timeout=remaining)
+            except queue.Empty:
+                return
+            items.append(item)
+            if type(item) is Waiter or item is STOP:
+                return
+
     def _commit(
         self,
         connection: sqlite3.Connection,
@@ -302,7 +345,7 @@ class SqliteStore(QueuedWrites):
             rows = self._fence(connection, rows)
             for session in sessions:
                 self._write_session(connection, session)
-            connection.executemany(_INSERT_EVENT, rows)
+            _insert_events(connection, rows)
             for release in releases:
                 connection.execute(
                     "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
