@@ -140,3 +140,52 @@ def test_staged_sqlite_writes_are_on_disk_when_a_flush_returns(tmp_path: Path) -
     finally:
         store.close()
     assert stored(path) == total + 1  # close flushes what is staged
+
+
+def test_a_flush_waits_out_another_process_lock_then_is_on_disk(tmp_path: Path) -> None:
+    # A small flush commits in the calling thread, but never waits for a lock itself: while
+    # another connection holds the write lock, the writer thread takes the stage and the flush
+    # returns once it committed.
+    import threading
+
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        store.append((delta(1),))
+        store.flush()
+        other.execute("BEGIN IMMEDIATE")  # holds the write lock
+        store.append((delta(2),))
+        flushed = threading.Event()
+        flusher = threading.Thread(target=lambda: (store.flush(), flushed.set()))
+        flusher.start()
+        assert not flushed.wait(0.3)  # still locked: the flush waits for the writer thread
+        other.execute("COMMIT")
+        assert flushed.wait(10)
+        flusher.join()
+        assert stored(path) == 2
+    finally:
+        other.close()
+        store.close()
+
+
+def test_commits_made_by_flushes_are_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Flush-made commits never checkpoint themselves (no fsync on the caller); the writer
+    # thread checkpoints after every CHECKPOINT_EVERY of them, so the WAL is reused and stays
+    # small instead of growing with every commit.
+    from harness_core.ledger import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 10)
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        for sequence in range(1, 601):
+            store.append((delta(sequence),))
+            store.flush()
+        wal = os.path.getsize(f"{path}-wal")
+        assert wal < 600 * 4096 // 4, wal  # without checkpoints: 600 commits of >= 1 page
+        assert stored(path) == 600
+    finally:
+        store.close()
