@@ -13,12 +13,14 @@ from harness_hookspecs import SessionRecord
 from ._base import STOP, Waiter, event_row, record_row
 
 _INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#: Rows per multi-row INSERT: one statement step (and one release and re-take of the GIL by
-#: the writing thread) per this many events instead of per event.
-ROWS_PER_INSERT = 64
+#: Rows of the largest multi-row INSERT. Events go in statements of 512, 256, ... 1 rows (a
+#: batch of n rows in at most log2 steps, with one statement of each size cached): each step
+#: releases and re-takes the GIL, and a thread re-taking it from a busy event loop can wait a
+#: whole switch interval (5 ms), so a step per row starves the writer thread.
+ROWS_PER_INSERT = 512
 _INSERT_ROWS = {
     count: "INSERT INTO events VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * count)
-    for count in range(1, ROWS_PER_INSERT + 1)
+    for count in (ROWS_PER_INSERT >> shift for shift in range(ROWS_PER_INSERT.bit_length()))
 }
 _RELEASE = "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?"
 
@@ -105,9 +107,12 @@ def write(connection: sqlite3.Connection, batch: Batch, fence: Fence) -> None:
     for session in batch.sessions:
         write_session(connection, session)
     execute = connection.execute
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        chunk = rows[start : start + ROWS_PER_INSERT]
-        execute(_INSERT_ROWS[len(chunk)], list(chain.from_iterable(chunk)))
+    start, left = 0, len(rows)
+    for count, sql in _INSERT_ROWS.items():
+        while left >= count:
+            execute(sql, list(chain.from_iterable(rows[start : start + count])))
+            start += count
+            left -= count
     for release in batch.releases:
         execute(_RELEASE, (release.session_id, release.epoch))
 
