@@ -170,19 +170,13 @@ class SqliteStore(QueuedWrites):
         return found[0] if found and found[0].sequence == sequence else None
 
     def append(self, events: Sequence[Event]) -> None:
-        """Check the sequence and stage the events (see :meth:`_stage`, inlined: this runs
-        once per event)."""
+        """Check the sequence and stage the events (a flush commits them)."""
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
             events = self._guard.check(events)
             if events:
-                with self._stage_lock:
-                    staged = self._staged
-                    staged.append(events)
-                    if len(staged) >= STAGED_MAX:
-                        self._staged = Staged()
-                        self._queue_locked(staged)
+                self._stage(events)
 
     def create_session(self, record: SessionRecord) -> None:
         # A duplicate is refused here, without waiting for the writer: ids this store created
