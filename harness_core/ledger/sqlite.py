@@ -80,8 +80,16 @@ STAGED_MAX = 512
 LINGER = 0.002
 #: Writes staged at most for a flush to commit them itself (see :meth:`SqliteStore._commit_here`).
 HERE_MAX = 64
-#: Commits made outside the writer thread between two WAL checkpoints (which the writer runs).
+#: WAL checkpoints (the fsyncs of WAL mode) run in the writer thread after a waiting flush was
+#: answered, never inside a commit someone waits for: after every this many commits made by
+#: flushes, or :data:`CHECKPOINT_ROWS` events committed by the writer thread (~1,000 pages,
+#: SQLite's own default interval).
 CHECKPOINT_EVERY = 200
+CHECKPOINT_ROWS = 16_384
+#: WAL pages past which a checkpoint is redone with flushes' commits held back (they go to the
+#: writer thread meanwhile): SQLite reuses the WAL only after a checkpoint no commit raced, so
+#: without this it could grow as long as commits keep coming.
+WAL_PAGES_MAX = 2_000
 
 _SELECT_EVENTS = (
     "SELECT session_id, sequence, event_id, turn_id, type, timestamp, harness, "
@@ -108,6 +116,7 @@ class SqliteStore(QueuedWrites):
             use_wal(reader)
             migrate(reader)
             writer = connect(path)
+            writer.execute("PRAGMA wal_autocheckpoint=0")  # see CHECKPOINT_EVERY
             # Commits made by a flush itself: never wait for a lock held by another process
             # (the writer thread does that) and never checkpoint (no fsync on the caller).
             here = connect(path)
@@ -132,6 +141,7 @@ class SqliteStore(QueuedWrites):
         self._staged = Staged()
         self._stage_lock = threading.Lock()
         self._nudged = False  # the writer was woken to take the stage and has not yet
+        self._urgent = False  # the stage holds a session-level write (see _stage)
         self._in_flight = 0  # stages (and checkpoints) queued for the writer, not yet done
         self._created: set[str] = set()
         self._records = RecentRecords(RECORD_CACHE)
@@ -221,11 +231,18 @@ class SqliteStore(QueuedWrites):
             staged = self._staged
             staged.append(item)
             if len(staged) >= STAGED_MAX:
-                self._staged = Staged()
-                self._queue_locked(staged)
-            elif now and not self._nudged:
-                self._nudged = True
-                self._queue.put(NUDGE)
+                self._queue_locked(self._take_locked())
+            elif now:
+                self._urgent = True
+                if not self._nudged:
+                    self._nudged = True
+                    self._queue.put(NUDGE)
+
+    def _take_locked(self) -> Staged:
+        """What is staged, now no longer (under the stage lock)."""
+        staged, self._staged = self._staged, Staged()
+        self._urgent = False
+        return staged
 
     def _queue_locked(self, item: Any) -> None:
         """Hand ``item`` (a stage, a checkpoint) to the writer thread (under the stage lock)."""
@@ -235,8 +252,7 @@ class SqliteStore(QueuedWrites):
     def _hand_over(self) -> None:
         with self._stage_lock:
             if self._staged:
-                staged, self._staged = self._staged, Staged()
-                self._queue_locked(staged)
+                self._queue_locked(self._take_locked())
 
     def flush(self) -> None:
         if not self._closed and self._commit_here():
@@ -265,14 +281,14 @@ class SqliteStore(QueuedWrites):
         the database is locked, or a write is refused, the writer thread takes the stage.
         """
         with self._stage_lock:  # nothing is staged or handed over meanwhile: order holds
-            if self._in_flight:
-                return False
+            if self._in_flight or self._here_commits >= 2 * CHECKPOINT_EVERY:
+                return False  # (the latter: the writer thread is late with a checkpoint)
             staged = self._staged
             if not staged:
                 return True
             if len(staged) > HERE_MAX:
                 return False
-            self._staged = Staged()
+            self._take_locked()
             batch = Batch(staged)
             connection = self._here
             try:
@@ -289,8 +305,8 @@ class SqliteStore(QueuedWrites):
                 return False
             self._committed(batch)
             self._here_commits += 1
-            if self._here_commits % CHECKPOINT_EVERY == 0:
-                self._queue_locked(CHECKPOINT)
+            if self._here_commits == CHECKPOINT_EVERY:
+                self._queue.put(CHECKPOINT)  # nothing in flight: flushes may commit meanwhile
             return True
 
     def _committed(self, batch: Batch) -> None:
@@ -300,6 +316,7 @@ class SqliteStore(QueuedWrites):
 
     def _write_loop(self) -> None:
         connection = self._writer_connection
+        rows = 0  # committed by this thread since its last checkpoint
         while True:
             items = self._next_batch(BATCH_ITEMS)
             if any(item is NUDGE for item in items):
@@ -309,20 +326,41 @@ class SqliteStore(QueuedWrites):
                 batch = Batch(items)
                 if batch.writes:
                     self._commit(connection, batch)
-                if batch.checkpoint:
-                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                    rows += len(batch.rows) + 1
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the SQLite writer failed")
             finally:
                 self._committed(batch)
-                done = sum(1 for item in items if type(item) is Staged or item is CHECKPOINT)
+                done = sum(1 for item in items if type(item) is Staged)
                 if done:
                     with self._stage_lock:
                         self._in_flight -= done
                 self._release(batch.waiters)
+            if batch.checkpoint or rows >= CHECKPOINT_ROWS:
+                rows = 0
+                self._checkpoint(connection)
             if batch.stop:
                 connection.close()
                 return
+
+    def _checkpoint(self, connection: sqlite3.Connection) -> None:
+        """A passive checkpoint (flushes may commit meanwhile); past :data:`WAL_PAGES_MAX`
+        redone with flushes' commits held back, so that the next commit reuses the WAL (which
+        takes a checkpoint that no commit raced)."""
+        try:
+            log = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+            if log > WAL_PAGES_MAX:
+                with self._stage_lock:  # no commit here is under way, and none starts until done
+                    self._in_flight += 1
+                try:
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                finally:
+                    with self._stage_lock:
+                        self._in_flight -= 1
+        except sqlite3.Error:
+            pass  # busy: the next one catches up
+        with self._stage_lock:
+            self._here_commits = 0
 
     def _take_stage(self, items: list[Any]) -> None:
         """Woken for a write that must reach the ledger soon: wait up to :data:`LINGER` for a
@@ -349,10 +387,9 @@ class SqliteStore(QueuedWrites):
                     items.append(get_nowait())
             except queue.Empty:
                 pass
-            if self._staged:
-                items.append(self._staged)
+            if self._urgent:  # (a flush may have committed it meanwhile: then leave the rest)
+                items.append(self._take_locked())
                 self._in_flight += 1
-                self._staged = Staged()
             self._nudged = False
 
     def _commit(self, connection: sqlite3.Connection, batch: Batch) -> None:

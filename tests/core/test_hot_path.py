@@ -169,23 +169,46 @@ def test_a_flush_waits_out_another_process_lock_then_is_on_disk(tmp_path: Path) 
         store.close()
 
 
+def frames_after(events: int, flush_every: int, path: Path) -> int:
+    """Append ``events`` deltas to a new store, flushing every ``flush_every``; then the WAL
+    frames written since SQLite last reused the WAL (what checkpoints keep small)."""
+    store = SqliteStore(str(path))
+    try:
+        for sequence in range(1, events + 1):
+            store.append((delta(sequence),))
+            if sequence % flush_every == 0:
+                store.flush()
+        with sqlite3.connect(path) as connection:
+            frames = int(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+        assert stored(path) == events
+        return frames
+    finally:
+        store.close()
+
+
 def test_commits_made_by_flushes_are_checkpointed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Flush-made commits never checkpoint themselves (no fsync on the caller); the writer
-    # thread checkpoints after every CHECKPOINT_EVERY of them, so the WAL is reused and stays
-    # small instead of growing with every commit.
+    # thread checkpoints after every CHECKPOINT_EVERY of them (holding them back once the WAL
+    # is past WAL_PAGES_MAX), so the WAL is reused and stays small instead of growing with
+    # every commit.
     from harness_core.ledger import sqlite as sqlite_module
 
     monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 10)
-    path = tmp_path / "ledger.sqlite"
-    store = SqliteStore(str(path))
-    try:
-        for sequence in range(1, 601):
-            store.append((delta(sequence),))
-            store.flush()
-        wal = os.path.getsize(f"{path}-wal")
-        assert wal < 600 * 4096 // 4, wal  # without checkpoints: 600 commits of >= 1 page
-        assert stored(path) == 600
-    finally:
-        store.close()
+    monkeypatch.setattr(sqlite_module, "WAL_PAGES_MAX", 50)
+    frames = frames_after(600, 1, tmp_path / "ledger.sqlite")
+    assert frames < 600, frames  # without checkpoints: 600 commits of 2-3 pages each
+
+
+def test_commits_of_the_writer_thread_are_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer thread checkpoints after CHECKPOINT_ROWS events of its own commits (outside
+    # any commit a flush waits for): a long stream keeps reusing a small WAL. (More than a
+    # flush commits itself: the writer thread commits these.)
+    from harness_core.ledger import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_ROWS", 1_000)
+    frames = frames_after(20_000, 100, tmp_path / "ledger.sqlite")
+    assert frames < 400, frames  # without checkpoints: ~2,800 (200 commits of 14 pages)
