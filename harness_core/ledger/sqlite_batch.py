@@ -75,9 +75,13 @@ class Batch:
 
     def _sort(self, items: Iterable[Any]) -> None:
         rows = self.rows
+        add = rows.append
         for item in items:
             kind = type(item)
-            if kind is Waiter:
+            if kind is tuple:  # the events of one append (the usual item: checked first)
+                for event in item:
+                    add(event_row(event))
+            elif kind is Waiter:
                 self.waiters.append(item)
             elif kind is Session:
                 self.sessions.append(item)
@@ -89,7 +93,7 @@ class Batch:
                 self.stop = True
             elif item is CHECKPOINT:
                 self.checkpoint = True
-            elif item is not NUDGE:  # a sequence of events
+            elif item is not NUDGE:  # another sequence of events
                 rows += [event_row(e) for e in item]
 
     @property
