@@ -212,8 +212,10 @@ class SqliteStore(QueuedWrites):
 
     def _stored_session(self, session_id: str) -> bool:
         try:
-            with self._read_lock:
-                row = self._reader.execute(
+            # On the connection flushes commit with: its page cache is the freshest (the
+            # reader's is stale after every commit).
+            with self._stage_lock:
+                row = self._here.execute(
                     "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
                 ).fetchone()
         except sqlite3.Error:
