@@ -211,13 +211,17 @@ class SqliteStore(QueuedWrites):
             self._stage(Session(record, True), now=True)
 
     def _stored_session(self, session_id: str) -> bool:
+        sql = "SELECT 1 FROM sessions WHERE session_id = ?"
         try:
-            # On the connection flushes commit with: its page cache is the freshest (the
-            # reader's is stale after every commit).
+            # First on the connection flushes commit with: its page cache is the freshest (the
+            # reader's is stale after every commit); it never waits, the reader does.
             with self._stage_lock:
-                row = self._here.execute(
-                    "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
-                ).fetchone()
+                return self._here.execute(sql, (session_id,)).fetchone() is not None
+        except sqlite3.Error:
+            pass
+        try:
+            with self._read_lock:
+                row = self._reader.execute(sql, (session_id,)).fetchone()
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return row is not None
@@ -301,10 +305,12 @@ class SqliteStore(QueuedWrites):
             try:
                 write(connection, batch, self._fence)
                 connection.execute("COMMIT")
-            except (sqlite3.Error, ValueError):  # the writer keeps every good write
+            except BaseException as error:  # the writer keeps every good write
                 rollback(connection)
                 self._queue_locked(staged)
-                return False
+                if isinstance(error, (sqlite3.Error, ValueError)):
+                    return False
+                raise  # (an interrupt: what was staged is with the writer)
             self._committed(batch)
             self._here_commits += 1
             if self._here_commits == CHECKPOINT_EVERY:

@@ -212,3 +212,25 @@ def test_commits_of_the_writer_thread_are_checkpointed(
     monkeypatch.setattr(sqlite_module, "CHECKPOINT_ROWS", 1_000)
     frames = frames_after(20_000, 100, tmp_path / "ledger.sqlite")
     assert frames < 400, frames  # without checkpoints: ~2,800 (200 commits of 14 pages)
+
+
+def test_a_refused_write_in_a_small_flush_keeps_the_good_ones(tmp_path: Path) -> None:
+    # A flush-made commit that SQLite refuses is rolled back and handed to the writer thread,
+    # which keeps every good row and reports the refused one at this flush.
+    import attrs
+    from harness_hookspecs import HarnessError
+
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.append((delta(1),))
+        store.flush()
+        store.append((attrs.evolve(delta(1), session_id="other"),))  # a used event id
+        store.append((delta(2),))
+        with pytest.raises(HarnessError) as failed:
+            store.flush()
+        assert failed.value.reason == "ledger-failed"
+        assert stored(path) == 2
+        assert [e.sequence for e in store.events("hot-session")] == [1, 2]
+    finally:
+        store.close()
