@@ -13,14 +13,16 @@ from harness_hookspecs import SessionRecord
 from ._base import STOP, Waiter, event_row, record_row
 
 _INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-#: Rows of the largest multi-row INSERT. Events go in statements of 512, 256, ... 1 rows (a
-#: batch of n rows in at most log2 steps, with one statement of each size cached): each step
-#: releases and re-takes the GIL, and a thread re-taking it from a busy event loop can wait a
-#: whole switch interval (5 ms), so a step per row starves the writer thread.
-ROWS_PER_INSERT = 512
+#: Events go in multi-row INSERTs: each statement step releases and re-takes the GIL, and a
+#: thread re-taking it from a busy event loop can wait a whole switch interval (5 ms), so a step
+#: per row starves the writer thread. Up to :data:`EXACT_ROWS` rows are one statement of their
+#: exact size (a flush's few events: one statement); a larger batch goes in statements of 512,
+#: 256 and 128 rows, then the rest (at most three more).
+EXACT_ROWS = 64
+_LARGE_ROWS = (512, 256, 128)
 _INSERT_ROWS = {
     count: "INSERT INTO events VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"] * count)
-    for count in (ROWS_PER_INSERT >> shift for shift in range(ROWS_PER_INSERT.bit_length()))
+    for count in (*_LARGE_ROWS, *range(1, EXACT_ROWS + 1))
 }
 _RELEASE = "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?"
 
@@ -112,11 +114,11 @@ def write(connection: sqlite3.Connection, batch: Batch, fence: Fence) -> None:
         write_session(connection, session)
     execute = connection.execute
     start, left = 0, len(rows)
-    for count, sql in _INSERT_ROWS.items():
-        while left >= count:
-            execute(sql, list(chain.from_iterable(rows[start : start + count])))
-            start += count
-            left -= count
+    while left:
+        count = next((size for size in _LARGE_ROWS if left >= size), min(left, EXACT_ROWS))
+        execute(_INSERT_ROWS[count], list(chain.from_iterable(rows[start : start + count])))
+        start += count
+        left -= count
     for release in batch.releases:
         execute(_RELEASE, (release.session_id, release.epoch))
 
