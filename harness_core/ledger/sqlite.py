@@ -250,8 +250,9 @@ class SqliteStore(QueuedWrites):
         self._urgent = False
         return staged
 
-    def _queue_locked(self, item: Any) -> None:
-        """Hand ``item`` (a stage, a checkpoint) to the writer thread (under the stage lock)."""
+    def _queue_locked(self, item: Staged) -> None:
+        """Hand a stage to the writer thread (under the stage lock): in flight until it is done
+        (a flush meanwhile waits for the writer instead of committing itself)."""
         self._in_flight += 1
         self._queue.put(item)
 
