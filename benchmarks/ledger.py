@@ -11,7 +11,7 @@ synchronous=NORMAL, for JSONL written and fsynced), at N = 10,000 and 100,000, e
   whole control plane; skip with ``--no-turn``).
 
     python benchmarks/ledger.py [--runs 3] [--sizes 10000,100000] [--stores memory,jsonl,sqlite]
-        [--no-turn]
+        [--no-turn] [--turn-only]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def streamer(n: int) -> Any:
     return stream
 
 
-async def _turn_once(kind: str, n: int) -> tuple[float, int]:
+async def _turn_once(kind: str, n: int) -> tuple[float, float, int]:
     from harness_core import Controller, plugins_from
 
     directory = tempdir(f"ledger-{kind}")
@@ -53,25 +53,27 @@ async def _turn_once(kind: str, n: int) -> tuple[float, int]:
         async with Controller(plugins=plugins_from([streamer(n)]), ledger=store) as controller:
             ref = await controller.open_session(harness="bench-stream", workspace=directory)
             count = 0
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             async with controller.turn(ref, "go") as turn:
                 async for _event in turn:
                     count += 1
-            elapsed = time.perf_counter() - start
+            elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
             assert turn.result().ok, turn.result()
             assert len(controller.events(ref.session_id)) == count + 1  # + session.opened
-        return elapsed, count
+        return elapsed, cpu, count
     finally:
         store.close()
         rmtree(directory)
 
 
-def turn_rate(kind: str, n: int, runs: int) -> float:
-    rates = []
+def turn_rate(kind: str, n: int, runs: int) -> tuple[float, float]:
+    """Events per second of wall time and per CPU-second of the process (all threads)."""
+    rates, cpu_rates = [], []
     for _ in range(runs):
-        elapsed, count = run_async(_turn_once, kind, n)
+        elapsed, cpu, count = run_async(_turn_once, kind, n)
         rates.append(count / elapsed)
-    return statistics.median(rates)
+        cpu_rates.append(count / cpu)
+    return statistics.median(rates), statistics.median(cpu_rates)
 
 
 def _event(i: int, payload: Any) -> Any:
@@ -138,13 +140,22 @@ def main() -> int:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--stores", default="memory,jsonl,sqlite")
     parser.add_argument("--no-turn", action="store_true", help="skip the Controller figures")
+    parser.add_argument("--turn-only", action="store_true", help="only the Controller figures")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     stores = args.stores.split(",")
     note = f"median of {args.runs}"
     for build, label, what in (
-        (False, "append", "store only: prebuilt envelopes, one append() each, then flush()"),
-        (True, "build_append", "Event+MessageDelta built in the loop, one append() each, flush()"),
+        ()
+        if args.turn_only
+        else (
+            (False, "append", "store only: prebuilt envelopes, one append() each, then flush()"),
+            (
+                True,
+                "build_append",
+                "Event+MessageDelta built in the loop, one append() each, flush()",
+            ),
+        )
     ):
         for kind in stores:
             rates: dict[int, float] = {}
@@ -162,16 +173,17 @@ def main() -> int:
         for kind in stores:
             rates = {}
             for n in sizes:
-                rates[n] = turn_rate(kind, n, args.runs)
+                rates[n], cpu_rate = turn_rate(kind, n, args.runs)
                 figure(
                     f"ledger.turn.{kind}.{n}",
                     rates[n],
                     "events/s",
-                    "",
+                    TARGETS.get(kind, ""),
                     f"{note}, one Controller turn of N deltas (includes the controller)"
-                    + (", durable" if kind != "memory" else ""),
+                    + (", durable" if kind != "memory" else "")
+                    + f"; {cpu_rate:,.0f} events per CPU-second (process_time, all threads)",
                 )
-            ratio(f"ledger.turn.{kind}", rates, sizes, "")
+            ratio(f"ledger.turn.{kind}", rates, sizes, "0.8-1.2" if kind == "sqlite" else "")
     return 0
 
 

@@ -1,12 +1,16 @@
 """The embedded default ledger: SQLite, append-only, one row per event.
 
-Writes never block the event loop: ``append`` checks the sequence (gap or duplicate ->
-``ledger-failed``) and stages the write; a flush, a full stage or a session-level write (record,
-claim, release) hands what is staged to a dedicated writer thread, which serializes the payloads and commits whatever has queued up with
-one ``executemany`` in one transaction per batch. ``flush`` blocks
-until everything appended before it is committed and re-raises a writer failure as
-``ledger-failed``. Reads use their own connection (behind a lock) after a flush, so a reader
-sees its own writes; the store is safe to share between threads.
+Writes never wait for the disk or for a lock on the event loop: ``append`` checks the sequence
+(gap or duplicate -> ``ledger-failed``) and stages the write. A flush of a few staged writes
+(at most :data:`HERE_MAX`) while the writer thread has nothing in hand commits them itself - a
+write into the OS's cache, on a connection that never waits for a lock and never checkpoints;
+anything else (a full stage, a longer flush, a locked database, a refused write) goes to a
+dedicated writer thread, which commits whatever has queued up in one transaction per batch
+(events as multi-row ``INSERT``s) and runs the checkpoints. A session-level write (record,
+claim, release) wakes the writer, which lingers (:data:`LINGER`) for the flush that usually
+follows. ``flush`` blocks until everything appended before it is committed and re-raises a
+writer failure as ``ledger-failed``. Reads use their own connection (behind a lock) after a
+flush, so a reader sees its own writes; the store is safe to share between threads.
 
 Durability: WAL with ``synchronous=NORMAL``. In WAL mode a committed transaction survives a crash
 of the process (the WAL is written before ``COMMIT`` returns); only an OS crash or power loss may
@@ -26,6 +30,7 @@ processes claiming at once one wins); the writer refuses rows of a session anoth
 from __future__ import annotations
 
 import os
+import queue
 import sqlite3
 import threading
 import time
@@ -44,11 +49,20 @@ from ._base import (
     SequenceGuard,
     Waiter,
     event_from_row,
-    event_row,
     holder_alive,
-    record_row,
 )
 from .owner import this_process
+from .sqlite_batch import (
+    CHECKPOINT,
+    NUDGE,
+    Batch,
+    Claim,
+    Release,
+    Session,
+    Staged,
+    write,
+    write_each,
+)
 from .sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from .sqlite_schema import connect, migrate, rollback, use_wal, validate
 
@@ -59,55 +73,29 @@ BATCH_ITEMS = 8192
 #: Writes staged in the store before they go to the writer thread in one queue item (sooner
 #: when a flush asks for them): one wake-up of the writer per batch instead of per write.
 STAGED_MAX = 512
+#: Seconds the writer holds writes nobody waits for yet (a new session's record and claim, a
+#: release) for more to commit with them: the flush that usually follows within microseconds
+#: (a turn's first events) then takes them into its transaction - one commit instead of two or
+#: three. Other processes see such writes at most this much later.
+LINGER = 0.002
+#: Writes staged at most for a flush to commit them itself (see :meth:`SqliteStore._commit_here`).
+HERE_MAX = 64
+#: WAL checkpoints (the fsyncs of WAL mode) run in the writer thread after a waiting flush was
+#: answered, never inside a commit someone waits for: after every this many commits made by
+#: flushes, or :data:`CHECKPOINT_ROWS` events committed by the writer thread (~1,000 pages,
+#: SQLite's own default interval).
+CHECKPOINT_EVERY = 200
+CHECKPOINT_ROWS = 16_384
+#: WAL pages past which a checkpoint is redone with flushes' commits held back (they go to the
+#: writer thread meanwhile): SQLite reuses the WAL only after a checkpoint no commit raced, so
+#: without this it could grow as long as commits keep coming.
+WAL_PAGES_MAX = 2_000
 
-_INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 _SELECT_EVENTS = (
     "SELECT session_id, sequence, event_id, turn_id, type, timestamp, harness, "
     "parent_event_id, protocol_version, payload FROM events "
     "WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
 )
-
-
-class _Release:
-    __slots__ = ("epoch", "session_id")
-
-    def __init__(self, session_id: str, epoch: int) -> None:
-        self.session_id = session_id
-        self.epoch = epoch
-
-
-class _Claim:
-    """The first claim of a session this store just created: nobody else can hold it yet, so
-    it rides with the writer's next transaction instead of one of its own."""
-
-    __slots__ = ("owner", "session_id", "stamp")
-
-    def __init__(self, session_id: str, owner: str, stamp: float) -> None:
-        self.session_id = session_id
-        self.owner = owner
-        self.stamp = stamp
-
-
-class _Staged(list[Any]):
-    """Writes handed to the writer thread together, in the order they were made."""
-
-    __slots__ = ()
-
-
-class _Session:
-    __slots__ = ("record", "upsert")
-
-    def __init__(self, record: SessionRecord, upsert: bool) -> None:
-        self.record = record
-        self.upsert = upsert
-
-
-def _insert_claims(connection: sqlite3.Connection, claims: list[_Claim]) -> None:
-    if claims:
-        connection.executemany(
-            "INSERT INTO claims VALUES (?, 1, ?, ?) ON CONFLICT(session_id) DO NOTHING",
-            [(claim.session_id, claim.owner, claim.stamp) for claim in claims],
-        )
 
 
 class SqliteStore(QueuedWrites):
@@ -121,14 +109,21 @@ class SqliteStore(QueuedWrites):
             raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
         reader: sqlite3.Connection | None = None
         writer: sqlite3.Connection | None = None
+        here: sqlite3.Connection | None = None
         try:
             reader = connect(path, configure=False)
             validate(reader)
             use_wal(reader)
             migrate(reader)
             writer = connect(path)
+            writer.execute("PRAGMA wal_autocheckpoint=0")  # see CHECKPOINT_EVERY
+            # Commits made by a flush itself: never wait for a lock held by another process
+            # (the writer thread does that) and never checkpoint (no fsync on the caller).
+            here = connect(path)
+            here.execute("PRAGMA busy_timeout=0")
+            here.execute("PRAGMA wal_autocheckpoint=0")
         except sqlite3.Error:
-            for connection in (reader, writer):
+            for connection in (reader, writer, here):
                 if connection is not None:
                     connection.close()
             raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
@@ -137,12 +132,17 @@ class SqliteStore(QueuedWrites):
             raise
         self._reader = reader
         self._writer_connection = writer
+        self._here = here
+        self._here_commits = 0
         self._read_lock = threading.Lock()
         QueuedWrites.__init__(self)
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._append_lock = threading.Lock()
-        self._staged = _Staged()
+        self._staged = Staged()
         self._stage_lock = threading.Lock()
+        self._nudged = False  # the writer was woken to take the stage and has not yet
+        self._urgent = False  # the stage holds a session-level write (see _stage)
+        self._in_flight = 0  # stages (and checkpoints) queued for the writer, not yet done
         self._created: set[str] = set()
         self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
@@ -180,7 +180,7 @@ class SqliteStore(QueuedWrites):
         return found[0] if found and found[0].sequence == sequence else None
 
     def append(self, events: Sequence[Event]) -> None:
-        """Check the sequence and enqueue; the writer thread serializes and commits."""
+        """Check the sequence and stage the events (a flush commits them)."""
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
@@ -201,155 +201,223 @@ class SqliteStore(QueuedWrites):
             self._new.add(session_id)
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._records.remember(record)
-            self._stage(_Session(record, False), now=True)
+            self._stage(Session(record, False), now=True)
 
     def update_session(self, record: SessionRecord) -> None:
         if self._closed:
             raise HarnessError("ledger-failed", "the ledger is closed")
         with self._append_lock:
             self._records.remember(record)
-            self._stage(_Session(record, True), now=True)
+            self._stage(Session(record, True), now=True)
 
     def _stored_session(self, session_id: str) -> bool:
+        sql = "SELECT 1 FROM sessions WHERE session_id = ?"
+        try:
+            # First on the connection flushes commit with: its page cache is the freshest (the
+            # reader's is stale after every commit); it never waits, the reader does.
+            with self._stage_lock:
+                return self._here.execute(sql, (session_id,)).fetchone() is not None
+        except sqlite3.Error:
+            pass
         try:
             with self._read_lock:
-                row = self._reader.execute(
-                    "SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)
-                ).fetchone()
+                row = self._reader.execute(sql, (session_id,)).fetchone()
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be read") from None
         return row is not None
 
     def _stage(self, item: Any, *, now: bool = False) -> None:
-        """Queue a write for the writer thread: events are staged here until a flush (or
-        :data:`STAGED_MAX` of them) hands them over in one queue item. Nothing appended is
-        durable before a flush returns, so holding events back until then loses no guarantee;
-        it saves a writer wake-up, and often a transaction, per event. ``now``: a session
-        record, claim or release goes to the writer at once (with what was staged before it),
-        so other processes see sessions and released claims as promptly as before."""
+        """Queue a write: events are staged here until a flush (or :data:`STAGED_MAX` of them)
+        commits them. Nothing appended is durable before a flush returns, so holding events
+        back until then loses no guarantee; it saves a writer wake-up, and often a transaction,
+        per event. ``now``: a session record, claim or release must reach the ledger soon
+        (other processes read sessions and claims), so the writer is woken for it - once until
+        it takes the stage: it lingers (:data:`LINGER`) for the flush that usually follows."""
         with self._stage_lock:
             staged = self._staged
             staged.append(item)
-            if now or len(staged) >= STAGED_MAX:
-                self._staged = _Staged()
-                self._queue.put(staged)
+            if len(staged) >= STAGED_MAX:
+                self._queue_locked(self._take_locked())
+            elif now:
+                self._urgent = True
+                if not self._nudged:
+                    self._nudged = True
+                    self._queue.put(NUDGE)
+
+    def _take_locked(self) -> Staged:
+        """What is staged, now no longer (under the stage lock)."""
+        staged, self._staged = self._staged, Staged()
+        self._urgent = False
+        return staged
+
+    def _queue_locked(self, item: Staged) -> None:
+        """Hand a stage to the writer thread (under the stage lock): in flight until it is done
+        (a flush meanwhile waits for the writer instead of committing itself)."""
+        self._in_flight += 1
+        self._queue.put(item)
 
     def _hand_over(self) -> None:
         with self._stage_lock:
             if self._staged:
-                staged, self._staged = self._staged, _Staged()
-                self._queue.put(staged)
+                self._queue_locked(self._take_locked())
 
     def flush(self) -> None:
+        if not self._closed and self._commit_here():
+            self.raise_failure()
+            return
         self._hand_over()
         QueuedWrites.flush(self)
 
     def flush_notify(self, callback: Callable[[], object]) -> bool:
+        if self._closed:
+            return False
+        if self._commit_here():
+            self.raise_failure()
+            return False
         self._hand_over()
         return QueuedWrites.flush_notify(self, callback)
 
+    def _commit_here(self) -> bool:
+        """Commit a small stage in the calling thread when the writer thread has nothing in
+        hand; True when everything appended is then committed (False: wait for the writer).
+
+        A flush of a few writes (a short turn, a close) costs the caller less this way than the
+        two thread hand-offs of a writer round trip, and the writer's commit besides. It is the
+        same commit (WAL, ``synchronous=NORMAL``: a write into the OS's cache, no fsync) on a
+        connection that neither waits for a lock another process holds nor checkpoints; when
+        the database is locked, or a write is refused, the writer thread takes the stage.
+        """
+        with self._stage_lock:  # nothing is staged or handed over meanwhile: order holds
+            if self._in_flight or self._here_commits >= 2 * CHECKPOINT_EVERY:
+                return False  # (the latter: the writer thread is late with a checkpoint)
+            staged = self._staged
+            if not staged:
+                return True
+            if len(staged) > HERE_MAX:
+                return False
+            self._take_locked()
+            batch = Batch(staged)
+            connection = self._here
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error:  # locked by another process: the writer waits for it
+                self._queue_locked(staged)
+                return False
+            try:
+                write(connection, batch, self._fence)
+                connection.execute("COMMIT")
+            except BaseException as error:  # the writer keeps every good write
+                rollback(connection)
+                self._queue_locked(staged)
+                if isinstance(error, (sqlite3.Error, ValueError)):
+                    return False
+                raise  # (an interrupt: what was staged is with the writer)
+            self._committed(batch)
+            self._here_commits += 1
+            if self._here_commits == CHECKPOINT_EVERY:
+                self._queue.put(CHECKPOINT)  # nothing in flight: flushes may commit meanwhile
+            return True
+
+    def _committed(self, batch: Batch) -> None:
+        for session in batch.sessions:
+            if not session.upsert:  # committed (or refused): the table now answers
+                self._created.discard(session.record.session_id)
+
     def _write_loop(self) -> None:
         connection = self._writer_connection
+        rows = 0  # committed by this thread since its last checkpoint
         while True:
             items = self._next_batch(BATCH_ITEMS)
-            if any(type(item) is _Staged for item in items):
-                items = [w for i in items for w in (i if type(i) is _Staged else (i,))]
-            rows: list[tuple[Any, ...]] = []
-            sessions: list[_Session] = []
-            releases: list[_Release] = []
-            claims: list[_Claim] = []
-            waiters: list[Waiter] = []
-            stop = False
+            if any(item is NUDGE for item in items):
+                self._take_stage(items)
+            batch = Batch(())
             try:
-                for item in items:
-                    kind = type(item)
-                    if kind is Waiter:
-                        waiters.append(item)
-                    elif kind is _Session:
-                        sessions.append(item)
-                    elif kind is _Release:
-                        releases.append(item)
-                    elif kind is _Claim:
-                        claims.append(item)
-                    elif item is STOP:
-                        stop = True
-                    else:  # a sequence of events
-                        rows += [event_row(e) for e in item]
-                if rows or sessions or releases or claims:
-                    self._commit(connection, rows, sessions, releases, claims)
+                batch = Batch(items)
+                if batch.writes:
+                    self._commit(connection, batch)
+                    rows += len(batch.rows) + 1
             except BaseException:  # never die with waiters blocked: report at the next flush
                 self._fail("the SQLite writer failed")
             finally:
-                for session in sessions:
-                    if not session.upsert:  # committed (or refused): the table now answers
-                        self._created.discard(session.record.session_id)
-                self._release(waiters)
-            if stop:
+                self._committed(batch)
+                done = sum(1 for item in items if type(item) is Staged)
+                if done:
+                    with self._stage_lock:
+                        self._in_flight -= done
+                self._release(batch.waiters)
+            if batch.checkpoint or rows >= CHECKPOINT_ROWS:
+                rows = 0
+                self._checkpoint(connection)
+            if batch.stop:
                 connection.close()
                 return
 
-    def _commit(
-        self,
-        connection: sqlite3.Connection,
-        rows: list[tuple[Any, ...]],
-        sessions: list[_Session],
-        releases: list[_Release],
-        claims: list[_Claim],
-    ) -> None:
+    def _checkpoint(self, connection: sqlite3.Connection) -> None:
+        """A passive checkpoint (flushes may commit meanwhile); past :data:`WAL_PAGES_MAX`
+        redone with flushes' commits held back, so that the next commit reuses the WAL (which
+        takes a checkpoint that no commit raced)."""
+        try:
+            log = connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+            if log > WAL_PAGES_MAX:
+                with self._stage_lock:  # no commit here is under way, and none starts until done
+                    self._in_flight += 1
+                try:
+                    connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                finally:
+                    with self._stage_lock:
+                        self._in_flight -= 1
+        except sqlite3.Error:
+            pass  # busy: the next one catches up
+        with self._stage_lock:
+            self._here_commits = 0
+
+    def _take_stage(self, items: list[Any]) -> None:
+        """Woken for a write that must reach the ledger soon: wait up to :data:`LINGER` for a
+        flush (or close) to arrive, then add the stage to ``items`` - after everything queued,
+        which was all staged before it."""
+        if not any(type(item) is Waiter or item is STOP for item in items):
+            deadline = time.monotonic() + LINGER
+            get = self._queue.get
+            while len(items) < BATCH_ITEMS:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    item = get(timeout=remaining)
+                except queue.Empty:
+                    break
+                items.append(item)
+                if type(item) is Waiter or item is STOP:
+                    break
+        get_nowait = self._queue.get_nowait
+        with self._stage_lock:  # a hand-over queues under this lock: nothing can slip between
+            try:
+                while True:
+                    items.append(get_nowait())
+            except queue.Empty:
+                pass
+            if self._urgent:  # (a flush may have committed it meanwhile: then leave the rest)
+                items.append(self._take_locked())
+                self._in_flight += 1
+            self._nudged = False
+
+    def _commit(self, connection: sqlite3.Connection, batch: Batch) -> None:
         try:
             connection.execute("BEGIN IMMEDIATE")
-            _insert_claims(connection, claims)
-            rows = self._fence(connection, rows)
-            for session in sessions:
-                self._write_session(connection, session)
-            connection.executemany(_INSERT_EVENT, rows)
-            for release in releases:
-                connection.execute(
-                    "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
-                    (release.session_id, release.epoch),
-                )
+            write(connection, batch, self._fence)
             connection.execute("COMMIT")
             return
         except (sqlite3.Error, ValueError):  # ValueError: a str SQLite can't encode
             rollback(connection)
-        # Keep every good row: redo the batch one statement at a time in one transaction
-        # (a refused statement doesn't end the transaction) and report the first failure.
+        # Keep every good write: redo the batch one statement at a time and report the first
+        # failure.
         try:
             connection.execute("BEGIN IMMEDIATE")
-            _insert_claims(connection, claims)
-            rows = self._fence(connection, rows)
-            for session in sessions:
-                try:
-                    self._write_session(connection, session)
-                except (sqlite3.Error, ValueError):
-                    self._fail("a session could not be stored (duplicate or unwritable)")
-            for row in rows:
-                try:
-                    connection.execute(_INSERT_EVENT, row)
-                except (sqlite3.Error, ValueError):
-                    self._fail("an event could not be stored (duplicate sequence or event id)")
-            for release in releases:
-                connection.execute(
-                    "UPDATE claims SET owner = NULL WHERE session_id = ? AND epoch = ?",
-                    (release.session_id, release.epoch),
-                )
+            write_each(connection, batch, self._fence, self._fail)
             connection.execute("COMMIT")
         except sqlite3.Error:
             rollback(connection)
             self._fail("the SQLite ledger could not be written")
-
-    @staticmethod
-    def _write_session(connection: sqlite3.Connection, session: _Session) -> None:
-        values = record_row(session.record)
-        if session.upsert:
-            connection.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(session_id) DO "
-                "UPDATE SET status=excluded.status, updated_at=excluded.updated_at, "
-                "record=excluded.record",
-                values,
-            )
-        else:
-            connection.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", values)
 
     # -- ownership --------------------------------------------------------------------------
 
@@ -370,7 +438,7 @@ class SqliteStore(QueuedWrites):
             self._new.discard(session_id)
             self._epochs[session_id] = 1
             self._renewed[session_id] = stamp
-            self._stage(_Claim(session_id, owner, stamp), now=True)
+            self._stage(Claim(session_id, owner, stamp), now=True)
             return 1
         try:
             with self._read_lock:
@@ -415,7 +483,7 @@ class SqliteStore(QueuedWrites):
         epoch = self._epochs.pop(session_id, None)
         self._renewed.pop(session_id, None)
         if epoch is not None and not self._closed:
-            self._stage(_Release(session_id, epoch), now=True)
+            self._stage(Release(session_id, epoch), now=True)
 
     def claimed(self, session_id: str) -> bool:
         if session_id in self._epochs:
@@ -496,3 +564,5 @@ class SqliteStore(QueuedWrites):
     def _close_readers(self) -> None:
         with self._read_lock:
             self._reader.close()
+        with self._stage_lock:
+            self._here.close()

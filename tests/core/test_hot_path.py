@@ -140,3 +140,97 @@ def test_staged_sqlite_writes_are_on_disk_when_a_flush_returns(tmp_path: Path) -
     finally:
         store.close()
     assert stored(path) == total + 1  # close flushes what is staged
+
+
+def test_a_flush_waits_out_another_process_lock_then_is_on_disk(tmp_path: Path) -> None:
+    # A small flush commits in the calling thread, but never waits for a lock itself: while
+    # another connection holds the write lock, the writer thread takes the stage and the flush
+    # returns once it committed.
+    import threading
+
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        store.append((delta(1),))
+        store.flush()
+        other.execute("BEGIN IMMEDIATE")  # holds the write lock
+        store.append((delta(2),))
+        flushed = threading.Event()
+        flusher = threading.Thread(target=lambda: (store.flush(), flushed.set()))
+        flusher.start()
+        assert not flushed.wait(0.3)  # still locked: the flush waits for the writer thread
+        other.execute("COMMIT")
+        assert flushed.wait(10)
+        flusher.join()
+        assert stored(path) == 2
+    finally:
+        other.close()
+        store.close()
+
+
+def frames_after(events: int, flush_every: int, path: Path) -> int:
+    """Append ``events`` deltas to a new store, flushing every ``flush_every``; then the WAL
+    frames written since SQLite last reused the WAL (what checkpoints keep small)."""
+    store = SqliteStore(str(path))
+    try:
+        for sequence in range(1, events + 1):
+            store.append((delta(sequence),))
+            if sequence % flush_every == 0:
+                store.flush()
+        with sqlite3.connect(path) as connection:
+            frames = int(connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1])
+        assert stored(path) == events
+        return frames
+    finally:
+        store.close()
+
+
+def test_commits_made_by_flushes_are_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Flush-made commits never checkpoint themselves (no fsync on the caller); the writer
+    # thread checkpoints after every CHECKPOINT_EVERY of them (holding them back once the WAL
+    # is past WAL_PAGES_MAX), so the WAL is reused and stays small instead of growing with
+    # every commit.
+    from harness_core.ledger import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(sqlite_module, "WAL_PAGES_MAX", 50)
+    frames = frames_after(600, 1, tmp_path / "ledger.sqlite")
+    assert frames < 600, frames  # without checkpoints: 600 commits of 2-3 pages each
+
+
+def test_commits_of_the_writer_thread_are_checkpointed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer thread checkpoints after CHECKPOINT_ROWS events of its own commits (outside
+    # any commit a flush waits for): a long stream keeps reusing a small WAL. (More than a
+    # flush commits itself: the writer thread commits these.)
+    from harness_core.ledger import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "CHECKPOINT_ROWS", 1_000)
+    frames = frames_after(20_000, 100, tmp_path / "ledger.sqlite")
+    assert frames < 400, frames  # without checkpoints: ~2,800 (200 commits of 14 pages)
+
+
+def test_a_refused_write_in_a_small_flush_keeps_the_good_ones(tmp_path: Path) -> None:
+    # A flush-made commit that SQLite refuses is rolled back and handed to the writer thread,
+    # which keeps every good row and reports the refused one at this flush.
+    import attrs
+    from harness_hookspecs import HarnessError
+
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.append((delta(1),))
+        store.flush()
+        store.append((attrs.evolve(delta(1), session_id="other"),))  # a used event id
+        store.append((delta(2),))
+        with pytest.raises(HarnessError) as failed:
+            store.flush()
+        assert failed.value.reason == "ledger-failed"
+        assert stored(path) == 2
+        assert [e.sequence for e in store.events("hot-session")] == [1, 2]
+    finally:
+        store.close()
