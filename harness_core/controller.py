@@ -37,7 +37,6 @@ from harness_hookspecs import (
     Payload,
     PermissionHandler,
     ResumeSessionRequest,
-    RunTurnRequest,
     SandboxHandle,
     SandboxRequest,
     SessionClosed,
@@ -46,7 +45,6 @@ from harness_hookspecs import (
     SessionRef,
     SessionResumed,
     TurnFailed,
-    TurnStarted,
     assert_supported,
 )
 from harness_hookspecs.protocols import LedgerStore
@@ -64,9 +62,10 @@ from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
 from .request_checks import is_uuid, ref_of, require_asking, safe_hint
-from .retry import dangling_turn, opening_event, recovered
-from .turn import CLEANUP_GRACE, LiveSession, NotStarted, Turn, TurnResult, as_error
-from .turn_protocol import DEFAULT_OUTPUT_RETRIES, check_parent, structured_turn
+from .retry import dangling_turn, recovered
+from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
+from .turn_protocol import DEFAULT_OUTPUT_RETRIES
+from .turn_start import begin_turn
 
 PROVIDER_CANCEL_WAIT = 1.0
 
@@ -478,59 +477,19 @@ class Controller:
         ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
         turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """
-        live = self._live_session(session)
-        if live.active is not None:
-            raise HarnessError("turn-active")
-        live.limits.before_turn(anyio.current_time())
-        retried = turn_id is not None
-        turn_id = "turn_" + uuid.uuid4().hex[:24] if turn_id is None else turn_id
-        structured = structured_turn(live.descriptor, output_schema, output_retries)
-        check_parent(live.prefix, live.next_sequence, parent_event_id)
-        try:
-            request = RunTurnRequest(
-                session=live.ref,
-                turn_id=turn_id,
-                prompt=structured.first_prompt(prompt) if structured else prompt,
-                output_schema=output_schema,
-            )
-        except (TypeError, ValueError) as error:
-            raise HarnessError("invalid-request", safe_hint(error)) from None
-        opening: Payload = TurnStarted(prompt=prompt)
-        if retried:
-            opening = await anyio.to_thread.run_sync(
-                opening_event, self.ledger, live.ref.session_id, turn_id, attempt, prompt
-            )
-        timeout = timeout if timeout is not None else self.turn_timeout
-        deadline = anyio.current_time() + timeout if timeout is not None else None
-        deadline, limit_hint = live.limits.deadline(deadline)
-        live.context.deadline = deadline
-        turn = Turn(
+        turn = await begin_turn(
             self,
-            live,
-            turn_id,
-            NotStarted(),
-            deadline,
-            max_events if max_events is not None else self.max_events_per_turn,
+            self._live_session(session),
+            prompt,
+            timeout=timeout,
+            max_events=max_events,
+            turn_id=turn_id,
+            attempt=attempt,
+            output_schema=output_schema,
+            output_retries=output_retries,
+            parent_event_id=parent_event_id,
+            inline=False,
         )
-        live.active = turn
-        turn.limit_hint = limit_hint
-        live.limits.turns += 1
-        live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
-        turn.structured = structured
-        self._end_unretried(live, turn_id)
-        live.lineage.expect(parent_event_id)
-        turn._record(opening)
-        # The run's bridge token (if the session has host tools): revoked in Turn._finish.
-        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
-        try:
-            iterator = self._call("harness_run_turn", request=request, context=live.context)
-            if iterator is None or not hasattr(iterator, "__anext__"):
-                raise HarnessError("provider-failed", "the adapter returned no event stream")
-            turn._iterator = iterator
-            turn.start()
-        except Exception as error:
-            failure = as_error(error)
-            await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
         try:
             yield turn
         finally:
@@ -556,21 +515,32 @@ class Controller:
     ) -> TurnResult:
         """Run a turn to its terminal event and return the result (events included; with an
         ``output_schema``, the decision as ``result.output``)."""
-        async with self.turn(
-            session,
-            prompt,
-            timeout=timeout,
-            max_events=max_events,
-            turn_id=turn_id,
-            attempt=attempt,
-            output_schema=output_schema,
-            output_retries=output_retries,
-            parent_event_id=parent_event_id,
-        ) as turn:
-            async for event in turn:
-                if on_event is not None:
-                    on_event(event)
+        live = self._live_session(session)
+        options: dict[str, Any] = {
+            "timeout": timeout,
+            "max_events": max_events,
+            "turn_id": turn_id,
+            "attempt": attempt,
+            "output_schema": output_schema,
+            "output_retries": output_retries,
+            "parent_event_id": parent_event_id,
+        }
+        if not (self.delivery.instant or (on_event is None and not self._observed())):
+            # Events reach the caller and observers only once durable: the producer and the
+            # iterator group the commits (see Turn).
+            async with self.turn(live.ref.session_id, prompt, **options) as turn:
+                async for event in turn:
+                    if on_event is not None:
+                        on_event(event)
+            return turn.result()
+        # Nothing to wait for between events: the caller's task drives the turn.
+        turn = await begin_turn(self, live, prompt, inline=True, **options)
+        await turn.run_inline(on_event)
         return turn.result()
+
+    def _observed(self) -> bool:
+        """Whether any plugin observes events (``on_event``)."""
+        return bool(self.hook.on_event.get_hookimpls())
 
     def active_turn(self, session: SessionRef | str) -> Turn | None:
         return self._live_session(session).active

@@ -8,7 +8,7 @@ from typing import Any
 
 from harness_hookspecs import CommitsOnAppend, Event, LedgerStore
 
-from .ledger import durable_waiter, flusher
+from .ledger import _nothing, durable_waiter, flusher
 
 
 class Delivery:
@@ -20,6 +20,8 @@ class Delivery:
         self._durable = durable_waiter(ledger, self._flush)  # what delivery waits for
         #: what is appended is durable at once (memory, JSONL: see durable_waiter): no wait
         self.instant = isinstance(ledger, CommitsOnAppend) and bool(ledger.commits_on_append)
+        #: a flush has nothing to wait for (memory): ending a turn needs no shielded wait
+        self.free_flush = self._flush is _nothing
         self._waiting: list[Event] = []  # recorded, not yet shown to observers
         self._appended = 0  # events appended through this controller
         self._covered = 0  # of those, how many a finished flush covered
