@@ -110,8 +110,10 @@ class Controller:
             hook=self.plugins.pm.hook,
         )
         self.budget = Budget.of(budget)
-        self.delivery = Delivery(self.ledger, self.plugins.pm.hook)
         self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
+        self.delivery = Delivery(
+            self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
+        )
         self._deliver = self.delivery.deliver
         self._flush = self.delivery.flush
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
@@ -525,7 +527,7 @@ class Controller:
             "output_retries": output_retries,
             "parent_event_id": parent_event_id,
         }
-        if not (self.delivery.instant or (on_event is None and not self._observed())):
+        if not (self.delivery.instant or (on_event is None and not self.delivery.observed)):
             # Events reach the caller and observers only once durable: the producer and the
             # iterator group the commits (see Turn).
             async with self.turn(live.ref.session_id, prompt, **options) as turn:
@@ -537,10 +539,6 @@ class Controller:
         turn = await begin_turn(self, live, prompt, inline=True, **options)
         await turn.run_inline(on_event)
         return turn.result()
-
-    def _observed(self) -> bool:
-        """Whether any plugin observes events (``on_event``)."""
-        return bool(self.hook.on_event.get_hookimpls())
 
     def active_turn(self, session: SessionRef | str) -> Turn | None:
         return self._live_session(session).active
@@ -588,6 +586,9 @@ class Controller:
             await self._flush()
             self.ledger.release(session_id)
         live.closed = True
+        # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
+        # closed session, and its exit does not release it twice.
+        self._live.pop(session_id, None)
 
     def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None:
         """A turn kept open for a retry that did not come (another turn, close) ends now."""
@@ -602,17 +603,11 @@ class Controller:
         if turn is not None and not turn.finished:
             await turn.cancel("close")
             await turn.settle()
-        with self.scope_class(deadline=anyio.current_time() + 10):
-            try:
-                awaitable = self._call(
-                    "harness_close_session",
-                    request=CloseSessionRequest(session=live.ref),
-                    context=live.context,
-                )
-                if awaitable is not None:
-                    await awaitable
-            except Exception:
-                pass
+        await self._bounded(
+            "harness_close_session",
+            request=CloseSessionRequest(session=live.ref),
+            context=live.context,
+        )
         for scope in live.context.background_scopes:
             scope.cancel()
         await live.context.kill_processes("turn", CLEANUP_GRACE)
@@ -623,13 +618,22 @@ class Controller:
             self._live.pop(live.ref.session_id, None)
 
     async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
-        with self.scope_class(deadline=anyio.current_time() + 10):
-            try:
-                awaitable = self._call("sandbox_finalize", handle=handle, outcome=outcome)
-                if awaitable is not None:
+        await self._bounded("sandbox_finalize", handle=handle, outcome=outcome)
+
+    async def _bounded(self, hook: str, **kwargs: Any) -> None:
+        """Call a clean-up hook and await what it returns for at most 10 s, ignoring its
+        failure (the deadline scope only when there is something to await: the direct
+        sandbox's finalize returns nothing)."""
+        try:
+            awaitable = self._call(hook, **kwargs)
+        except Exception:
+            return
+        if awaitable is not None:
+            with self.scope_class(deadline=anyio.current_time() + 10):
+                try:
                     await awaitable
-            except Exception:
-                pass
+                except Exception:
+                    pass
 
     # -- events -----------------------------------------------------------------------------
 

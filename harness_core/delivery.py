@@ -14,8 +14,10 @@ from .ledger import _nothing, durable_waiter, flusher
 class Delivery:
     """The controller's record of what was appended, what is durable, what observers saw."""
 
-    def __init__(self, ledger: LedgerStore, hook: Any) -> None:
+    def __init__(self, ledger: LedgerStore, hook: Any, observers: list[Any] | None = None) -> None:
         self._hook = hook
+        #: the ``on_event`` implementations (pluggy's list, kept current by pluggy), else asked
+        self._observers = observers
         self._flush = flusher(ledger)  # the store's full flush (an fsync for JSONL)
         self._durable = durable_waiter(ledger, self._flush)  # what delivery waits for
         #: what is appended is durable at once (memory, JSONL: see durable_waiter): no wait
@@ -33,6 +35,13 @@ class Delivery:
         self._appended += 1
         self._waiting.append(event)
 
+    @property
+    def observed(self) -> bool:
+        """Whether any plugin observes events (``on_event``)."""
+        if self._observers is not None:
+            return bool(self._observers)
+        return bool(self._hook.on_event.get_hookimpls())
+
     async def deliver(self, *, seen: bool = False) -> None:
         """Show what was recorded to observers once it is durable.
 
@@ -40,7 +49,7 @@ class Delivery:
         durability even when no observer is waiting.
         """
         batch, self._waiting = self._waiting, []
-        if batch and not self._hook.on_event.get_hookimpls():
+        if batch and not self.observed:
             batch = []  # nobody observes
         if (batch or seen) and self._covered < self._appended:
             mark = self._appended

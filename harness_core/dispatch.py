@@ -87,10 +87,10 @@ class DispatchHooks:
         return provider.provision(request)
 
     @hookimpl(trylast=True)
-    def sandbox_finalize(self, handle: SandboxHandle, outcome: str) -> Awaitable[None]:
+    def sandbox_finalize(self, handle: SandboxHandle, outcome: str) -> Awaitable[None] | None:
         provider = self.registries.sandbox_providers.get(handle.provider)
         if provider is None:
-            return _noop()
+            return None  # the direct sandbox: nothing to finalize, nothing to await
         return provider.finalize(handle, outcome)
 
     @hookimpl(trylast=True)
@@ -103,10 +103,6 @@ async def _direct(request: SandboxRequest) -> SandboxHandle:
     if request.spec.network != "open":
         raise HarnessError("policy-refused", "network policies need a sandbox provider")
     return SandboxHandle(provider=DIRECT_SANDBOX, workspace=request.workspace)
-
-
-async def _noop() -> None:
-    return None
 
 
 async def _ask_all(
