@@ -115,6 +115,7 @@ class Controller:
             self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
         )
         self._deliver = self.delivery.deliver
+        self._recorded = self.delivery.recorded
         self._flush = self.delivery.flush
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
@@ -654,7 +655,7 @@ class Controller:
         )
         live.next_sequence = sequence + 1
         self.ledger.append((event,))
-        self.delivery.recorded(event)
+        self._recorded(event)
         return event
 
     # -- reading back -----------------------------------------------------------------------

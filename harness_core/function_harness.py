@@ -285,7 +285,7 @@ async def _streamed(session: FunctionSession, result: Any) -> AsyncIterator[Payl
         if isinstance(item, str):
             if item:
                 append(item)
-                yield MessageDelta(text=_fits(item))
+                yield MessageDelta(text=item if len(item) <= TEXT_MAX else _fits(item))
         elif isinstance(item, Result):
             if item.text:
                 append(item.text)
