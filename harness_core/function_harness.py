@@ -217,8 +217,6 @@ class _FunctionTurn:
     piece leaves nothing to close when the turn ends (``ag_frame`` is ``None``, as for a
     generator that ran to its end), so the turn needs no bounded ``aclose``."""
 
-    __slots__ = ("_context", "_harness", "_ready", "_request", "_stream")
-
     def __init__(
         self, harness: FunctionHarness, request: RunTurnRequest, context: SessionContext
     ) -> None:
@@ -270,6 +268,9 @@ class _FunctionTurn:
             self._ready.extend(_reply_end(session, [], None))  # type: ignore[union-attr]
         elif hasattr(result, "__aiter__") or isinstance(result, Iterable):
             self._stream = _streamed(session, result)
+            # From here the turn's ``iterator.__anext__()`` is the generator's own: no second
+            # coroutine per streamed event (``async for`` still goes through the method).
+            self.__anext__ = self._stream.__anext__  # type: ignore[method-assign,assignment]
         else:
             raise HarnessError("provider-failed", "the function returned an unsupported value")
 
