@@ -4,7 +4,7 @@ event stream, shared by ``Controller.turn`` (a producer task drives it) and
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -49,7 +49,8 @@ async def begin_turn(
         raise HarnessError("turn-active")
     live.limits.before_turn(anyio.current_time())
     retried = turn_id is not None
-    turn_id = "turn_" + uuid.uuid4().hex[:24] if turn_id is None else turn_id
+    # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
+    turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
     structured = structured_turn(live.descriptor, output_schema, output_retries)
     check_parent(live.prefix, live.next_sequence, parent_event_id)
     try:
