@@ -209,7 +209,7 @@ class Turn:
         return self
 
     async def __anext__(self) -> Event:
-        if self._iterating:
+        if self._iterating or self._inline:  # run_turn hands this turn's events out itself
             raise HarnessError("turn-active", "the turn is already being iterated")
         self._iterating = True
         try:

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from harness_hookspecs import HarnessError
 from harness_stdio_jsonl import plugin as stdio_plugin
 
 from harness_core import Controller, harness, plugins_from, proctree
@@ -87,6 +88,10 @@ async def test_cancel_from_another_task_ends_the_turn_and_its_processes(
             with anyio.fail_after(20):
                 while len(list((tmp_path / "pids").iterdir())) < 2:
                     await anyio.sleep(0.02)
+            running = c.active_turn(session)
+            assert running is not None
+            with pytest.raises(HarnessError):  # run_turn hands its events out itself
+                await running.__anext__()
             cancelled_at.append(time.monotonic())
             await c.cancel_turn(session)
         latency = time.monotonic() - cancelled_at[0]
