@@ -56,6 +56,7 @@ from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, default_state_root, make_state_dir, state_path
 from .credentials import resolve_credentials
 from .delivery import Delivery
+from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
@@ -364,20 +365,31 @@ class Controller:
         # when a sandbox may bind it writable; without one (the direct sandbox, no plugin
         # answering the hook) the context creates it on first use: a mkdir is ~0.2 ms here.
         state_dir = state_path(self.state_root, descriptor.provider, session_id)
-        if spec.provider is not None or self._call.sole("sandbox_provision") is None:
+        # No provider named and nobody else answering: the direct sandbox, without a request.
+        direct = spec.provider is None and self._call.sole("sandbox_provision") is not None
+        if not direct:
+            # A sandbox may bind it writable: made before provisioning. Without one the
+            # context makes it on first use (a mkdir is ~0.2 ms here; adapters keep CLI
+            # config and native session ids there).
             make_state_dir(state_dir)
-        sandbox_request = SandboxRequest(
-            session_id=session_id,
-            harness=descriptor.provider,
-            workspace=workspace,
-            spec=spec,
-            agent=agent,
-            user=user,
-            posture=posture,
-            state_dir=state_dir,
-        )
         try:
-            sandbox: SandboxHandle = await self._call("sandbox_provision", request=sandbox_request)
+            sandbox: SandboxHandle = (
+                direct_sandbox(spec, workspace)
+                if direct
+                else await self._call(
+                    "sandbox_provision",
+                    request=SandboxRequest(
+                        session_id=session_id,
+                        harness=descriptor.provider,
+                        workspace=workspace,
+                        spec=spec,
+                        agent=agent,
+                        user=user,
+                        posture=posture,
+                        state_dir=state_dir,
+                    ),
+                )
+            )
         except HarnessError:
             raise
         except Exception:
