@@ -30,10 +30,11 @@ class Delivery:
         self.observer_errors = 0
 
     def recorded(self, event: Event) -> None:
-        # Kept whether or not anyone observes: asking pluggy per event copied a list each time;
-        # deliver() asks once per batch.
         self._appended += 1
-        self._waiting.append(event)
+        # Kept for the observers (pluggy's own list, read in place: no copy per event); an
+        # observer registered later sees what is recorded from then on.
+        if self._observers is None or self._observers:
+            self._waiting.append(event)
 
     @property
     def observed(self) -> bool:

@@ -305,7 +305,7 @@ class Turn:
     async def _hand_out(self) -> None:
         """Inline: what was recorded goes to the observers and the caller now."""
         delivery = self.controller.delivery
-        if delivery.instant:
+        if delivery.instant and delivery.observed:
             await self.controller._deliver()
         pending, on_event = self._pending, self._on_event
         while pending:
