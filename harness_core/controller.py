@@ -6,7 +6,8 @@
 - a raised exception is ``provider-failed`` with no raw text; deadlines are ``timeout``;
   event-count limits are ``limit-exceeded``; cancel reaches the caller as ``turn.cancelled``;
 - close is idempotent; resume works from a complete :class:`SessionRef` in a new controller;
-- durable before delivered (:mod:`.delivery`); a producer task drives each turn (:mod:`.turn`);
+- durable before delivered (:mod:`.delivery`); a producer task drives a turn that is iterated,
+  ``run_turn`` drives it in the caller's task when no commit wait sits between events (:mod:`.turn`);
 - one writer per session: open and resume claim it in the ledger (``session-busy``, nothing
   appended); resume ends a turn a dead process left open with ``turn.failed(interrupted)``,
   unless it is the turn the caller is about to retry (:mod:`.retry`).

@@ -4,6 +4,7 @@ A :class:`Turn`'s producer task drives the adapter's iterator inside one cancel 
 and the deadline are structured, anyio), records every payload through its controller and ends
 with exactly one terminal event, after which it releases what the turn held (processes, the
 active slot); iterating the turn hands the events out once the ledger made them durable.
+``run_turn`` may instead drive the same loop in the caller's own task (:meth:`Turn.run_inline`).
 """
 
 from __future__ import annotations
