@@ -365,36 +365,23 @@ class Controller:
         # Adapters keep CLI config and native session ids there. Created before provisioning
         # when a sandbox may bind it writable; without one (the direct sandbox, no plugin
         # answering the hook) the context creates it on first use: a mkdir is ~0.2 ms here.
-        state_dir = state_path(self.state_root, descriptor.provider, session_id)
-        # No provider named and nobody else answering: the direct sandbox, without a request.
-        direct = spec.provider is None and self._call.sole("sandbox_provision") is not None
-        if not direct:
-            # A sandbox may bind it writable: made before provisioning. Without one the
-            # context makes it on first use (a mkdir is ~0.2 ms here; adapters keep CLI
-            # config and native session ids there).
-            make_state_dir(state_dir)
-        try:
-            sandbox: SandboxHandle = (
-                direct_sandbox(spec, workspace)
-                if direct
-                else await self._call(
-                    "sandbox_provision",
-                    request=SandboxRequest(
-                        session_id=session_id,
-                        harness=descriptor.provider,
-                        workspace=workspace,
-                        spec=spec,
-                        agent=agent,
-                        user=user,
-                        posture=posture,
-                        state_dir=state_dir,
-                    ),
+        # No provider named and nobody else answering: the direct sandbox, without a request
+        # (its state dir is made on first use by the context).
+        if spec.provider is None and self._call.sole("sandbox_provision") is not None:
+            sandbox = direct_sandbox(spec, workspace)
+        else:
+            sandbox = await self._provision(
+                SandboxRequest(
+                    session_id=session_id,
+                    harness=descriptor.provider,
+                    workspace=workspace,
+                    spec=spec,
+                    agent=agent,
+                    user=user,
+                    posture=posture,
+                    state_dir=state_path(self.state_root, descriptor.provider, session_id),
                 )
             )
-        except HarnessError:
-            raise
-        except Exception:
-            raise HarnessError("sandbox-failed") from None
         redactor = Redactor()
         add_known_secrets(redactor, self.plugins.credential_resolvers.values())
         context: RuntimeSessionContext | None = None
@@ -423,8 +410,9 @@ class Controller:
                 approvals=self.approvals,
                 ledger=self.ledger,
             )
-            tools = merge_tools(self.plugins.host_tools.values(), self.host_tools)
-            context.bridge = await start_bridge(tools, config, self._task_group)
+            if self.plugins.host_tools or self.host_tools:
+                tools = merge_tools(self.plugins.host_tools.values(), self.host_tools)
+                context.bridge = await start_bridge(tools, config, self._task_group)
             ref = await call(context)
             if not isinstance(ref, SessionRef):
                 raise HarnessError("provider-failed", "the adapter returned no session ref")
@@ -455,6 +443,19 @@ class Controller:
         )
         self._live[ref.session_id] = live
         return live
+
+    async def _provision(self, request: SandboxRequest) -> SandboxHandle:
+        # Made before provisioning: a sandbox may bind it writable (adapters keep CLI config
+        # and native session ids there).
+        if request.state_dir is not None:
+            make_state_dir(request.state_dir)
+        try:
+            sandbox: SandboxHandle = await self._call("sandbox_provision", request=request)
+        except HarnessError:
+            raise
+        except Exception:
+            raise HarnessError("sandbox-failed") from None
+        return sandbox
 
     # -- turns ------------------------------------------------------------------------------
 
