@@ -37,7 +37,9 @@ async def _one(controller: Any, workspace: str) -> None:
     await controller.close_session(ref)
 
 
-async def _run(kind: str, sessions: int, concurrent: bool) -> float:
+async def _run(kind: str, sessions: int, concurrent: bool, cpu: list[float] | None = None) -> float:
+    """Sessions per second (wall); ``cpu`` gets the CPU seconds of this process (all threads)
+    the same sessions took, for a figure a loaded machine inflates less."""
     import anyio
 
     from harness_core import Controller, plugins_from
@@ -48,7 +50,7 @@ async def _run(kind: str, sessions: int, concurrent: bool) -> float:
         async with Controller(
             plugins=plugins_from([replier()]), ledger=store, state_dir=directory
         ) as controller:
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             if concurrent:
                 async with anyio.create_task_group() as group:
                     for _ in range(sessions):
@@ -57,6 +59,8 @@ async def _run(kind: str, sessions: int, concurrent: bool) -> float:
                 for _ in range(sessions):
                     await _one(controller, directory)
             elapsed = time.perf_counter() - start
+            if cpu is not None:
+                cpu.append(time.process_time() - cpu_start)
             assert len(controller.sessions()) == sessions
         return sessions / elapsed
     finally:
@@ -72,8 +76,9 @@ def main() -> int:
     args = parser.parse_args()
     rates = {}
     for mode in ("sequential", "concurrent"):
+        cpu: list[float] = []
         rates[mode] = statistics.median(
-            run_async(_run, args.ledger, args.sessions, mode == "concurrent")
+            run_async(_run, args.ledger, args.sessions, mode == "concurrent", cpu)
             for _ in range(args.runs)
         )
         figure(
@@ -82,6 +87,14 @@ def main() -> int:
             "sessions/s",
             ">= 2,000" if args.ledger == "sqlite" else "",
             f"open + 1 turn + close, median of {args.runs}",
+        )
+        figure(
+            f"sessions.{args.ledger}.{args.sessions}.{mode}.cpu",
+            statistics.median(args.sessions / seconds for seconds in cpu),
+            "sessions/CPU-s",
+            "",
+            f"per CPU-second of this process (all threads), median of {args.runs}; "
+            f"load average {os.getloadavg()[0]:.1f}",
         )
     figure(
         f"sessions.{args.ledger}.{args.sessions}.speedup",

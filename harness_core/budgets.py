@@ -139,11 +139,15 @@ def _epoch(timestamp: Any) -> float | None:
         return None
 
 
+#: No limit at all (frozen: one instance serves every session that brings none)
+NO_LIMITS = Budget()
+
+
 @attrs.define
 class SessionLimits:
     """One live session's budget and what it has used so far (turns, usage, wall clock)."""
 
-    budget: Budget = attrs.field(factory=Budget)
+    budget: Budget = NO_LIMITS
     #: when the session was opened, on the ``anyio.current_time()`` clock (for a resumed
     #: session: as far back as its ``session.opened`` event lies)
     started: float = 0.0

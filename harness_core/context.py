@@ -118,6 +118,11 @@ class RuntimeSessionContext:
         self._turn_env: dict[str, str] = {}
 
     @property
+    def has_processes(self) -> bool:
+        """Whether ending a turn or the session has any process to stop (else no wait)."""
+        return bool(self.turn_processes or self.session_processes)
+
+    @property
     def env(self) -> Mapping[str, str]:
         return {**self.sandbox.env, **self._credential_env, **self._turn_env}
 

@@ -25,6 +25,7 @@ from harness_hookspecs import (
     RunTurnRequest,
     SandboxHandle,
     SandboxRequest,
+    SandboxSpec,
     SessionContext,
     SessionRef,
     hookimpl,
@@ -87,10 +88,10 @@ class DispatchHooks:
         return provider.provision(request)
 
     @hookimpl(trylast=True)
-    def sandbox_finalize(self, handle: SandboxHandle, outcome: str) -> Awaitable[None]:
+    def sandbox_finalize(self, handle: SandboxHandle, outcome: str) -> Awaitable[None] | None:
         provider = self.registries.sandbox_providers.get(handle.provider)
         if provider is None:
-            return _noop()
+            return None  # the direct sandbox: nothing to finalize, nothing to await
         return provider.finalize(handle, outcome)
 
     @hookimpl(trylast=True)
@@ -98,15 +99,15 @@ class DispatchHooks:
         return _ask_all(list(self.registries.credential_resolvers.values()), request)
 
 
-async def _direct(request: SandboxRequest) -> SandboxHandle:
-    # No sandbox named: run processes directly in the workspace (network policy not enforced).
-    if request.spec.network != "open":
+def direct_sandbox(spec: SandboxSpec, workspace: str | None) -> SandboxHandle:
+    """No sandbox named: processes run directly in the workspace (no network policy)."""
+    if spec.network != "open":
         raise HarnessError("policy-refused", "network policies need a sandbox provider")
-    return SandboxHandle(provider=DIRECT_SANDBOX, workspace=request.workspace)
+    return SandboxHandle(provider=DIRECT_SANDBOX, workspace=workspace)
 
 
-async def _noop() -> None:
-    return None
+async def _direct(request: SandboxRequest) -> SandboxHandle:
+    return direct_sandbox(request.spec, request.workspace)
 
 
 async def _ask_all(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -206,55 +207,115 @@ class FunctionHarness:
     async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
         self._sessions.pop(request.session.session_id, None)
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        session = self._session(request.session, context)
+    def run_turn(self, request: RunTurnRequest, context: SessionContext) -> AsyncIterator[Payload]:
+        return _FunctionTurn(self, request, context)
+
+
+class _FunctionTurn:
+    """One call of the function as the turn's event stream (the function runs on the first
+    ``__anext__``). A plain async iterator rather than a generator: a reply computed in one
+    piece leaves nothing to close when the turn ends (``ag_frame`` is ``None``, as for a
+    generator that ran to its end), so the turn needs no bounded ``aclose``."""
+
+    def __init__(
+        self, harness: FunctionHarness, request: RunTurnRequest, context: SessionContext
+    ) -> None:
+        self._harness = harness
+        self._request = request
+        self._context = context
+        self._ready: deque[Payload] | None = None  # the reply's events, once called
+        self._stream: AsyncIterator[Payload] | None = None  # a streamed reply's generator
+
+    def __aiter__(self) -> _FunctionTurn:
+        return self
+
+    async def __anext__(self) -> Payload:
+        if self._stream is not None:
+            return await self._stream.__anext__()
+        if self._ready is None:
+            self._ready = deque()
+            await self._call()
+            if self._stream is not None:
+                return await self._stream.__anext__()
+        if self._ready:
+            return self._ready.popleft()
+        raise StopAsyncIteration
+
+    @property
+    def ag_frame(self) -> Any:
+        """What there is to close: the streamed reply's generator frame, else ``None``."""
+        return getattr(self._stream, "ag_frame", None)
+
+    async def aclose(self) -> None:
+        if self._stream is not None:
+            await self._stream.aclose()  # type: ignore[attr-defined]
+
+    async def _call(self) -> None:
+        request = self._request
+        session = self._harness._session(request.session, self._context)
         message = Message(content=request.prompt, turn_id=request.turn_id)
         session.history.append(("user", request.prompt))
-        result = self.function(message, session)
+        result = self._harness.function(message, session)
         if inspect.isawaitable(result):
             result = await result
-        text_parts: list[str] = []
-        usage: Usage | None = None
         if isinstance(result, str):
-            text_parts.append(_fits(result))
+            self._ready.extend(_reply_end(session, [_fits(result)], None))  # type: ignore[union-attr]
         elif isinstance(result, Result):
-            text_parts.append(_fits(result.text))
-            usage = result.usage
+            self._ready.extend(  # type: ignore[union-attr]
+                _reply_end(session, [_fits(result.text)], result.usage)
+            )
         elif result is None:
-            pass
+            self._ready.extend(_reply_end(session, [], None))  # type: ignore[union-attr]
         elif hasattr(result, "__aiter__") or isinstance(result, Iterable):
-            # An async iterator is iterated directly (no wrapper generator per item).
-            items = result if hasattr(result, "__aiter__") else _aiter(result)
-            append = text_parts.append
-            async for item in items:
-                if isinstance(item, str):
-                    if item:
-                        append(item)
-                        yield MessageDelta(text=_fits(item))
-                elif isinstance(item, Result):
-                    if item.text:
-                        text_parts.append(item.text)
-                        yield MessageDelta(text=_fits(item.text))
-                    usage = add_usage(usage, item.usage)
-                elif type(item) in _PAYLOAD_CLASSES and item.TYPE in ADAPTER_TYPES:
-                    yield item
-                    if item.TYPE in TERMINAL_TYPES:
-                        session.history.append(("assistant", "".join(text_parts)))
-                        return
-                else:
-                    raise HarnessError("provider-failed", "the function yielded a non-event value")
+            self._stream = _streamed(session, result)
+            # From here the turn's ``iterator.__anext__()`` is the generator's own: no second
+            # coroutine per streamed event (``async for`` still goes through the method).
+            self.__anext__ = self._stream.__anext__  # type: ignore[method-assign,assignment]
         else:
             raise HarnessError("provider-failed", "the function returned an unsupported value")
-        text = "".join(text_parts)
-        session.history.append(("assistant", text))
-        whole = len(text) <= TEXT_MAX  # streamed past one event's size: the deltas hold it
-        if whole:
-            yield MessageCompleted(text=text)
-        if usage is not None:
-            yield UsageReported(usage=usage)
-        yield TurnCompleted(text=text if whole else None)
+
+
+async def _streamed(session: FunctionSession, result: Any) -> AsyncIterator[Payload]:
+    """The events of a reply the function streams (an (async) iterator of chunks/payloads)."""
+    # An async iterator is iterated directly (no wrapper generator per item).
+    items = result if hasattr(result, "__aiter__") else _aiter(result)
+    text_parts: list[str] = []
+    usage: Usage | None = None
+    append = text_parts.append
+    async for item in items:
+        if isinstance(item, str):
+            if item:
+                append(item)
+                yield MessageDelta(text=item if len(item) <= TEXT_MAX else _fits(item))
+        elif isinstance(item, Result):
+            if item.text:
+                append(item.text)
+                yield MessageDelta(text=_fits(item.text))
+            usage = add_usage(usage, item.usage)
+        elif type(item) in _PAYLOAD_CLASSES and item.TYPE in ADAPTER_TYPES:
+            yield item
+            if item.TYPE in TERMINAL_TYPES:
+                session.history.append(("assistant", "".join(text_parts)))
+                return
+        else:
+            raise HarnessError("provider-failed", "the function yielded a non-event value")
+    for payload in _reply_end(session, text_parts, usage):
+        yield payload
+
+
+def _reply_end(
+    session: FunctionSession, text_parts: list[str], usage: Usage | None
+) -> list[Payload]:
+    """The events that end a reply: the whole message (when one event holds it), the usage,
+    the terminal; the reply joins the session's history."""
+    text = "".join(text_parts)
+    session.history.append(("assistant", text))
+    whole = len(text) <= TEXT_MAX  # streamed past one event's size: the deltas hold it
+    end: list[Payload] = [MessageCompleted(text=text)] if whole else []
+    if usage is not None:
+        end.append(UsageReported(usage=usage))
+    end.append(TurnCompleted(text=text if whole else None))
+    return end
 
 
 def _fits(text: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, quote_plus
 
 import attrs
-from harness_hookspecs import Payload
+from harness_hookspecs import MessageDelta, Payload
 
 REDACTED = "[REDACTED]"
 
@@ -107,6 +107,10 @@ class Redactor:
         return self._pattern.sub(REDACTED, value)
 
     def payload(self, payload: Payload) -> Payload:
+        if type(payload) is MessageDelta:  # most events of a stream: often a short token
+            text = payload.text
+            if len(text) < MIN_MATCH and text.isascii():
+                return payload  # too short to match, and no surrogate in ASCII
         names = _FIELD_NAMES.get(type(payload))
         if names is None:
             names = _FIELD_NAMES[type(payload)] = tuple(a.name for a in attrs.fields(type(payload)))

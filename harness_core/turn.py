@@ -4,6 +4,7 @@ A :class:`Turn`'s producer task drives the adapter's iterator inside one cancel 
 and the deadline are structured, anyio), records every payload through its controller and ends
 with exactly one terminal event, after which it releases what the turn held (processes, the
 active slot); iterating the turn hands the events out once the ledger made them durable.
+``run_turn`` may instead drive the same loop in the caller's own task (:meth:`Turn.run_inline`).
 """
 
 from __future__ import annotations
@@ -175,7 +176,12 @@ class Turn:
         self._started = False
         self._new_event = controller.event_class
         self._new_scope = controller.scope_class
-        self._done = self._new_event()  # the producer has ended (terminal recorded, cleanup done)
+        self._ended = False  # the producer (or inline driver) has ended: terminal, cleanup done
+        self._done: anyio.Event | None = None  # made when someone waits for the end
+        #: run_turn's driver: the caller's task drives the adapter and gets each event at once
+        self._inline = False
+        self._on_event: Callable[[Event], Any] | None = None
+        self._caller_error: BaseException | None = None
         self._ready: anyio.Event | None = None  # the iterator waits for an event
         self._room: anyio.Event | None = None  # the producer waits for the iterator
         self._pulled: anyio.Event | None = None  # the producer holds a terminal until pulled
@@ -204,7 +210,7 @@ class Turn:
         return self
 
     async def __anext__(self) -> Event:
-        if self._iterating:
+        if self._iterating or self._inline:  # run_turn hands this turn's events out itself
             raise HarnessError("turn-active", "the turn is already being iterated")
         self._iterating = True
         try:
@@ -213,7 +219,7 @@ class Turn:
                 if self._error is not None:
                     error, self._error = self._error, None
                     raise error
-                if self.terminal is not None and (self._done.is_set() or not self._started):
+                if self.terminal is not None and (self._ended or not self._started):
                     raise StopAsyncIteration
                 self._ready = self._new_event()
                 if self._pulled is not None:
@@ -221,12 +227,12 @@ class Turn:
                     self._pulled = None
                 await self._ready.wait()
             event = pending[0]
-            if event is self.terminal and self._started and not self._done.is_set():
+            if event is self.terminal and self._started and not self._ended:
                 # The turn's processes are gone before its end is seen; the producer flushed.
-                await self._done.wait()
+                await self.settle()
             if self._delivered >= self._durable:
                 # Durable before delivered: nobody sees an event the ledger could still lose.
-                if not self._done.is_set() and not self.controller.delivery.instant:
+                if not self._ended and not self.controller.delivery.instant:
                     # Let the producer record what its adapter has ready first: the commit we
                     # wait for then covers it too (a short turn: one commit less).
                     await checkpoint()
@@ -253,12 +259,65 @@ class Turn:
     @property
     def settled(self) -> bool:
         """The producer has ended (or never started)."""
-        return not self._started or self._done.is_set()
+        return not self._started or self._ended
 
     async def settle(self) -> None:
         """Wait until the producer has ended (the terminal recorded, the turn's processes gone)."""
         if not self.settled:
+            if self._done is None:
+                self._done = self._new_event()
             await self._done.wait()
+
+    def _end(self) -> None:
+        self._ended = True
+        if self._done is not None:
+            self._done.set()
+        if self._ready is not None:
+            self._ready.set()
+            self._ready = None
+
+    async def run_inline(self, on_event: Callable[[Event], Any] | None) -> None:
+        """Drive the turn to its end in the caller's task (``run_turn``): no producer task, no
+        hand-offs. Each event goes to ``on_event`` (and the observers) as soon as it is
+        recorded, so the controller uses this only when that needs no commit wait (a store that
+        commits on append, or nobody to see events before the turn's final flush); the terminal
+        comes after the turn's processes are gone and the flush, as from the iterator."""
+        self._started = self._inline = True
+        self._on_event = on_event
+        try:
+            if self.terminal is None:
+                await self._finish(await self._run_adapter())
+            await self._hand_out()
+        except BaseException as error:
+            # As the producer does, but in the caller's task: a cancel (or on_event raising:
+            # the host leaves the turn) ends it cancelled and goes on; a failure is recorded.
+            stopped = error is self._caller_error or isinstance(
+                error, anyio.get_cancelled_exc_class()
+            )
+            failure = await self._end_by(error, stopped, "host")
+            if stopped:
+                raise
+            if failure is not None:
+                raise failure from None  # the caller must know what the ledger may lack
+            await self._hand_out()
+        finally:
+            self._end()
+
+    async def _hand_out(self) -> None:
+        """Inline: what was recorded goes to the observers and the caller now."""
+        delivery = self.controller.delivery
+        if delivery.instant and delivery.observed:
+            await self.controller._deliver()
+        pending, on_event = self._pending, self._on_event
+        while pending:
+            event = pending.popleft()
+            self._delivered += 1
+            if on_event is not None:
+                try:
+                    on_event(event)
+                except BaseException as error:
+                    self._caller_error = error
+                    raise
 
     def record_side_event(self, payload: Payload) -> bool:
         """Record an event from outside the adapter's stream (the MCP bridge's tool calls) in
@@ -287,27 +346,36 @@ class Turn:
         except BaseException as error:
             # Never into the controller's task group: the iterator raises it instead.
             stopped = isinstance(error, anyio.get_cancelled_exc_class())
-            failure: BaseException = error
-            with anyio.CancelScope(shield=True):
-                if self.terminal is None:
-                    try:
-                        await self._finish(
-                            TurnCancelled(by=self._cancel_by or "close")
-                            if stopped
-                            else TurnFailed(reason=as_error(error).reason)
-                        )
-                    except BaseException as late:  # the ledger failed too
-                        failure = late
+            failure = await self._end_by(error, stopped, "close")
             if stopped:
                 raise
-            failure = failure if isinstance(failure, HarnessError) else as_error(failure)
-            if self.terminal is None or failure.reason == "ledger-failed":
+            if failure is not None:
                 self._error = failure  # the caller must know what the ledger may lack
         finally:
-            self._done.set()
-            if self._ready is not None:
-                self._ready.set()
-                self._ready = None
+            self._end()
+
+    async def _end_by(self, error: BaseException, stopped: bool, by: str) -> HarnessError | None:
+        """Record the terminal ``error`` means for a turn it interrupted (shielded): a cancel
+        (``stopped``) ``turn.cancelled`` (by whoever cancelled, else ``by``), anything else
+        ``turn.failed``. Returns the failure its driver must raise: none was recorded, or the
+        ledger failed."""
+        failure: BaseException = error
+        with anyio.CancelScope(shield=True):
+            if self.terminal is None:
+                try:
+                    await self._finish(
+                        TurnCancelled(by=self._cancel_by or by)
+                        if stopped
+                        else TurnFailed(reason=as_error(error).reason)
+                    )
+                except BaseException as late:  # the ledger failed too
+                    failure = late
+        if stopped:
+            return None
+        failure = failure if isinstance(failure, HarnessError) else as_error(failure)
+        if self.terminal is None or failure.reason == "ledger-failed":
+            return failure
+        return None
 
     async def _when_pulled(self, terminal: Payload) -> Payload:
         """Hold the terminal until the iterator has taken everything before it and asks for
@@ -338,9 +406,12 @@ class Turn:
             if self._cancel_by is not None:
                 scope.cancel()
             while outcome is None:
-                if len(pending) >= PENDING_MAX:
-                    self._room = self._new_event()
-                    await self._room.wait()
+                if pending:
+                    if self._inline:
+                        await self._hand_out()
+                    elif len(pending) >= PENDING_MAX:
+                        self._room = self._new_event()
+                        await self._room.wait()
                 try:
                     payload = await iterator.__anext__()
                 except StopAsyncIteration:
@@ -424,26 +495,39 @@ class Turn:
             TurnFailed.TYPE: "failure",
             TurnCancelled.TYPE: "cancelled",
         }[terminal.TYPE]
+        aclose = getattr(self._iterator, "aclose", None)
+        # An async generator that ran to its end (ag_frame None) has nothing to close.
+        if aclose is not None and getattr(self._iterator, "ag_frame", True) is None:
+            aclose = None
+        context = live.context
+        if aclose is None and self.controller.delivery.free_flush and not context.has_processes:
+            # Nothing below can wait, so nothing can cancel it: no shield scope needed.
+            self._let_go()
+            self._durable = len(self.events)  # the store's commit is its append
+            return
         with self._new_scope(shield=True):
-            aclose = getattr(self._iterator, "aclose", None)
-            # An async generator that ran to its end (ag_frame None) has nothing to close.
-            if aclose is not None and getattr(self._iterator, "ag_frame", True) is not None:
+            if aclose is not None:
                 with anyio.move_on_after(5):
                     try:
                         await aclose()
                     except BaseException:
                         pass
-            await live.context.kill_processes(
+            await context.kill_processes(
                 "turn", CLEANUP_GRACE, stopped=terminal.TYPE != TurnCompleted.TYPE
             )
-            live.context.deadline = None
-            if live.context.recorder == self.record_runtime:
-                live.context.turn_id, live.context.recorder = None, None
-            if live.active is self:
-                live.active = None
+            self._let_go()
             covered = len(self.events)
             await self.controller._flush()
             self._durable = covered  # the terminal's delivery needs no flush of its own
+
+    def _let_go(self) -> None:
+        """The session is free for its next turn."""
+        live = self._live
+        live.context.deadline = None
+        if live.context.recorder == self.record_runtime:
+            live.context.turn_id, live.context.recorder = None, None
+        if live.active is self:
+            live.active = None
 
     async def cancel(self, by: str = "host") -> None:
         """Request cancellation; the iterator then yields ``turn.cancelled``."""

@@ -1,0 +1,102 @@
+"""Starting a turn: the checks, the ``RunTurnRequest``, the opening event and the adapter's
+event stream, shared by ``Controller.turn`` (a producer task drives it) and
+``Controller.run_turn`` (the caller's task drives it inline, :meth:`Turn.run_inline`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import anyio
+from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnFailed, TurnStarted
+
+from .request_checks import safe_hint
+from .retry import opening_event
+from .turn import LiveSession, NotStarted, Turn, TurnOwner, as_error
+from .turn_protocol import check_parent, structured_turn
+
+
+class TurnStarter(TurnOwner, Protocol):
+    """What starting a turn needs from the controller (a protocol: no import circle)."""
+
+    turn_timeout: float | None
+    max_events_per_turn: int | None
+
+    def _call(self, name: str, **kwargs: Any) -> Any: ...
+
+    def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None: ...
+
+
+async def begin_turn(
+    controller: TurnStarter,
+    live: LiveSession,
+    prompt: str,
+    *,
+    timeout: float | None,
+    max_events: int | None,
+    turn_id: str | None,
+    attempt: int,
+    output_schema: Mapping[str, Any] | None,
+    output_retries: int,
+    parent_event_id: str | None,
+    inline: bool,
+) -> Turn:
+    """The session's new active turn, ``turn.started`` recorded and the adapter's stream in
+    place; started (a producer task) unless ``inline``. If the adapter refuses the turn, the
+    turn comes back already ended with ``turn.failed``."""
+    if live.active is not None:
+        raise HarnessError("turn-active")
+    live.limits.before_turn(anyio.current_time())
+    retried = turn_id is not None
+    # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
+    turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
+    structured = structured_turn(live.descriptor, output_schema, output_retries)
+    check_parent(live.prefix, live.next_sequence, parent_event_id)
+    try:
+        request = RunTurnRequest(
+            session=live.ref,
+            turn_id=turn_id,
+            prompt=structured.first_prompt(prompt) if structured else prompt,
+            output_schema=output_schema,
+        )
+    except (TypeError, ValueError) as error:
+        raise HarnessError("invalid-request", safe_hint(error)) from None
+    opening: Payload = TurnStarted(prompt=prompt)
+    if retried:
+        opening = await anyio.to_thread.run_sync(
+            opening_event, controller.ledger, live.ref.session_id, turn_id, attempt, prompt
+        )
+    timeout = timeout if timeout is not None else controller.turn_timeout
+    deadline = anyio.current_time() + timeout if timeout is not None else None
+    deadline, limit_hint = live.limits.deadline(deadline)
+    live.context.deadline = deadline
+    turn = Turn(
+        controller,
+        live,
+        turn_id,
+        NotStarted(),
+        deadline,
+        max_events if max_events is not None else controller.max_events_per_turn,
+    )
+    live.active = turn
+    turn.limit_hint = limit_hint
+    live.limits.turns += 1
+    live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
+    turn.structured = structured
+    controller._end_unretried(live, turn_id)
+    live.lineage.expect(parent_event_id)
+    turn._record(opening)
+    # The run's bridge token (if the session has host tools): revoked in Turn._finish.
+    live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
+    try:
+        iterator = controller._call("harness_run_turn", request=request, context=live.context)
+        if iterator is None or not hasattr(iterator, "__anext__"):
+            raise HarnessError("provider-failed", "the adapter returned no event stream")
+        turn._iterator = iterator
+        if not inline:
+            turn.start()
+    except Exception as error:
+        failure = as_error(error)
+        await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+    return turn
