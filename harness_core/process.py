@@ -15,7 +15,9 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import IO
 
 import anyio
@@ -46,8 +48,17 @@ class Process:
         self._process = process
         self._stderr = stderr_file
         self.tag = tag
-        # Its own cgroup where possible (moved in before the program has had time to fork).
-        self._cgroup = proctree.place(process.pid, tag.partition("/")[2]) if tag else None
+        # Its own cgroup where possible. Moving a process into a cgroup waits for an RCU grace
+        # period (10-20 ms), so it is done on a thread while the program starts up (a Node CLI
+        # takes 100+ ms before it could fork; a child started sooner is still found by its tag,
+        # ancestry and group). Killing waits for the move first.
+        self._cgroup: Path | None = None
+        self._placing: threading.Thread | None = None
+        if tag:
+            self._placing = threading.Thread(
+                target=self._place, args=(tag.partition("/")[2],), daemon=True
+            )
+            self._placing.start()
         info = proctree.read_stat(process.pid)
         self._leader = (process.pid, info.start if info is not None else -1)
         #: Set when reading or writing was cancelled mid-way: the program's stream position is
@@ -55,6 +66,7 @@ class Process:
         self.interrupted = False
         #: The task that last read this process's output (None: not read since the last turn).
         self.reader: int | None = None
+        self._terminated = False
         self._stdout = (
             BufferedByteReceiveStream(process.stdout) if process.stdout is not None else None
         )
@@ -116,16 +128,25 @@ class Process:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, sig)
 
+    def _place(self, name: str) -> None:
+        self._cgroup = proctree.place(self._process.pid, name)
+
     def _tree(self) -> set[int]:
         return proctree.members(proctree.snapshot(), (self._leader,), self.tag)
 
     def _kill_everything(self, tree: set[int]) -> None:
+        if self._placing is not None:
+            self._placing.join()
         proctree.kill_cgroup(self._cgroup, spawned=(self._leader[0],))
         proctree.kill_all((self._leader,), self.tag, signalled=tree)
 
     async def terminate(self, grace: float = 2.0, *, linger: float = 0.0) -> None:
         """Wait ``linger`` seconds for a voluntary exit, SIGTERM the group and everything it
-        started, SIGKILL all of it after ``grace`` seconds; always reaps."""
+        started, SIGKILL all of it after ``grace`` seconds; always reaps. Once done (an adapter
+        may stop its process itself when the turn's outcome is known), calling it again does
+        nothing."""
+        if self._terminated:
+            return
         with anyio.CancelScope(shield=True):
             if linger > 0 and self._process.returncode is None:
                 with anyio.move_on_after(linger):
@@ -144,6 +165,7 @@ class Process:
             if self._process.returncode is None:
                 await self._process.wait()
             await self._process.aclose()
+            self._terminated = True
             self._stderr.close()
 
 
