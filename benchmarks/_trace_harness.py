@@ -78,6 +78,12 @@ def _install() -> None:
 
     mark("imports")
     _wrap(run, "cmd_run", "cmd_run")
+    if os.environ.get("HARNESS_TRACE_REAP"):  # the steps before the controller, in detail
+        from harness_core import plugin_cache, plugin_manager
+
+        _wrap_sync(plugin_cache, "plugins_for")
+        _wrap_sync(plugin_manager.Plugins, "__init__")
+        _wrap_sync(controller.Controller, "__init__")
     _wrap_async(controller.Controller, "__aenter__", None, "controller")
     _wrap_async(controller.Controller, "open_session", None, "opened")
     _wrap_async(controller.Controller, "close_session", "close", "closed")
