@@ -103,6 +103,17 @@ class Overhead:
     def added_ms(self) -> float:
         return self.harness_ms - self.bare_ms
 
+    def ours_ms(self, before: bool = False) -> float | None:
+        """What ``harness run`` adds, from the phases (the CLI's own start-up and turn, which
+        vary by tens of ms run to run, left out): up to the spawn, plus from the CLI's terminal
+        line to the process's exit, less what the bare client spends after the terminal line."""
+        phases = self.before_phases if before else self.harness_phases
+        wall = self.before_ms if before else self.harness_ms
+        if wall is None or "spawned" not in phases or "terminal_line" not in phases:
+            return None
+        bare_tail = self.bare_phases.get("reaped", 0.0) - self.bare_phases.get("terminal", 0.0)
+        return phases["spawned"] + (wall - phases["terminal_line"]) - bare_tail
+
     @property
     def bound_ms(self) -> float:
         return max(50.0, 0.05 * self.bare_ms)
@@ -386,6 +397,10 @@ def main() -> int:
         note += f" (CPU {r.harness_cpu_ms:.0f} ms), median of {args.runs}"
         if r.before_ms is not None:
             note += f"; before: {r.before_ms:.0f} ms (+{r.before_ms - r.bare_ms:.0f})"
+        ours, old = r.ours_ms(), r.ours_ms(before=True)
+        if ours is not None:
+            note += f"; from the phases: +{ours:.0f} ms"
+            note += f" (before: +{old:.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
         if args.phases:
             print(phase_table(r), flush=True)
