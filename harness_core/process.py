@@ -15,9 +15,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
 from typing import IO
 
 import anyio
@@ -48,17 +46,11 @@ class Process:
         self._process = process
         self._stderr = stderr_file
         self.tag = tag
-        # Its own cgroup where possible. Moving a process into a cgroup waits for an RCU grace
-        # period (10-20 ms), so it is done on a thread while the program starts up (a Node CLI
-        # takes 100+ ms before it could fork; a child started sooner is still found by its tag,
-        # ancestry and group). Killing waits for the move first.
-        self._cgroup: Path | None = None
-        self._placing: threading.Thread | None = None
-        if tag:
-            self._placing = threading.Thread(
-                target=self._place, args=(tag.partition("/")[2],), daemon=True
-            )
-            self._placing.start()
+        # Its own cgroup where possible, moved in before the program has had time to fork: a
+        # daemon that double-forks and scrubs its environment at once is found by nothing
+        # else. (The move waits for an RCU grace period, 10-20 ms, on the path to the CLI's
+        # start; done on a thread beside the starting program, the hygiene test's daemon got out.)
+        self._cgroup = proctree.place(process.pid, tag.partition("/")[2]) if tag else None
         info = proctree.read_stat(process.pid)
         self._leader = (process.pid, info.start if info is not None else -1)
         #: Set when reading or writing was cancelled mid-way: the program's stream position is
@@ -128,15 +120,10 @@ class Process:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._process.pid, sig)
 
-    def _place(self, name: str) -> None:
-        self._cgroup = proctree.place(self._process.pid, name)
-
     def _tree(self) -> set[int]:
         return proctree.members(proctree.snapshot(), (self._leader,), self.tag)
 
     def _kill_everything(self, tree: set[int]) -> None:
-        if self._placing is not None:
-            self._placing.join()
         proctree.kill_cgroup(self._cgroup, spawned=(self._leader[0],))
         proctree.kill_all((self._leader,), self.tag, signalled=tree)
 
