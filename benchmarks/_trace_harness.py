@@ -96,7 +96,7 @@ def _install() -> None:
         for name in ("kill_cgroup", "kill_all", "members", "_reap_when_dead", "snapshot"):
             _wrap_sync(proctree, name)
         _wrap_sync(process.Process, "_tree")
-        for name in ("ensure_watchdog", "become_subreaper", "place", "cgroup_base", "read_stat"):
+        for name in ("ensure_watchdog", "become_subreaper", "place", "cgroup_base", "prepare_move"):
             _wrap_sync(proctree, name)
         _wrap_sync(process, "_resolve")
         _wrap_async(process.anyio, "open_process", "open_process", "open_process_done")

@@ -167,6 +167,7 @@ async def spawn(
     """Start ``argv`` in a new session (and so its own process group), tagged and tied to us."""
     if not argv:
         raise HarnessError("invalid-request", "empty command")
+    proctree.prepare_move()  # for place() in Process, while the rest of the spawn goes on
     proctree.ensure_watchdog()  # first: it must not be re-parented to us
     proctree.become_subreaper()
     tag = f"{proctree.owner()}/{tag_prefix}{next(_serial)}"
