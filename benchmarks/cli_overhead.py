@@ -109,6 +109,8 @@ class Overhead:
         line to the process's exit, less what the bare client spends after the terminal line."""
         phases = self.before_phases if before else self.harness_phases
         wall = self.before_ms if before else self.harness_ms
+        if self.name == "opencode":  # its turn is HTTP: no terminal line on the CLI's stdout
+            return None
         if wall is None or "spawned" not in phases or "terminal_line" not in phases:
             return None
         bare_tail = self.bare_phases.get("reaped", 0.0) - self.bare_phases.get("terminal", 0.0)
