@@ -347,7 +347,7 @@ def kill_cgroup(path: Path | None, spawned: Iterable[int] = ()) -> None:
         except FileNotFoundError:
             return
         except OSError:  # still populated for a moment after the kill
-            time.sleep(0.005)
+            time.sleep(0.001)
 
 
 def kill_cgroups(owner_token: str) -> None:
