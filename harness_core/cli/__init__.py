@@ -343,7 +343,7 @@ def _leave(code: int) -> None:
     """End the process as a normal exit does - the interpreter's thread joins
     (``threading._shutdown``: non-daemon threads and executors), the ``atexit`` handlers, flushed
     stdout/stderr - but without tearing down the interpreter: freeing every module's objects
-    took 30-70 ms of CPU after each ``harness run``, and the OS frees the memory at once.
+    took 30-80 ms of CPU after a ``harness run`` of a CLI, and the OS frees the memory at once.
     Files and ledgers are closed by the commands themselves before this."""
     import atexit
     import threading
