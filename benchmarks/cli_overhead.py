@@ -5,11 +5,16 @@ For each per-turn CLI adapter (Claude Code, Codex, OpenCode, Pi), against one fa
 1. Record: one ``harness run`` with the CLI replaced by a wrapper that saves the exact argv,
    environment, working directory and a copy of the session state directory (the CLI's private
    HOME / config the adapter wrote) at the moment the CLI starts, then ``exec``s the real CLI.
+   The wrapper also saves what the adapter wrote on the CLI's stdin (Claude Code's user
+   message, Pi's RPC commands, Codex's JSON-RPC requests).
 2. Bare: that recorded invocation, run directly (a fresh copy of the saved state each time, so
-   every run starts like a new session does), until the CLI prints its terminal JSON line
-   (where the adapter ends the turn), then its process group is stopped and reaped.
+   every run starts like a new session does) by a bare client that speaks the CLI's protocol
+   as the adapter does (:mod:`_bare_cli`: the recorded stdin lines, Codex's JSON-RPC
+   conversation, OpenCode's HTTP API) until the turn's outcome is known (the terminal line, or
+   OpenCode's prompt reply); then its process group is killed and reaped.
 3. Through us: the same ``harness run`` (real CLI, fresh session each run, SQLite ledger) until
-   the ``harness`` process exits.
+   the ``harness`` process exits, with its phases timestamped (:mod:`_trace_harness`: imports,
+   controller up, session opened, CLI spawned, first CLI line, terminal, CLI reaped, closed).
 
 Overhead = median(harness) - median(bare) over ``--runs`` (default 5); target: <= 50 ms or
 <= 5 % of bare, whichever is larger. Printed too, to say where the time goes: ``python -c pass``
@@ -17,6 +22,7 @@ Overhead = median(harness) - median(bare) over ``--runs`` (default 5); target: <
 process - interpreter, imports, plugin loading, ledger, session open/close).
 
     python benchmarks/cli_overhead.py [--runs 5] [--clis claude-code,codex,opencode,pi]
+        [--natural]  (bare: close stdin and let the CLI exit by itself, as adapters used to)
 """
 
 from __future__ import annotations
@@ -25,36 +31,27 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import _bare_cli
 from _common import ROOT, figure, venv_bin
 
 PROMPT = "Say ok"
 CLIS = ("claude-code", "codex", "opencode", "pi")
-#: The JSON line after which each adapter ends the turn (and stops the CLI's process group):
-#: the bare run stops there too, not when the CLI gets round to exiting (OpenCode lingers).
-TERMINAL: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "claude-code": lambda line: line.get("type") == "result",
-    "codex": lambda line: line.get("type") in {"turn.completed", "turn.failed"},
-    "opencode": lambda line: (
-        line.get("type") == "error"
-        or (line.get("type") == "step_finish" and (line.get("part") or {}).get("reason") == "stop")
-    ),
-    "pi": lambda line: line.get("type") == "agent_end",
-}
-# The CLI gets a minimal environment, so the wrapper has its paths written in.
+TRACER = str(Path(__file__).resolve().parent / "_trace_harness.py")
+# The CLI gets a minimal environment, so the wrapper has its paths written in. A piped stdin
+# (the adapter writes to it) goes through tee into the record; only in the recording run.
 WRAPPER = """#!/bin/sh
 d='{record}'
 if [ "$1" != "--version" ] && [ ! -e "$d/argv" ]; then
@@ -62,9 +59,30 @@ if [ "$1" != "--version" ] && [ ! -e "$d/argv" ]; then
   env -0 > "$d/env"
   pwd > "$d/cwd"
   cp -a '{state}' "$d/state"
+  if [ -p /dev/stdin ]; then
+    tee "$d/stdin" | '{real}' "$@"
+    exit $?
+  fi
 fi
 exec '{real}' "$@"
 """
+#: Phases of a ``harness run`` in order (see _trace_harness), with what each span is.
+PHASES = (
+    ("interpreter", "python start-up"),
+    ("imports", "harness_core imports"),
+    ("controller", "args, plugins, ledger open"),
+    ("opened", "open_session"),
+    ("spawn", "turn start -> spawn"),
+    ("spawned", "fork/exec"),
+    ("first_line", "CLI start-up"),
+    ("terminal_line", "CLI turn"),
+    ("eof", "terminal line -> CLI's stdout closed"),
+    ("terminate", "-> reaping starts"),
+    ("terminated", "reaping the CLI's processes"),
+    ("terminal", "-> terminal event out"),
+    ("closed", "close_session"),
+    ("exit", "controller exit, interpreter exit"),
+)
 
 
 @dataclass
@@ -72,10 +90,31 @@ class Overhead:
     name: str
     bare_ms: float
     harness_ms: float
+    #: median ms after the spawn of the bare client: first_output, terminal, reaped
+    bare_phases: dict[str, float] = field(default_factory=dict)
+    #: median ms after the Popen of ``harness run`` at which each phase ended
+    harness_phases: dict[str, float] = field(default_factory=dict)
+    harness_cpu_ms: float = 0.0
+    #: ``--before``: the same ``harness run`` with older code first on ``PYTHONPATH``
+    before_ms: float | None = None
+    before_phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def added_ms(self) -> float:
         return self.harness_ms - self.bare_ms
+
+    def ours_ms(self, before: bool = False) -> float | None:
+        """What ``harness run`` adds, from the phases (the CLI's own start-up and turn, which
+        vary by tens of ms run to run, left out): up to the spawn, plus from the CLI's terminal
+        line to the process's exit, less what the bare client spends after the terminal line."""
+        phases = self.before_phases if before else self.harness_phases
+        wall = self.before_ms if before else self.harness_ms
+        if self.name == "opencode":  # its turn is HTTP: no terminal line on the CLI's stdout
+            return None
+        if wall is None or "spawned" not in phases or "terminal_line" not in phases:
+            return None
+        bare_tail = self.bare_phases.get("reaped", 0.0) - self.bare_phases.get("terminal", 0.0)
+        return phases["spawned"] + (wall - phases["terminal_line"]) - bare_tail
 
     @property
     def bound_ms(self) -> float:
@@ -106,7 +145,7 @@ def _harness_argv(name: str, profile: Any, binary: Any, base: Path, server: Any)
     url = server.base_url if profile.api == "anthropic" else server.openai_base_url
     config = {profile.binary_key: binary, "api_key": profile.api_key, "base_url": url}
     config.update(profile.extra)
-    argv = [venv_bin("harness"), "run", name, PROMPT, "--model", profile.model]
+    argv = ["run", name, PROMPT, "--model", profile.model]
     argv += ["--workspace", str(base / "workspace"), "--ledger", f"sqlite:///{base}/ledger.sqlite"]
     argv += ["--close"]
     for key, value in config.items():
@@ -114,52 +153,45 @@ def _harness_argv(name: str, profile: Any, binary: Any, base: Path, server: Any)
     return argv
 
 
-def _wall(argv: list[str], env: dict[str, str], cwd: str | None = None) -> float:
+def _wall(argv: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[float, float]:
+    """Wall and CPU (user + sys of the child and its children) ms of one process."""
+    before = os.times()
     start = time.perf_counter()
     done = subprocess.run(
         argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, timeout=300
     )
     wall = time.perf_counter() - start
+    after = os.times()
     if done.returncode != 0:
         tail = (done.stderr or done.stdout)[-400:].decode(errors="replace")
         raise RuntimeError(f"{argv[0]} {argv[1:3]} exited {done.returncode}: {tail}")
-    return wall * 1000
-
-
-def _until_terminal(
-    argv: list[str], env: dict[str, str], cwd: str, done: Callable[[dict[str, Any]], bool]
-) -> float:
-    """Run the CLI until its terminal JSON line (or its exit), then stop its process group as
-    the adapter does; wall ms from spawn to the group reaped."""
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        argv,
-        env=env,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
+    cpu = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
     )
-    assert process.stdout is not None
-    finished = False
-    for raw in process.stdout:
-        try:
-            line = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(line, dict) and done(line):
-            finished = True
-            break
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    process.wait()
-    wall = (time.perf_counter() - start) * 1000
-    if not finished and process.returncode != 0:
-        raise RuntimeError(f"{argv[0]} exited {process.returncode} before its terminal line")
-    return wall
+    return wall * 1000, cpu * 1000
+
+
+def _traced(
+    argv: list[str], env: dict[str, str], base: Path
+) -> tuple[float, float, dict[str, float]]:
+    """``harness ARGV`` through the tracer: wall, CPU, and each phase's end in ms after the
+    Popen (the first line after a CLI's terminal line is its terminal line)."""
+    out = base / "phases.txt"
+    start = time.time()
+    wall, cpu = _wall([sys.executable, TRACER, str(out), *argv], env)
+    marks: dict[str, float] = {}
+    last_line = 0.0
+    for row in out.read_text().splitlines():
+        name, at = row.split()
+        ms = (float(at) - start) * 1000
+        if name == "line":
+            last_line = ms
+        elif name in ("eof", "terminate") and "terminal_line" not in marks:
+            marks["terminal_line"] = last_line or ms
+            marks[name] = ms
+        elif name not in marks:
+            marks[name] = ms
+    return wall, cpu, marks
 
 
 @contextmanager
@@ -174,55 +206,119 @@ def _server() -> Iterator[Any]:
         server.stop()
 
 
-def measure(name: str, runs: int, server: Any) -> Overhead:
-    profile = _profile(name)
-    real = shutil.which(profile.binary, path=_cli_env()["HARNESS_CLI_PATH"])
-    if real is None:
-        raise RuntimeError(f"{profile.binary} CLI not found (tools/npm)")
-    base = Path(tempfile.mkdtemp(prefix=f"harness-bench-cli-{name}-"))
-    try:
+def _recorded(record: Path) -> _bare_cli.Recorded:
+    argv = record.joinpath("argv").read_bytes().decode().split("\0")[:-1]
+    env = dict(
+        item.split("=", 1) for item in record.joinpath("env").read_text().split("\0") if item
+    )
+    stdin = record / "stdin"
+    lines = (
+        [json.loads(x) for x in stdin.read_text().splitlines() if x.strip()]
+        if stdin.exists()
+        else []
+    )
+    return _bare_cli.Recorded(argv, env, record.joinpath("cwd").read_text().strip(), lines)
+
+
+def _fresh(rec: _bare_cli.Recorded, real: str, old: str, new: str) -> _bare_cli.Recorded:
+    """The recorded invocation against a fresh copy of its state directory."""
+    swap = lambda text: text.replace(old, new)  # noqa: E731
+    return _bare_cli.Recorded(
+        [real, *map(swap, rec.argv)],
+        {k: swap(v) for k, v in rec.env.items()},
+        swap(rec.cwd),
+        json.loads(swap(json.dumps(rec.stdin))),
+    )
+
+
+def _median_phases(runs: list[dict[str, float]]) -> dict[str, float]:
+    keys = [k for k in runs[0] if all(k in r for r in runs)]
+    return {k: statistics.median(r[k] for r in runs) for k in keys}
+
+
+class Recording:
+    """One CLI's invocation recorded from a ``harness run`` (through the wrapper), to replay
+    bare, next to fresh ``harness run`` processes; the files live until :meth:`close`."""
+
+    def __init__(self, name: str, server: Any) -> None:
+        self.name, self.server, self.profile = name, server, _profile(name)
+        real = shutil.which(self.profile.binary, path=_cli_env()["HARNESS_CLI_PATH"])
+        if real is None:
+            raise RuntimeError(f"{self.profile.binary} CLI not found (tools/npm)")
+        self.real = real
+        self.base = base = Path(tempfile.mkdtemp(prefix=f"harness-bench-cli-{name}-"))
         (base / "workspace").mkdir()
-        env = _cli_env()
-        record = base / "record"
-        record.mkdir()
-        state = base / "state-record"
+        self.record, self.state = base / "record", base / "state-record"
+        self.record.mkdir()
         wrapper = base / "wrapper.sh"
-        wrapper.write_text(WRAPPER.format(record=record, state=state, real=real))
+        wrapper.write_text(WRAPPER.format(record=self.record, state=self.state, real=real))
         wrapper.chmod(0o755)
+        _wall([venv_bin("harness"), *self._argv(str(wrapper))], self._env(self.state))
+        self.rec = _recorded(self.record)
 
-        def binary(path: str) -> Any:
-            return path if profile.binary_key == "cli_path" else [path, *profile.args]
+    def _argv(self, path: str) -> list[str]:
+        binary = path if self.profile.binary_key == "cli_path" else [path, *self.profile.args]
+        return _harness_argv(self.name, self.profile, binary, self.base, self.server)
 
-        def harness_env(state: Path) -> dict[str, str]:
-            return {**env, "HARNESS_STATE_DIR": str(state)}
+    def _env(self, state: Path) -> dict[str, str]:
+        return {**_cli_env(), "HARNESS_STATE_DIR": str(state)}
 
-        _wall(_harness_argv(name, profile, binary(str(wrapper)), base, server), harness_env(state))
-        argv = record.joinpath("argv").read_bytes().decode().split("\0")[:-1]
-        bare_env = dict(
-            item.split("=", 1) for item in record.joinpath("env").read_text().split("\0") if item
-        )
-        cwd = record.joinpath("cwd").read_text().strip()
-        old = str(state)
+    def bare(self, index: int, natural: bool | str = False) -> _bare_cli.Phases:
+        fresh = self.base / f"state-bare-{index}"
+        shutil.copytree(self.record / "state", fresh, symlinks=True)
+        rec = _fresh(self.rec, self.real, str(self.state), str(fresh))
+        if self.name == "opencode":
+            model = f"harness/{self.profile.model}"
+            return _bare_cli.opencode(rec, natural, model=model, prompt=PROMPT)
+        driver = {"claude-code": _bare_cli.claude, "codex": _bare_cli.codex, "pi": _bare_cli.pi}
+        return driver[self.name](rec, natural)
 
-        def bare_once(index: int) -> float:
-            fresh = base / f"state-bare-{index}"
-            shutil.copytree(record / "state", fresh, symlinks=True)
-            run_argv = [real, *(a.replace(old, str(fresh)) for a in argv)]
-            run_env = {k: v.replace(old, str(fresh)) for k, v in bare_env.items()}
-            return _until_terminal(run_argv, run_env, cwd.replace(old, str(fresh)), TERMINAL[name])
+    def harness(
+        self, index: int | str, pythonpath: str | None = None
+    ) -> tuple[float, float, dict[str, float]]:
+        """One traced ``harness run`` (fresh session): wall, CPU, phases. ``pythonpath``: put
+        that code first (another checkout's packages, for before/after)."""
+        env = self._env(self.base / f"state-harness-{index}")
+        if pythonpath:
+            env["PYTHONPATH"] = pythonpath
+        return _traced(self._argv(self.real), env, self.base)
 
-        def harness_once(index: int) -> float:
-            argv_ = _harness_argv(name, profile, binary(real), base, server)
-            return _wall(argv_, harness_env(base / f"state-harness-{index}"))
+    def close(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
 
-        bare_once(-1), harness_once(-1)  # warm caches (page cache, __pycache__, CLI caches)
-        bare, ours = [], []
+
+def measure(
+    name: str, runs: int, server: Any, natural: bool | str = False, before: str | None = None
+) -> Overhead:
+    recording = Recording(name, server)
+    try:
+        # warm caches (page cache, __pycache__, CLI caches)
+        recording.bare(-1, natural), recording.harness(-1)
+        if before:
+            recording.harness("before-warm", before)
+        bare, ours, old = [], [], []
         for index in range(runs):  # alternate, so load changes hit both alike
-            bare.append(bare_once(index))
-            ours.append(harness_once(index))
-        return Overhead(name, statistics.median(bare), statistics.median(ours))
+            bare.append(recording.bare(index, natural))
+            ours.append(recording.harness(index))
+            if before:
+                old.append(recording.harness(f"before-{index}", before))
+        result = Overhead(
+            name,
+            statistics.median(b.reaped for b in bare),
+            statistics.median(o[0] for o in ours),
+            {
+                k: statistics.median(getattr(b, k) for b in bare)
+                for k in ("first_output", "terminal", "reaped")
+            },
+            _median_phases([o[2] for o in ours]),
+            statistics.median(o[1] for o in ours),
+        )
+        if old:
+            result.before_ms = statistics.median(o[0] for o in old)
+            result.before_phases = _median_phases([o[2] for o in old])
+        return result
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        recording.close()
 
 
 def echo_ms(runs: int) -> float:
@@ -233,7 +329,7 @@ def echo_ms(runs: int) -> float:
         argv = [venv_bin("harness"), "run", "echo", PROMPT, "--workspace", str(base), "--close"]
         argv += ["--ledger", f"sqlite:///{base}/ledger.sqlite"]
         _wall(argv, env)
-        return statistics.median(_wall(argv, env) for _ in range(runs))
+        return statistics.median(_wall(argv, env)[0] for _ in range(runs))
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -242,32 +338,74 @@ def interpreter_ms(runs: int) -> float:
     """``python -c pass`` in the project venv: the part of any ``harness`` process before our code."""
     argv = [sys.executable, "-c", "pass"]
     _wall(argv, _cli_env())
-    return statistics.median(_wall(argv, _cli_env()) for _ in range(runs))
+    return statistics.median(_wall(argv, _cli_env())[0] for _ in range(runs))
 
 
-def run_all(runs: int, clis: list[str]) -> tuple[list[Overhead], dict[str, str]]:
+def run_all(
+    runs: int, clis: list[str], natural: bool | str = False, before: str | None = None
+) -> tuple[list[Overhead], dict[str, str]]:
     """Every CLI's overhead; CLIs that could not run are returned with the reason."""
     results, failed = [], {}
     with _server() as server:
         for name in clis:
             try:
-                results.append(measure(name, runs, server))
+                results.append(measure(name, runs, server, natural, before))
             except Exception as error:  # a missing CLI is reported, not fatal
                 failed[name] = f"{type(error).__name__}: {error}"[:300]
     return results, failed
+
+
+def phase_table(result: Overhead) -> str:
+    """One line per phase of the ``harness run``: when it ended and its span in ms (medians of
+    each mark); with ``--before``, the older code's next to it."""
+    rows, previous, old_previous = [], 0.0, 0.0
+    for key, what in PHASES:
+        at = result.harness_phases.get(key)
+        if at is None:
+            continue
+        row = f"    {key:<14} {at:7.0f} ms  (+{at - previous:5.0f})"
+        old = result.before_phases.get(key)
+        if old is not None:
+            row += f"  before {old:7.0f} ms (+{old - old_previous:5.0f})"
+            old_previous = old
+        rows.append(f"{row}  {what}")
+        previous = at
+    bare = result.bare_phases
+    rows.append(
+        f"    bare: first output {bare.get('first_output', 0):.0f} ms, terminal "
+        f"{bare.get('terminal', 0):.0f} ms, reaped {bare.get('reaped', 0):.0f} ms"
+    )
+    return "\n".join(rows)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--clis", default=",".join(CLIS))
+    parser.add_argument("--natural", action="store_true", help="bare: let the CLI exit itself")
+    parser.add_argument("--phases", action="store_true", help="print each run's phases")
+    parser.add_argument(
+        "--before",
+        metavar="PYTHONPATH",
+        help="also time harness run with this code first on PYTHONPATH (interleaved)",
+    )
     args = parser.parse_args()
     figure("cli_overhead.python_startup", interpreter_ms(args.runs), "ms", "", "python -c pass")
     figure("cli_overhead.echo.harness_run", echo_ms(args.runs), "ms", "", "no CLI: the fixed cost")
-    results, failed = run_all(args.runs, [c for c in args.clis.split(",") if c])
+    clis = [c for c in args.clis.split(",") if c]
+    results, failed = run_all(args.runs, clis, args.natural, args.before)
     for r in results:
-        note = f"bare {r.bare_ms:.0f} ms, harness run {r.harness_ms:.0f} ms, median of {args.runs}"
+        note = f"bare {r.bare_ms:.0f} ms, harness run {r.harness_ms:.0f} ms"
+        note += f" (CPU {r.harness_cpu_ms:.0f} ms), median of {args.runs}"
+        if r.before_ms is not None:
+            note += f"; before: {r.before_ms:.0f} ms (+{r.before_ms - r.bare_ms:.0f})"
+        ours, old = r.ours_ms(), r.ours_ms(before=True)
+        if ours is not None:
+            note += f"; from the phases: +{ours:.0f} ms"
+            note += f" (before: +{old:.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
+        if args.phases:
+            print(phase_table(r), flush=True)
     for name, reason in failed.items():
         print(f"cli_overhead.{name}: not measured  {reason}", flush=True)
     return 0

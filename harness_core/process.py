@@ -46,7 +46,10 @@ class Process:
         self._process = process
         self._stderr = stderr_file
         self.tag = tag
-        # Its own cgroup where possible (moved in before the program has had time to fork).
+        # Its own cgroup where possible, moved in before the program has had time to fork: a
+        # daemon that double-forks and scrubs its environment at once is found by nothing
+        # else. (The move waits for an RCU grace period, 10-20 ms, on the path to the CLI's
+        # start; done on a thread beside the starting program, the hygiene test's daemon got out.)
         self._cgroup = proctree.place(process.pid, tag.partition("/")[2]) if tag else None
         info = proctree.read_stat(process.pid)
         self._leader = (process.pid, info.start if info is not None else -1)
@@ -55,6 +58,7 @@ class Process:
         self.interrupted = False
         #: The task that last read this process's output (None: not read since the last turn).
         self.reader: int | None = None
+        self._terminated = False
         self._stdout = (
             BufferedByteReceiveStream(process.stdout) if process.stdout is not None else None
         )
@@ -125,7 +129,11 @@ class Process:
 
     async def terminate(self, grace: float = 2.0, *, linger: float = 0.0) -> None:
         """Wait ``linger`` seconds for a voluntary exit, SIGTERM the group and everything it
-        started, SIGKILL all of it after ``grace`` seconds; always reaps."""
+        started, SIGKILL all of it after ``grace`` seconds; always reaps. Once done (an adapter
+        may stop its process itself when the turn's outcome is known), calling it again does
+        nothing."""
+        if self._terminated:
+            return
         with anyio.CancelScope(shield=True):
             if linger > 0 and self._process.returncode is None:
                 with anyio.move_on_after(linger):
@@ -144,6 +152,7 @@ class Process:
             if self._process.returncode is None:
                 await self._process.wait()
             await self._process.aclose()
+            self._terminated = True
             self._stderr.close()
 
 
@@ -158,6 +167,7 @@ async def spawn(
     """Start ``argv`` in a new session (and so its own process group), tagged and tied to us."""
     if not argv:
         raise HarnessError("invalid-request", "empty command")
+    proctree.prepare_move()  # for place() in Process, while the rest of the spawn goes on
     proctree.ensure_watchdog()  # first: it must not be re-parented to us
     proctree.become_subreaper()
     tag = f"{proctree.owner()}/{tag_prefix}{next(_serial)}"

@@ -288,6 +288,25 @@ def cgroup_base(owner_token: str | None = None) -> Path | None:
     return base
 
 
+def prepare_move() -> None:
+    """Start a no-op move of this process into its own cgroup, on a thread, a few ms before
+    :func:`place`. A process's first move into a cgroup waits for an RCU grace period (10-25
+    ms: the kernel's cgroup lock leaves its fast path for a while); started here, that wait
+    overlaps the rest of the spawn, and :func:`place`'s move right after takes 0.2-7 ms."""
+    base = cgroup_base()
+    if base is None:
+        return
+    procs = base.parent / "cgroup.procs"  # our own cgroup: moving there changes nothing
+
+    def move() -> None:
+        with contextlib.suppress(OSError):
+            procs.write_text(str(os.getpid()))
+
+    import threading
+
+    threading.Thread(target=move, name="harness-cgroup-lock", daemon=True).start()
+
+
 def place(pid: int, name: str) -> Path | None:
     """Move ``pid`` into a fresh cgroup ``name`` below :func:`cgroup_base` (None: not possible)."""
     base = cgroup_base()
@@ -328,7 +347,7 @@ def kill_cgroup(path: Path | None, spawned: Iterable[int] = ()) -> None:
         except FileNotFoundError:
             return
         except OSError:  # still populated for a moment after the kill
-            time.sleep(0.005)
+            time.sleep(0.001)
 
 
 def kill_cgroups(owner_token: str) -> None:

@@ -330,6 +330,39 @@ def _worker(args: Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``harness`` command; ``argv`` defaults to the process's. Run as the process's
+    command (no ``argv``: the ``harness`` script, ``python -m harness_core.cli``), it then
+    leaves the process at once (see :func:`_leave`)."""
+    code = _main(argv)
+    if argv is None:
+        _leave(code)
+    return code
+
+
+def _leave(code: int) -> None:
+    """End the process as a normal exit does - the interpreter's thread joins
+    (``threading._shutdown``: non-daemon threads and executors), the ``atexit`` handlers, flushed
+    stdout/stderr - but without tearing down the interpreter: freeing every module's objects
+    took 30-80 ms of CPU after a ``harness run`` of a CLI, and the OS frees the memory at once.
+    Files and ledgers are closed by the commands themselves before this."""
+    import atexit
+    import threading
+
+    shutdown = getattr(threading, "_shutdown", None)
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if shutdown is None or run_exit_functions is None:  # another interpreter: exit normally
+        return
+    shutdown()
+    run_exit_functions()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: what the normal exit would report
+            code = code or 120
+    os._exit(code)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     # Non-UTF-8 argv arrives as surrogate escapes, and a stdout may be strict: never crash on
     # writing back what we were given or what an older ledger holds.
     for stream in (sys.stdout, sys.stderr):

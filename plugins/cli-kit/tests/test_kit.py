@@ -145,3 +145,63 @@ def test_cli_version_is_remembered_across_processes_per_binary(tmp_path, monkeyp
     locate._cache.clear()
     assert locate.version_sync(str(tool)) == "2.0.10"
     assert calls.read_text().count("x") == 2
+
+
+class _Lines(JsonLinesStream):
+    """Ends at ``{"done": true}`` when ``stop_at_done``; else at the program's exit."""
+
+    def __init__(self, stop_at_done: bool) -> None:
+        super().__init__()
+        self.stop_at_done = stop_at_done
+        self.done = False
+
+    def event(self, data: dict) -> list[Payload]:
+        self.done = self.done or data.get("done") is True
+        return [MessageDelta(text=str(data.get("text", "")))] if "text" in data else []
+
+    def finished(self) -> bool:
+        return self.stop_at_done and self.done
+
+    def terminal(self, exit_code: int | None) -> Payload:
+        return TurnCompleted(text=str(exit_code))
+
+
+#: Writes its terminal line, then lingers with a child of its own (as a CLI shutting down).
+LINGERING = (
+    'sleep 60 & echo "$!" > "$1"; echo \'{"text": "hi"}\'; echo \'{"done": true}\'; sleep 60'
+)
+
+
+@pytest.mark.parametrize("stop_at_done", [True, False])
+def test_the_relay_stops_at_the_terminal_line_and_the_tree_is_gone(tmp_path, stop_at_done):
+    """finished(): the relay returns at the terminal line (not at the program's exit, a minute
+    later) and the program's whole tree is gone; without it the stream waits for the exit."""
+    from harness_core.process import spawn
+
+    pid_file = tmp_path / "child.pid"
+
+    async def main() -> tuple[list[Payload], int | None]:
+        process = await spawn(
+            ["/bin/sh", "-c", LINGERING if stop_at_done else "echo '{\"done\": true}'", "sh",
+             str(pid_file)],
+            env={"PATH": os.defpath}, cwd=str(tmp_path), stdin=False,
+        )  # fmt: skip
+        stream = _Lines(stop_at_done)
+        with anyio.fail_after(20):
+            out = [payload async for payload in stream.drive(process, lambda _: None)]
+        await process.terminate(0)  # the runtime's clean-up: nothing left to do when stopped
+        return out, process.returncode
+
+    out, returncode = anyio.run(main)
+    assert isinstance(out[-1], TurnCompleted)
+    if stop_at_done:
+        assert [p.text for p in out if isinstance(p, MessageDelta)] == ["hi"]
+        assert out[-1].text == "None"  # stopped before the exit: no exit code
+        assert returncode is not None  # killed and reaped
+        child = int(pid_file.read_text())
+        assert (
+            not Path(f"/proc/{child}").exists()
+            or b") Z" in Path(f"/proc/{child}/stat").read_bytes()
+        )
+    else:
+        assert out[-1].text == "0"

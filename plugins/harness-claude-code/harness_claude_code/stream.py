@@ -130,6 +130,9 @@ class ClaudeStream(JsonLinesStream):
                 self._asks.append(data)
         return []
 
+    def finished(self) -> bool:
+        return self.result is not None  # the result line is the last the turn needs
+
     async def respond(self, process: ProcessHandle) -> list[Payload]:
         """Answer each ``can_use_tool`` control request through the approval seam; close
         stdin once the result is in (the CLI then exits)."""

@@ -243,6 +243,9 @@ class CodexStream(JsonLinesStream):
         else:
             self._fail(classify_error(turn.get("error") if isinstance(turn, Mapping) else None))
 
+    def finished(self) -> bool:
+        return self.completed  # turn/completed: nothing after it belongs to the turn
+
     # -- answers ------------------------------------------------------------------------------
 
     async def respond(self, process: ProcessHandle) -> list[Payload]:

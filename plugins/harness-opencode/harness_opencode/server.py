@@ -5,6 +5,9 @@ The server is started on 127.0.0.1 with ``--port 0`` (it announces the port it t
 ``opencode server listening on http://127.0.0.1:PORT``) and a random
 ``OPENCODE_SERVER_PASSWORD`` (HTTP basic auth as user ``opencode``), so no other local user
 can drive it. Every request names the workspace (``?directory=``).
+
+``httpx`` (~60 ms to import) is imported once the server is spawned (:func:`load_http`, called
+while it starts up), not with the plugin: the spawn does not wait for it.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import json
 import re
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
+if TYPE_CHECKING:
+    import httpx
 
 USERNAME = "opencode"
 _LISTENING = re.compile(rb"opencode server listening on (http://127\.0\.0\.1:\d{1,5})\b")
@@ -23,6 +27,13 @@ _LISTENING = re.compile(rb"opencode server listening on (http://127\.0\.0\.1:\d{
 MAX_EVENT = 8 * 1024 * 1024
 #: Seconds a short request (create a session, answer a permission) may take.
 REQUEST_TIMEOUT = 30.0
+
+
+def load_http() -> Any:
+    """The ``httpx`` module (imported on first use)."""
+    import httpx
+
+    return httpx
 
 
 def listening_url(line: bytes) -> str | None:
@@ -63,11 +74,12 @@ class ServeClient:
     """The few endpoints a turn uses."""
 
     def __init__(self, url: str, password: str, directory: str) -> None:
-        self.http = httpx.AsyncClient(
+        self.httpx = http = load_http()
+        self.http: httpx.AsyncClient = http.AsyncClient(
             base_url=url,
             auth=(USERNAME, password),
             params={"directory": directory},
-            timeout=httpx.Timeout(REQUEST_TIMEOUT),
+            timeout=http.Timeout(REQUEST_TIMEOUT),
             trust_env=False,  # loopback: no proxy from the environment
         )
 
@@ -83,6 +95,7 @@ class ServeClient:
         await self.http.aclose()
 
     async def _post(self, path: str, body: Mapping[str, Any], *, wait: bool = False) -> Any:
+        httpx = self.httpx
         try:
             response = await self.http.post(
                 path, json=body, timeout=None if wait else httpx.USE_CLIENT_DEFAULT
@@ -118,6 +131,7 @@ class ServeClient:
 
     async def events(self) -> AsyncIterator[Any]:
         """``GET /event``: each event's JSON value, until the stream ends."""
+        httpx = self.httpx
         try:
             async with self.http.stream(
                 "GET", "/event", timeout=httpx.Timeout(REQUEST_TIMEOUT, read=None)

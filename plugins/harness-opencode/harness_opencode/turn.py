@@ -23,7 +23,7 @@ from harness_cli_kit import NativeSession, safe_id
 from harness_hookspecs import HarnessError, Payload, ProcessHandle, SessionContext, TurnFailed
 
 from .events import ServeEvents
-from .server import ServeClient, ServeError, announced_url
+from .server import ServeClient, ServeError, announced_url, load_http
 
 #: Seconds the server may take to announce its URL, and the event stream to open.
 START_TIMEOUT = 60.0
@@ -125,6 +125,7 @@ class ServeTurn:
 
     async def _serve(self, send: MemoryObjectSendStream[Item]) -> list[Payload]:
         lines = self.process.lines()
+        load_http()  # while the server starts up (its stdout waits in the pipe)
         url = None
         with anyio.move_on_after(START_TIMEOUT):
             url = await announced_url(lines)

@@ -141,6 +141,9 @@ class PiStream(JsonLinesStream):
                     self.failure = "invalid-output"
         return self._tools.finish(call_id, name, ok)
 
+    def finished(self) -> bool:
+        return self.ended  # agent_end: the prompt's run is over
+
     async def respond(self, process: ProcessHandle) -> list[Payload]:
         """Answer each dialog pi waits on; close stdin once the agent ended (pi then exits)."""
         while self._dialogs:
