@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
+import anyio
 from harness_hookspecs import Payload, ProcessHandle, TurnFailed, Usage, UsageReported
 
 #: A line longer than this is garbage, not parsed (a CLI's event lines are far shorter).
@@ -164,6 +165,7 @@ class JsonLinesStream:
         :attr:`failure` or :meth:`finished` stops reading: the runtime kills the process group.
         """
         self.exit_code: int | None = None
+        listening = True  # the CLI still reads its stdin
         async for line in process.lines():
             for payload in self.feed(line):
                 yield payload
@@ -171,8 +173,15 @@ class JsonLinesStream:
                 on_line()
             if self.failure is not None:
                 return
-            for payload in await self.respond(process):
-                yield payload
+            if listening:
+                try:
+                    answers = await self.respond(process)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, ConnectionError):
+                    # it stopped reading (it is dying): what it wrote, then its exit status,
+                    # says why, not our failed write
+                    listening, answers = False, []
+                for payload in answers:
+                    yield payload
             if self.finished():
                 await process.terminate(0)
                 return

@@ -18,7 +18,7 @@ from harness_cli_kit import (
     safe_prompt,
 )
 from harness_cli_kit.conformance import OfflineProfile
-from harness_hookspecs import HarnessError, MessageDelta, Payload, TurnCompleted
+from harness_hookspecs import HarnessError, MessageDelta, Payload, ProcessHandle, TurnCompleted
 
 
 def executable(directory: Path, name: str) -> str:
@@ -205,3 +205,35 @@ def test_the_relay_stops_at_the_terminal_line_and_the_tree_is_gone(tmp_path, sto
         )
     else:
         assert out[-1].text == "0"
+
+
+class _Answering(_Lines):
+    """Answers every line on the program's stdin (as Codex's JSON-RPC client does)."""
+
+    async def respond(self, process: ProcessHandle) -> list[Payload]:
+        await process.send(b'{"ack": true}\n')
+        return []
+
+
+#: Stops reading its stdin at once, writes two lines and dies (a CLI crashing mid-conversation).
+DEAF = 'exec 0<&-; echo \'{"text": "a"}\'; sleep 0.3; echo \'{"text": "b"}\'; exit 3'
+
+
+def test_a_program_that_stops_reading_ends_by_what_it_wrote_not_our_failed_write(tmp_path):
+    """Our answer to a dying program fails (broken pipe): the relay stops answering and keeps
+    reading, so the turn ends by the program's output and exit status, not by the write."""
+    from harness_core.process import spawn
+
+    async def main() -> list[Payload]:
+        process = await spawn(
+            ["/bin/sh", "-c", DEAF], env={"PATH": os.defpath}, cwd=str(tmp_path), stdin=True
+        )
+        stream = _Answering(False)
+        with anyio.fail_after(20):
+            out = [payload async for payload in stream.drive(process, lambda _: None)]
+        await process.terminate(0)
+        return out
+
+    out = anyio.run(main)
+    assert [p.text for p in out if isinstance(p, MessageDelta)] == ["a", "b"]
+    assert isinstance(out[-1], TurnCompleted) and out[-1].text == "3"
