@@ -83,6 +83,12 @@ def render_config(
         "[history]",
         'persistence = "none"',
         "",
+        # A shell snapshot is a file of the shell's environment - the bridge token, the
+        # granted credentials - that Codex removes only on a clean exit, and the runtime stops
+        # Codex at the turn's end.
+        "[features]",
+        "shell_snapshot = false",
+        "",
         f"[model_providers.{PROVIDER_ID}]",
         'name = "harness_core provider"',
         f"base_url = {_toml_str(base_url)}",
