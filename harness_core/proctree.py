@@ -402,6 +402,20 @@ def ensure_watchdog() -> None:
     _watchdog = (os.getpid(), process, write_end)
 
 
+#: The tag separator of a service tied to this process's life (a test's database server), kept
+#: apart from ``<owner>/``, what the runtime spawned and sweeps itself.
+TIED = "+"
+
+
+def tied_to_this_process(name: str) -> dict[str, str]:
+    """The environment entry that ties a long-lived helper process (and whatever it forks) to
+    this process: the watchdog kills it if this process dies without stopping it. For services
+    started by a program the caller does not spawn itself (``pg_ctl`` daemonizes the server;
+    temporalio spawns its dev server from ``os.environ``)."""
+    ensure_watchdog()
+    return {OWNER_ENV: f"{owner()}{TIED}{name}"}
+
+
 def _watch(owner_token: str) -> int:
     for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)  # a terminal's Ctrl-C must not take us first
@@ -410,6 +424,7 @@ def _watch(owner_token: str) -> int:
         pass
     kill_cgroups(owner_token)
     kill_all((), owner_token + "/", prefix=True)
+    kill_all((), owner_token + TIED, prefix=True)
     return 0
 
 

@@ -59,7 +59,8 @@ def test_a_killed_harness_run_leaves_no_cli_and_no_tool(name: str, tmp_path: Pat
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     # not ``sleep``: Claude Code refuses a long foreground sleep
-    wait = f"python3 -c 'import time; time.sleep(300)' {marker}"
+    # two commands: the shell stays (one alone, it may exec the program)
+    wait = f"python3 -c 'import time; time.sleep(300)' {marker}; echo done"
     script = [
         Step(text="Waiting.", tool_calls=[shell_call(offline, wait)]),
         Step(text="Done.", match=Match(tool_result=True)),

@@ -36,9 +36,8 @@ def _tagged_for_the_watchdog() -> Iterator[None]:
     test run dies without stopping it (SIGKILL)."""
     from harness_core import proctree
 
-    proctree.ensure_watchdog()
     before = os.environ.get(proctree.OWNER_ENV)
-    os.environ[proctree.OWNER_ENV] = f"{proctree.owner()}/temporal-server"
+    os.environ.update(proctree.tied_to_this_process("temporal-server"))
     try:
         yield
     finally:

@@ -79,8 +79,7 @@ def _dies_with_us() -> dict[str, str]:
     killed with SIGKILL), as it does a crashed controller's harness processes."""
     from harness_core import proctree
 
-    proctree.ensure_watchdog()
-    return {**os.environ, proctree.OWNER_ENV: f"{proctree.owner()}/pg-server"}
+    return {**os.environ, **proctree.tied_to_this_process("pg-server")}
 
 
 class TemporaryPostgres:
