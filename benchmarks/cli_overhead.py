@@ -114,12 +114,13 @@ class Overhead:
     def added_ms(self) -> float:
         return self.harness_ms - self.bare_ms
 
-    def ours_ms(self, before: bool = False) -> float | None:
-        """What ``harness run`` adds, from the phases (the CLI's own start-up and turn, which
-        vary by tens of ms run to run, left out): up to the spawn, plus from the CLI's terminal
-        line to the process's exit, less what the bare client spends after the terminal line."""
-        phases = self.before_phases if before else self.harness_phases
-        wall = self.before_ms if before else self.harness_ms
+    def ours_ms(self, before: bool = False, host: bool = False) -> float | None:
+        """What ``harness run`` (``host``: the turn in the running host) adds, from the phases
+        (the CLI's own start-up and turn, which vary by tens of ms run to run, left out): up to
+        the spawn, plus from the CLI's terminal line to the process's exit (the session's
+        close), less what the bare client spends after the terminal line."""
+        phases = self.host_phases if host else self.before_phases if before else self.harness_phases
+        wall = self.host_ms if host else self.before_ms if before else self.harness_ms
         if self.name == "opencode":  # its turn is HTTP: no terminal line on the CLI's stdout
             return None
         if wall is None or "spawned" not in phases or "terminal_line" not in phases:
@@ -439,12 +440,15 @@ def main() -> int:
             note += f" (before: +{old:.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
         note = f"bare {r.bare_ms:.0f} ms, open + turn + close in a running host {r.host_ms:.0f} ms"
+        note += f", median of {args.runs}"
+        hosted = r.ours_ms(host=True)
+        note += f"; from the phases: +{hosted:.0f} ms" if hosted is not None else ""
         figure(
             f"cli_overhead.{r.name}.host.added_ms",
             r.host_added_ms,
             "ms",
             f"<= {r.bound_ms:.0f} ms",
-            f"{note}, median of {args.runs}",
+            note,
         )
         if args.phases:
             print(phase_table(r), flush=True)
