@@ -48,6 +48,8 @@ class Host:
         # The adapters read HARNESS_CLI_PATH/HARNESS_STATE_DIR from the host's environment.
         for key in ("HARNESS_CLI_PATH", "HARNESS_STATE_DIR"):
             os.environ[key] = env[key]
+        if "HARNESS_CORE_PLUGINS" not in env:  # as for the harness run processes
+            os.environ.pop("HARNESS_CORE_PLUGINS", None)
         self.harness, self.config, self.model, self.prompt = harness, config, model, prompt
         self.workspace = workspace
         # As ``harness run`` with no sandbox options: its argparse defaults.
@@ -88,4 +90,7 @@ class Host:
         return result
 
     def close(self) -> None:
+        """Exit the controller and stop the loop's thread. (After its first spawn this process
+        is a child subreaper: the bare runs' orphaned CLI descendants, killed, stay zombies of
+        this process until it exits - harmless for the figures.)"""
         self._stack.close()
