@@ -25,6 +25,23 @@ def mark(name: str) -> None:
     _marks.append((name, time.time()))
 
 
+def phase_ends(rows: list[tuple[str, float]], start: float) -> dict[str, float]:
+    """Each phase's first end in ms after ``start`` (``time.time()``); the last CLI line before
+    its stdout closed (or its reaping started) is its terminal line."""
+    marks: dict[str, float] = {}
+    last_line = 0.0
+    for name, at in rows:
+        ms = (at - start) * 1000
+        if name == "line":
+            last_line = ms
+        elif name in ("eof", "terminate") and "terminal_line" not in marks:
+            marks["terminal_line"] = last_line or ms
+            marks[name] = ms
+        elif name not in marks:
+            marks[name] = ms
+    return marks
+
+
 def _save(path: str) -> None:
     mark("exit")
     with open(path, "w") as out:

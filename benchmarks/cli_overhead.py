@@ -16,6 +16,12 @@ For each per-turn CLI adapter (Claude Code, Codex, OpenCode, Pi), against one fa
    the ``harness`` process exits, with its phases timestamped (:mod:`_trace_harness`: imports,
    controller up, session opened, CLI spawned, first CLI line, terminal, CLI reaped, closed).
 
+4. In a running host (:mod:`_host`): one process that has imported harness_core and has a
+   ``Controller`` up (SQLite ledger, the plugins ``harness run`` loads) times ``open_session``
+   + ``run_turn`` + ``close_session`` of a fresh session with the same config (so the same CLI
+   invocation): what the runtime adds per turn without starting a ``harness`` process
+   (``cli_overhead.NAME.host.added_ms``).
+
 Overhead = median(harness) - median(bare) over ``--runs`` (default 5); target: <= 50 ms or
 <= 5 % of bare, whichever is larger. Printed too, to say where the time goes: ``python -c pass``
 (interpreter start) and ``harness run echo`` (no CLI at all: the fixed cost of a ``harness``
@@ -45,6 +51,8 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _bare_cli
+import _host
+import _trace_harness
 from _common import ROOT, figure, venv_bin
 
 PROMPT = "Say ok"
@@ -95,6 +103,9 @@ class Overhead:
     #: median ms after the Popen of ``harness run`` at which each phase ended
     harness_phases: dict[str, float] = field(default_factory=dict)
     harness_cpu_ms: float = 0.0
+    #: a fresh session's open + turn + close in a running host (:mod:`_host`), and its phases
+    host_ms: float = 0.0
+    host_phases: dict[str, float] = field(default_factory=dict)
     #: ``--before``: the same ``harness run`` with older code first on ``PYTHONPATH``
     before_ms: float | None = None
     before_phases: dict[str, float] = field(default_factory=dict)
@@ -103,18 +114,23 @@ class Overhead:
     def added_ms(self) -> float:
         return self.harness_ms - self.bare_ms
 
-    def ours_ms(self, before: bool = False) -> float | None:
-        """What ``harness run`` adds, from the phases (the CLI's own start-up and turn, which
-        vary by tens of ms run to run, left out): up to the spawn, plus from the CLI's terminal
-        line to the process's exit, less what the bare client spends after the terminal line."""
-        phases = self.before_phases if before else self.harness_phases
-        wall = self.before_ms if before else self.harness_ms
+    def ours_ms(self, before: bool = False, host: bool = False) -> float | None:
+        """What ``harness run`` (``host``: the turn in the running host) adds, from the phases
+        (the CLI's own start-up and turn, which vary by tens of ms run to run, left out): up to
+        the spawn, plus from the CLI's terminal line to the process's exit (the session's
+        close), less what the bare client spends after the terminal line."""
+        phases = self.host_phases if host else self.before_phases if before else self.harness_phases
+        wall = self.host_ms if host else self.before_ms if before else self.harness_ms
         if self.name == "opencode":  # its turn is HTTP: no terminal line on the CLI's stdout
             return None
         if wall is None or "spawned" not in phases or "terminal_line" not in phases:
             return None
         bare_tail = self.bare_phases.get("reaped", 0.0) - self.bare_phases.get("terminal", 0.0)
         return phases["spawned"] + (wall - phases["terminal_line"]) - bare_tail
+
+    @property
+    def host_added_ms(self) -> float:
+        return self.host_ms - self.bare_ms
 
     @property
     def bound_ms(self) -> float:
@@ -141,10 +157,16 @@ def _cli_env() -> dict[str, str]:
     return env
 
 
-def _harness_argv(name: str, profile: Any, binary: Any, base: Path, server: Any) -> list[str]:
+def _config(profile: Any, binary: Any, server: Any) -> dict[str, Any]:
+    """The adapter's session config against the fake model (what ``harness run`` is given)."""
     url = server.base_url if profile.api == "anthropic" else server.openai_base_url
     config = {profile.binary_key: binary, "api_key": profile.api_key, "base_url": url}
     config.update(profile.extra)
+    return config
+
+
+def _harness_argv(name: str, profile: Any, binary: Any, base: Path, server: Any) -> list[str]:
+    config = _config(profile, binary, server)
     argv = ["run", name, PROMPT, "--model", profile.model]
     argv += ["--workspace", str(base / "workspace"), "--ledger", f"sqlite:///{base}/ledger.sqlite"]
     argv += ["--close"]
@@ -179,19 +201,8 @@ def _traced(
     out = base / "phases.txt"
     start = time.time()
     wall, cpu = _wall([sys.executable, TRACER, str(out), *argv], env)
-    marks: dict[str, float] = {}
-    last_line = 0.0
-    for row in out.read_text().splitlines():
-        name, at = row.split()
-        ms = (float(at) - start) * 1000
-        if name == "line":
-            last_line = ms
-        elif name in ("eof", "terminate") and "terminal_line" not in marks:
-            marks["terminal_line"] = last_line or ms
-            marks[name] = ms
-        elif name not in marks:
-            marks[name] = ms
-    return wall, cpu, marks
+    rows = [(name, float(at)) for name, at in map(str.split, out.read_text().splitlines())]
+    return wall, cpu, _trace_harness.phase_ends(rows, start)
 
 
 @contextmanager
@@ -256,9 +267,11 @@ class Recording:
         _wall([venv_bin("harness"), *self._argv(str(wrapper))], self._env(self.state))
         self.rec = _recorded(self.record)
 
+    def _binary(self, path: str) -> Any:
+        return path if self.profile.binary_key == "cli_path" else [path, *self.profile.args]
+
     def _argv(self, path: str) -> list[str]:
-        binary = path if self.profile.binary_key == "cli_path" else [path, *self.profile.args]
-        return _harness_argv(self.name, self.profile, binary, self.base, self.server)
+        return _harness_argv(self.name, self.profile, self._binary(path), self.base, self.server)
 
     def _env(self, state: Path) -> dict[str, str]:
         return {**_cli_env(), "HARNESS_STATE_DIR": str(state)}
@@ -283,6 +296,19 @@ class Recording:
             env["PYTHONPATH"] = pythonpath
         return _traced(self._argv(self.real), env, self.base)
 
+    def host(self) -> _host.Host:
+        """A running host (controller up, own SQLite ledger and state root) for :meth:`Host.turn`:
+        the same config, model and workspace as the ``harness run`` processes."""
+        return _host.Host(
+            self.name,
+            config=_config(self.profile, self._binary(self.real), self.server),
+            model=self.profile.model,
+            prompt=PROMPT,
+            workspace=str(self.base / "workspace"),
+            ledger=f"sqlite:///{self.base}/host-ledger.sqlite",
+            env=self._env(self.base / "state-host"),
+        )
+
     def close(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
 
@@ -291,15 +317,18 @@ def measure(
     name: str, runs: int, server: Any, natural: bool | str = False, before: str | None = None
 ) -> Overhead:
     recording = Recording(name, server)
+    host = None
     try:
+        host = recording.host()
         # warm caches (page cache, __pycache__, CLI caches)
-        recording.bare(-1, natural), recording.harness(-1)
+        recording.bare(-1, natural), recording.harness(-1), host.turn()
         if before:
             recording.harness("before-warm", before)
-        bare, ours, old = [], [], []
-        for index in range(runs):  # alternate, so load changes hit both alike
+        bare, ours, hosted, old = [], [], [], []
+        for index in range(runs):  # alternate, so load changes hit all alike
             bare.append(recording.bare(index, natural))
             ours.append(recording.harness(index))
+            hosted.append(host.turn())
             if before:
                 old.append(recording.harness(f"before-{index}", before))
         result = Overhead(
@@ -312,12 +341,16 @@ def measure(
             },
             _median_phases([o[2] for o in ours]),
             statistics.median(o[1] for o in ours),
+            statistics.median(h[0] for h in hosted),
+            _median_phases([h[1] for h in hosted]),
         )
         if old:
             result.before_ms = statistics.median(o[0] for o in old)
             result.before_phases = _median_phases([o[2] for o in old])
         return result
     finally:
+        if host is not None:
+            host.close()
         recording.close()
 
 
@@ -355,16 +388,18 @@ def run_all(
     return results, failed
 
 
-def phase_table(result: Overhead) -> str:
-    """One line per phase of the ``harness run``: when it ended and its span in ms (medians of
-    each mark); with ``--before``, the older code's next to it."""
+def phase_table(result: Overhead, host: bool = False) -> str:
+    """One line per phase of the ``harness run`` (``host``: of the turn in the running host):
+    when it ended and its span in ms (medians of each mark); with ``--before``, the older
+    code's next to it."""
     rows, previous, old_previous = [], 0.0, 0.0
+    phases = result.host_phases if host else result.harness_phases
     for key, what in PHASES:
-        at = result.harness_phases.get(key)
+        at = phases.get(key)
         if at is None:
             continue
         row = f"    {key:<14} {at:7.0f} ms  (+{at - previous:5.0f})"
-        old = result.before_phases.get(key)
+        old = None if host else result.before_phases.get(key)
         if old is not None:
             row += f"  before {old:7.0f} ms (+{old - old_previous:5.0f})"
             old_previous = old
@@ -404,8 +439,20 @@ def main() -> int:
             note += f"; from the phases: +{ours:.0f} ms"
             note += f" (before: +{old:.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
+        note = f"bare {r.bare_ms:.0f} ms, open + turn + close in a running host {r.host_ms:.0f} ms"
+        note += f", median of {args.runs}"
+        hosted = r.ours_ms(host=True)
+        note += f"; from the phases: +{hosted:.0f} ms" if hosted is not None else ""
+        figure(
+            f"cli_overhead.{r.name}.host.added_ms",
+            r.host_added_ms,
+            "ms",
+            f"<= {r.bound_ms:.0f} ms",
+            note,
+        )
         if args.phases:
             print(phase_table(r), flush=True)
+            print("  in a running host:\n" + phase_table(r, host=True), flush=True)
     for name, reason in failed.items():
         print(f"cli_overhead.{name}: not measured  {reason}", flush=True)
     return 0

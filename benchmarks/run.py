@@ -218,9 +218,14 @@ def cli_overhead_rows(runs: int) -> list[Row]:
     results, failed = cli_overhead.run_all(runs, list(cli_overhead.CLIS))
     for r in results:
         label = f"{r.name}: harness run - bare ({r.bare_ms:,.0f} ms bare)"
-        rows.append(
-            Row(label, r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", r.added_ms <= r.bound_ms)
-        )
+        bound = f"<= {r.bound_ms:.0f} ms"
+        rows.append(Row(label, r.added_ms, "ms", bound, r.added_ms <= r.bound_ms))
+        label = f"{r.name}: running host - bare (open + turn + close)"
+        rows.append(Row(label, r.host_added_ms, "ms", bound, r.host_added_ms <= r.bound_ms))
+        hosted = r.ours_ms(host=True)
+        if hosted is not None:  # the CLI's own start-up and turn (noisy) left out
+            label = f"{r.name}: running host, from the phases"
+            rows.append(Row(label, hosted, "ms", bound, hosted <= r.bound_ms))
     for name in failed:
         print(f"cli overhead, {name}: not measured ({failed[name]})", file=sys.stderr)
     return rows
