@@ -80,7 +80,7 @@ def stream_rows(runs: int, sizes: tuple[int, int], python: Path | None) -> list[
     rate = {}
     for kind in ("memory", "sqlite"):
         for n in sizes:
-            rate[kind, n] = ledger.turn_rate(kind, n, runs)
+            rate[kind, n] = ledger.turn_rate(kind, n, runs)[0]  # wall (and CPU rate)
     for n in sizes:
         theirs = None
         if python is not None and n == small:
@@ -96,7 +96,7 @@ def stream_rows(runs: int, sizes: tuple[int, int], python: Path | None) -> list[
     rows.append(Row(f"SQLite {large:,}/{small:,} rate", flat, "x", "0.8-1.2", 0.8 <= flat <= 1.2))
     if python is not None:  # superqode's durable stores are quadratic: compared at 1k events
         for ours_kind, theirs_kind in (("sqlite", "sqlite"), ("jsonl", "file")):
-            ours = ledger.turn_rate(ours_kind, 1000, runs)
+            ours = ledger.turn_rate(ours_kind, 1000, runs)[0]
             theirs = _median(runs, lambda k=theirs_kind: sq.theirs(python, "stream", k, 1000))
             label = f"{ours_kind} stream, 1,000 (superqode {theirs_kind} store)"
             rows.append(Row(label, ours, "ev/s", theirs=theirs))
