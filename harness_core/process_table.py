@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 from .proctree import owner_tag, read_stat, reap, snapshot
 
@@ -75,3 +76,42 @@ def left_behind(prefix: str, marker: str, timeout: float = 10.0) -> list[int]:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
+
+
+def survivors_of_a_killed_starter(code: str, pids_of: Any, timeout: float = 10.0) -> list[int]:
+    """Run ``code`` in a new Python process that prints one line (``started ...`` once it has
+    started what the test is about, or ``unavailable REASON``) and then blocks; SIGKILL it, and
+    return which of ``pids_of(line)``'s processes are still alive after ``timeout`` (they get
+    SIGKILL then, so nothing is left either way). ``unavailable``: raises :class:`LookupError`
+    with the reason (the caller skips)."""
+    import signal
+    import subprocess
+    import sys
+
+    starter = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert starter.stdout is not None
+    line = starter.stdout.readline().strip()
+    if not line.startswith("started"):
+        starter.kill()
+        starter.wait()
+        raise LookupError(line.partition(" ")[2] or "it printed nothing")
+    pids = list(pids_of(line))
+    assert pids and all(alive(pid) for pid in pids), (line, pids)
+    starter.send_signal(signal.SIGKILL)
+    starter.wait()
+    deadline = time.monotonic() + timeout
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if alive(pid)]
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    return left

@@ -3,14 +3,9 @@ as a child that nobody stops when the run is killed with SIGKILL, unless the wat
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
-import time
-
 import pytest
 
-from harness_core.testing.processes import alive, with_marker
+from harness_core.testing.processes import survivors_of_a_killed_starter, with_marker
 
 STARTS_A_SERVER = """
 import sys
@@ -26,28 +21,12 @@ sys.stdin.read()  # until the test kills us
 
 
 def test_a_killed_test_run_takes_its_dev_server_along() -> None:
-    run = subprocess.Popen(
-        [sys.executable, "-c", STARTS_A_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    assert run.stdout is not None
-    word, _, rest = run.stdout.readline().strip().partition(" ")
-    if word != "started":
-        run.kill()
-        run.wait()
-        pytest.skip(f"Temporal dev server unavailable: {rest}")
-    port = rest.rsplit(":", 1)[1]
-    servers = with_marker(f"\0--port\0{port}\0")  # /proc cmdlines are NUL-separated
-    assert servers, "no dev server process found"
-    run.send_signal(signal.SIGKILL)
-    run.wait()
-    deadline = time.monotonic() + 10
-    while any(alive(pid) for pid in servers) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [pid for pid in servers if alive(pid)]
-    for pid in left:
-        subprocess.run(["kill", "-9", str(pid)], check=False)
+    def dev_server(line: str) -> list[int]:
+        port = line.rsplit(":", 1)[1]
+        return with_marker(f"\0--port\0{port}\0")  # /proc cmdlines are NUL-separated
+
+    try:
+        left = survivors_of_a_killed_starter(STARTS_A_SERVER, dev_server)
+    except LookupError as reason:
+        pytest.skip(f"Temporal dev server unavailable: {reason}")
     assert left == [], "the dev server outlived the killed run"

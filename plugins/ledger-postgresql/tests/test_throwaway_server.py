@@ -4,15 +4,11 @@ port and memory, unless the watchdog takes it."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import time
+import shutil
 
 import pytest
 
-from harness_core.testing.processes import alive
+from harness_core.testing.processes import survivors_of_a_killed_starter
 
 STARTS_A_SERVER = """
 import sys
@@ -29,29 +25,18 @@ sys.stdin.read()  # until the test kills us
 
 
 def test_a_killed_test_run_takes_its_server_along() -> None:
-    run = subprocess.Popen(
-        [sys.executable, "-c", STARTS_A_SERVER],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    assert run.stdout is not None
-    word, *rest = run.stdout.readline().split(" ", 1)
-    if word != "started":
-        run.kill()
-        run.wait()
-        pytest.skip(f"PostgreSQL server unavailable: {rest}")
-    postmaster, root = rest[0].split()
-    assert alive(int(postmaster))
-    run.send_signal(signal.SIGKILL)
-    run.wait()
-    deadline = time.monotonic() + 10
-    while alive(int(postmaster)) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    roots: list[str] = []
+
+    def postmaster(line: str) -> list[int]:
+        _, pid, root = line.split()
+        roots.append(root)
+        return [int(pid)]
+
     try:
-        assert not alive(int(postmaster)), "the server outlived the killed run"
+        left = survivors_of_a_killed_starter(STARTS_A_SERVER, postmaster)
+    except LookupError as reason:
+        pytest.skip(f"PostgreSQL server unavailable: {reason}")
     finally:
-        if alive(int(postmaster)):
-            os.kill(int(postmaster), signal.SIGKILL)
-        subprocess.run(["rm", "-rf", root], check=False)
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+    assert left == [], "the server outlived the killed run"
