@@ -558,6 +558,10 @@ class Controller:
     def active_turn(self, session: SessionRef | str) -> Turn | None:
         return self._live_session(session).active
 
+    def redactor(self, session: SessionRef | str) -> Redactor:
+        """The open session's redactor (its resolved credentials): for what leaves the host."""
+        return self._live_session(session).context.redactor
+
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         """Cancel the active turn; its caller receives a ``turn.cancelled`` terminal event."""
         live = self._live_session(session)

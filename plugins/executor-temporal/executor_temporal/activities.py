@@ -266,7 +266,7 @@ class SessionActivities:
         if attached is None:
             return None
         try:
-            return attached.controller._live_session(session_id).context.redactor
+            return attached.controller.redactor(session_id)
         except HarnessError:
             return None
 
