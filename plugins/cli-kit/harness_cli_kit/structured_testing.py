@@ -1,6 +1,7 @@
 """Structured-output scenarios for adapters without a native mechanism (prompt-and-validate):
 the runtime puts the schema in the prompt and validates the answer text. A suite runs them
-with ``class TestStructured(PromptedStructuredScenarios): pass`` next to its ``cli`` fixture."""
+with ``class TestStructured(PromptedStructuredScenarios): pass`` next to its ``cli`` fixture.
+An adapter with a native mechanism runs :class:`TextAnswerScenarios` the same way."""
 
 from __future__ import annotations
 
@@ -59,3 +60,13 @@ class PromptedStructuredScenarios:
         assert result.status == "failed" and result.reason == "invalid-output", result
         hint = one_terminal(events).payload.hint
         assert hint.startswith("2 attempts") and answer not in hint
+
+
+@pytest.mark.cli
+class TextAnswerScenarios:
+    """For an adapter with a native mechanism: an answer in text, never through it - the
+    runtime's retries run out (the same whatever the CLI's mechanism)."""
+
+    test_retries_run_out_as_invalid_output = (
+        PromptedStructuredScenarios.test_retries_run_out_as_invalid_output
+    )

@@ -6,7 +6,7 @@ run out, and a three-iteration host loop."""
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.structured_testing import PromptedStructuredScenarios
+from harness_cli_kit.structured_testing import TextAnswerScenarios
 from harness_cli_kit.testing import DECISION_SCHEMA, one_terminal, three_iteration_loop
 
 from harness_core.testing.fake_model import Match, Step, ToolCall
@@ -60,14 +60,8 @@ def test_a_text_only_answer_is_retried_by_the_runtime(cli):
     assert used_native(requests)
 
 
-@pytest.mark.cli
-class TestTextAnswers:
-    """An answer in text, never through the tool: the runtime's retries run out (the kit's
-    scenario: the same whatever the CLI's mechanism)."""
-
-    test_retries_run_out_as_invalid_output = (
-        PromptedStructuredScenarios.test_retries_run_out_as_invalid_output
-    )
+class TestTextAnswers(TextAnswerScenarios):
+    pass
 
 
 @pytest.mark.cli

@@ -7,7 +7,7 @@ answer, ``invalid-output`` when retries run out, and a three-iteration host loop
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.structured_testing import PromptedStructuredScenarios
+from harness_cli_kit.structured_testing import TextAnswerScenarios
 from harness_cli_kit.testing import DECISION_SCHEMA, one_terminal, three_iteration_loop
 
 from harness_core.testing.fake_model import Match, Step, ToolCall
@@ -88,14 +88,8 @@ def test_always_malformed_fails_invalid_output(cli):
     assert len(requests) == 2 and used_native(requests)
 
 
-@pytest.mark.cli
-class TestTextAnswers:
-    """An answer in text, never through the tool: the runtime's retries run out (the kit's
-    scenario: the same whatever the CLI's mechanism)."""
-
-    test_retries_run_out_as_invalid_output = (
-        PromptedStructuredScenarios.test_retries_run_out_as_invalid_output
-    )
+class TestTextAnswers(TextAnswerScenarios):
+    pass
 
 
 @pytest.mark.cli
