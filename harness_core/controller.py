@@ -362,11 +362,9 @@ class Controller:
     ) -> LiveSession:
         if workspace is not None and target == "local" and not os.path.isdir(workspace):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
-        # Adapters keep CLI config and native session ids there. Created before provisioning
-        # when a sandbox may bind it writable; without one (the direct sandbox, no plugin
-        # answering the hook) the context creates it on first use: a mkdir is ~0.2 ms here.
-        # No provider named and nobody else answering: the direct sandbox, without a request
-        # (its state dir is made on first use by the context).
+        # The state dir (CLI config, native session ids) is created before provisioning when a
+        # sandbox may bind it writable. The direct sandbox (no provider named, no plugin
+        # answering the hook) needs no request: the context creates the dir on first use.
         if spec.provider is None and self._call.sole("sandbox_provision") is not None:
             sandbox = direct_sandbox(spec, workspace)
         else:
