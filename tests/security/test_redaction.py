@@ -100,6 +100,48 @@ def test_a_secret_split_across_deltas_with_an_event_between_is_redacted(make_con
     assert "status" in types
 
 
+def test_the_controller_hands_out_an_open_sessions_redactor(make_controller, workspace):
+    """``Controller.redactor``: what a host (the Temporal worker) redacts with before anything
+    of the session leaves it; an unknown or closed session is refused in one line."""
+    import anyio
+    import pytest
+    from harness_hookspecs import HarnessError, hookimpl
+
+    from harness_core.function_harness import FunctionHarness
+
+    class Resolver:
+        name = "known"
+
+        async def resolve(self, request):
+            return []
+
+        def known_values(self):
+            return ["sk-live-0123456789abcdef"]
+
+    class Register:
+        @hookimpl
+        def register_credential_resolvers(self, register):
+            register(Resolver())
+
+    async def reply(message, session):
+        return "ok"
+
+    async def main():
+        async with make_controller(FunctionHarness("plain", reply), Register()) as c:
+            ref = await c.open_session(harness="plain", workspace=workspace)
+            text = c.redactor(ref).text("token sk-live-0123456789abcdef here")
+            with pytest.raises(HarnessError) as unknown:
+                c.redactor("no-such-session")
+            await c.close_session(ref)
+            with pytest.raises(HarnessError) as closed:
+                c.redactor(ref)
+            return text, unknown.value.reason, closed.value.reason
+
+    text, unknown, closed = anyio.run(main)
+    assert text == f"token {REDACTED} here"
+    assert (unknown, closed) == ("session-not-found", "session-closed")
+
+
 def test_hold_back_never_cuts_a_whole_secret_whose_tail_starts_another_form():
     # The hex form of "CANARY-..." starts with "43" (the hex of "C"): a secret ending in "4"
     # once made the stream hold back that "4" and record the rest of the secret unredacted.
