@@ -117,3 +117,16 @@ def run_async(function: Callable[..., Any], *args: Any) -> Any:
     import anyio
 
     return anyio.run(function, *args)
+
+
+def positive_int(text: str) -> int:
+    """argparse ``type`` for a count: a medians-of-0 run has no figure to print."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value

@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _bare_cli
 import _host
 import _trace_harness
-from _common import ROOT, figure, venv_bin
+from _common import ROOT, figure, positive_int, venv_bin
 
 PROMPT = "Say ok"
 CLIS = ("claude-code", "codex", "opencode", "pi")
@@ -415,7 +415,7 @@ def phase_table(result: Overhead, host: bool = False) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=positive_int, default=5)
     parser.add_argument("--clis", default=",".join(CLIS))
     parser.add_argument("--natural", action="store_true", help="bare: let the CLI exit itself")
     parser.add_argument("--phases", action="store_true", help="print each run's phases")
@@ -425,6 +425,9 @@ def main() -> int:
         help="also time harness run with this code first on PYTHONPATH (interleaved)",
     )
     args = parser.parse_args()
+    unknown = sorted(set(c for c in args.clis.split(",") if c) - set(CLIS))
+    if unknown:
+        parser.error(f"--clis: unknown {', '.join(unknown)} (known: {', '.join(CLIS)})")
     figure("cli_overhead.python_startup", interpreter_ms(args.runs), "ms", "", "python -c pass")
     figure("cli_overhead.echo.harness_run", echo_ms(args.runs), "ms", "", "no CLI: the fixed cost")
     clis = [c for c in args.clis.split(",") if c]

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import compare_superqode as sq
-from _common import rmtree, run_async, tempdir, time_process, venv_bin
+from _common import positive_int, rmtree, run_async, tempdir, time_process, venv_bin
 
 NOT_INSTALLED = "not installed"
 
@@ -243,7 +243,9 @@ def print_table(rows: list[Row], superqode: bool) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="medians of this many (default 3)")
+    parser.add_argument(
+        "--runs", type=positive_int, default=3, help="medians of this many (default 3)"
+    )
     parser.add_argument("--quick", action="store_true", help="smaller N (a smoke run)")
     parser.add_argument("--superqode-python", help=f"or ${sq.ENV_PYTHON}")
     parser.add_argument(
