@@ -46,7 +46,10 @@ fi
 npm_flags=(--no-audit --no-fund --loglevel=error)
 log=$(mktemp)
 if [ -f package-lock.json ]; then
-    npm ci "${npm_flags[@]}" >"$log" 2>&1
+    # `npm install` with the lock, not `npm ci`: npm ci rejects any lock of these CLIs as out of
+    # sync (it wants entries for their other platforms' optional binaries, which npm never writes
+    # into the lock here), while npm install installs exactly the locked tree.
+    npm install --no-save "${npm_flags[@]}" >"$log" 2>&1
 else
     npm install "${npm_flags[@]}" >"$log" 2>&1
 fi
