@@ -11,7 +11,9 @@ the host's handler, policy plugins, the posture; recorded as ``permission.reques
 The connection's reader (``Connection.main_loop``) and each turn's ``session/prompt`` request run
 as session tasks through the runtime's ``start_soon``, each in a cancel scope the adapter owns and
 cancels on close or when the turn ends. The SDK is asyncio-based, so this plugin needs the asyncio
-backend.
+backend. Importing the SDK takes 0.4-0.7 s (its pydantic models): it happens on a worker thread
+once the agent process is spawned, so it overlaps the agent's own start-up, and nothing else of
+the adapter (``describe``, ``harness list``) imports it.
 """
 
 from __future__ import annotations
@@ -21,26 +23,10 @@ import math
 import re
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
-from acp import PROTOCOL_VERSION, RequestError
-from acp.connection import Connection
-from acp.schema import (
-    CancelNotification,
-    ClientCapabilities,
-    FileSystemCapabilities,
-    HttpHeader,
-    HttpMcpServer,
-    Implementation,
-    InitializeRequest,
-    LoadSessionRequest,
-    NewSessionRequest,
-    PromptRequest,
-    SetSessionModeRequest,
-    TextContentBlock,
-)
 from anyio.streams.memory import MemoryObjectSendStream
 from harness_cli_kit import NativeSession, bridge_of, preflight, require_workspace, usage_of
 from harness_cli_kit.calls import audit_summary, permission_request
@@ -71,6 +57,12 @@ from harness_hookspecs import (
 
 from .registry import AGENTS
 
+if TYPE_CHECKING:
+    from acp.connection import Connection
+
+#: The ACP protocol version this adapter speaks (the SDK's ``acp.PROTOCOL_VERSION``; a test
+#: keeps them equal), known without importing the SDK.
+ACP_PROTOCOL_VERSION = 1
 STATE_FILE = "acp-session.json"
 INIT_TIMEOUT = 60.0
 KIND_SUMMARIES = {
@@ -94,8 +86,15 @@ def _dump(model: Any) -> Any:
     return model.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
+def _load_sdk() -> None:
+    """Import the ACP SDK (every part of it loads with the package)."""
+    import acp.connection  # noqa: F401
+
+
 def classify_error(error: BaseException) -> str:
     """A fixed reason for a failed ``session/prompt`` (its text is never forwarded)."""
+    from acp import RequestError
+
     if isinstance(error, RequestError):
         if error.code == -32000:
             return "authentication-required"
@@ -262,7 +261,7 @@ class AcpAdapter:
         self._sessions: dict[str, _Session] = {}
 
     def describe(self) -> HarnessDescriptor:
-        details = {"protocol": f"ACP v{PROTOCOL_VERSION}"}
+        details = {"protocol": f"ACP v{ACP_PROTOCOL_VERSION}"}
         if self.agent.tested:
             details["tested_agent"] = self.agent.tested
         return HarnessDescriptor(
@@ -293,6 +292,8 @@ class AcpAdapter:
         if is_notification:
             return None
         # fs/* and terminal/* are not advertised; anything else is unknown.
+        from acp import RequestError
+
         raise RequestError.method_not_found(method)
 
     async def _permission(self, session: _Session, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -327,6 +328,14 @@ class AcpAdapter:
             launch.argv, env=env, cwd=context.workspace, stdin=True, lifetime="session"
         )
         session.process = process
+        await anyio.to_thread.run_sync(_load_sdk)  # while the agent starts up
+        from acp.connection import Connection
+        from acp.schema import (
+            ClientCapabilities,
+            FileSystemCapabilities,
+            Implementation,
+            InitializeRequest,
+        )
 
         async def handler(method: str, params: Any, is_notification: bool) -> Any:
             return await self._handle(session, method, params, is_notification)
@@ -335,7 +344,7 @@ class AcpAdapter:
         session.conn = conn
         session.start(conn.main_loop)
         request = InitializeRequest(
-            protocol_version=PROTOCOL_VERSION,
+            protocol_version=ACP_PROTOCOL_VERSION,
             client_capabilities=ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=False, write_text_file=False),
                 terminal=False,
@@ -352,6 +361,8 @@ class AcpAdapter:
     async def _request(
         self, session: _Session, method: str, params: Any, timeout: float | None = None
     ) -> Any:
+        from acp import RequestError
+
         assert session.conn is not None
         try:
             with anyio.fail_after(timeout if timeout is not None else math.inf):
@@ -373,12 +384,16 @@ class AcpAdapter:
         token_of = getattr(context, "mcp_session_token", None)
         if bridge is None or not session.mcp_http or token_of is None:
             return []
+        from acp.schema import HttpHeader, HttpMcpServer
+
         header = HttpHeader(name="Authorization", value=f"Bearer {token_of()}")
         return [HttpMcpServer(type="http", name=bridge.name, url=bridge.url, headers=[header])]
 
     async def _set_mode(self, session: _Session, context: SessionContext) -> None:
         mode = context.config.get("mode")
         if isinstance(mode, str) and mode and session.native_id:
+            from acp.schema import SetSessionModeRequest
+
             request = SetSessionModeRequest(session_id=session.native_id, mode_id=mode)
             await self._request(session, "session/set_mode", _dump(request), INIT_TIMEOUT)
 
@@ -392,6 +407,8 @@ class AcpAdapter:
         session = _Session(context)
         try:
             await self._connect(session, context)
+            from acp.schema import NewSessionRequest
+
             servers = self._mcp_servers(session, context)
             new = NewSessionRequest(cwd=workspace, mcp_servers=servers)
             result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
@@ -423,6 +440,8 @@ class AcpAdapter:
             await self._connect(session, context)
             if not session.can_load:
                 raise HarnessError("unsupported-feature", "the agent cannot load sessions")
+            from acp.schema import LoadSessionRequest
+
             servers = self._mcp_servers(session, context)
             load = LoadSessionRequest(session_id=native, cwd=workspace, mcp_servers=servers)
             # The agent replays the history as session/update notifications: no turn is
@@ -446,6 +465,9 @@ class AcpAdapter:
         if unreachable is not None:
             yield unreachable
             return
+        from acp import RequestError
+        from acp.schema import PromptRequest, TextContentBlock
+
         send, receive = anyio.create_memory_object_stream[tuple[str, Any]](math.inf)
         turn = _Turn(send)
         session.turn = turn
@@ -503,6 +525,8 @@ class AcpAdapter:
     async def _cancel_native(self, session: _Session) -> None:
         if session.conn is None or session.native_id is None:
             return
+        from acp.schema import CancelNotification
+
         try:
             await session.conn.send_notification(
                 "session/cancel", _dump(CancelNotification(session_id=session.native_id))
@@ -526,7 +550,10 @@ class AcpAdapter:
                         await session.conn.close()
                     except Exception:
                         pass
-            # the runtime kills the session's process group itself
+            # Stopped at once: the agent has saved the session by its last answer (a resume
+            # loads it), and some agents (Cline) take a second to exit after stdin closes.
+            if session.process is not None:
+                await session.process.terminate(0)
 
     async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
         session = self._sessions.pop(request.session.session_id, None)

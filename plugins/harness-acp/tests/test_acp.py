@@ -4,6 +4,7 @@ fake model server."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -367,6 +368,24 @@ def test_classify_error():
     assert classify_error(RequestError(-32603, "Cannot connect to API")) == "provider-unavailable"
     assert classify_error(RequestError(-32603, "boom")) == "provider-failed"
     assert classify_error(ConnectionError()) == "provider-failed"
+
+
+def test_the_adapter_speaks_the_sdks_protocol_version():
+    from acp import PROTOCOL_VERSION
+    from harness_acp.adapter import ACP_PROTOCOL_VERSION
+
+    assert ACP_PROTOCOL_VERSION == PROTOCOL_VERSION
+
+
+def test_registering_and_describing_the_adapters_does_not_import_the_sdk():
+    # The SDK takes most of a second to import: only a spawned agent pays for it.
+    code = (
+        "import sys; from harness_acp.plugin import AcpAdapter; "
+        "d = AcpAdapter('cline').describe(); "
+        "print(d.details['protocol'], 'acp' in sys.modules, 'pydantic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["ACP", "v1", "False", "False"], done.stderr[-500:]
 
 
 ASKING_AGENTS = ["claude-code", "cline"]  # codex-acp asks only for an escalation (read-only)
