@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,9 @@ import _trace_harness
 from _common import ROOT, figure, positive_int, venv_bin
 
 PROMPT = "Say ok"
-CLIS = ("claude-code", "codex", "opencode", "pi")
+CLIS = ("claude-code", "codex", "opencode", "pi", "cline")
+#: The harness a CLI runs as, where the names differ.
+HARNESS = {"cline": "acp:cline"}
 TRACER = str(Path(__file__).resolve().parent / "_trace_harness.py")
 # The CLI gets a minimal environment, so the wrapper has its paths written in. A piped stdin
 # (the adapter writes to it) goes through tee into the record; only in the recording run.
@@ -91,6 +93,16 @@ PHASES = (
     ("closed", "close_session"),
     ("exit", "controller exit, interpreter exit"),
 )
+#: An ACP agent's phases where they differ: it is spawned and initialized inside open_session,
+#: its turn ends at its session/prompt response, and it is stopped by close_session.
+ACP_PHASES = {
+    "spawn": "open_session -> spawn (the ACP adapter + SDK import, HOME)",
+    "first_line": "agent start-up -> initialize response",
+    "opened": "session/new -> its response: open_session returns",
+    "terminal_line": "turn: endpoint probe, session/prompt -> its response",
+    "terminate": "close_session: stdin closed -> reaping starts",
+    "terminated": "SIGTERM, the agent's own exit, reaping",
+}
 
 
 @dataclass
@@ -144,8 +156,10 @@ def _profile(name: str) -> Any:
         "codex": "harness_codex.plugin",
         "opencode": "harness_opencode.plugin",
         "pi": "harness_pi.plugin",
+        "cline": "harness_acp.plugin",
     }[name]
-    return __import__(module, fromlist=["OFFLINE"]).OFFLINE
+    offline = __import__(module, fromlist=["OFFLINE"]).OFFLINE
+    return offline[name] if isinstance(offline, dict) else offline
 
 
 def _cli_env() -> dict[str, str]:
@@ -158,16 +172,19 @@ def _cli_env() -> dict[str, str]:
 
 
 def _config(profile: Any, binary: Any, server: Any) -> dict[str, Any]:
-    """The adapter's session config against the fake model (what ``harness run`` is given)."""
-    url = server.base_url if profile.api == "anthropic" else server.openai_base_url
-    config = {profile.binary_key: binary, "api_key": profile.api_key, "base_url": url}
+    """The adapter's session config against the fake model (what ``harness run`` is given); a
+    CLI with a fixed endpoint (``profile.port``: Cline) gets no ``base_url``."""
+    config = {profile.binary_key: binary, "api_key": profile.api_key}
+    if not profile.port:
+        api = profile.api
+        config["base_url"] = server.base_url if api == "anthropic" else server.openai_base_url
     config.update(profile.extra)
     return config
 
 
 def _harness_argv(name: str, profile: Any, binary: Any, base: Path, server: Any) -> list[str]:
     config = _config(profile, binary, server)
-    argv = ["run", name, PROMPT, "--model", profile.model]
+    argv = ["run", HARNESS.get(name, name), PROMPT, "--model", profile.model]
     argv += ["--workspace", str(base / "workspace"), "--ledger", f"sqlite:///{base}/ledger.sqlite"]
     argv += ["--close"]
     for key, value in config.items():
@@ -206,10 +223,16 @@ def _traced(
 
 
 @contextmanager
-def _server() -> Iterator[Any]:
+def _server(port: int = 0) -> Iterator[Any]:
+    """The fake model server; ``port``: the fixed port a CLI dials (Cline's 1234), refused
+    when anything answers there already (the CLI could reach that instead)."""
+    from harness_cli_kit.conformance import port_in_use
+
     from harness_core.testing.fake_model import FakeModelServer
 
-    server = FakeModelServer([], default_text="ok")
+    if port and port_in_use(port):
+        raise RuntimeError(f"port {port} on localhost is in use: the fake model must listen there")
+    server = FakeModelServer([], default_text="ok", port=port)
     server.start()
     try:
         yield server
@@ -283,7 +306,12 @@ class Recording:
         if self.name == "opencode":
             model = f"harness/{self.profile.model}"
             return _bare_cli.opencode(rec, natural, model=model, prompt=PROMPT)
-        driver = {"claude-code": _bare_cli.claude, "codex": _bare_cli.codex, "pi": _bare_cli.pi}
+        driver = {
+            "claude-code": _bare_cli.claude,
+            "codex": _bare_cli.codex,
+            "pi": _bare_cli.pi,
+            "cline": _bare_cli.acp,
+        }
         return driver[self.name](rec, natural)
 
     def harness(
@@ -300,7 +328,7 @@ class Recording:
         """A running host (controller up, own SQLite ledger and state root) for :meth:`Host.turn`:
         the same config, model and workspace as the ``harness run`` processes."""
         return _host.Host(
-            self.name,
+            HARNESS.get(self.name, self.name),
             config=_config(self.profile, self._binary(self.real), self.server),
             model=self.profile.model,
             prompt=PROMPT,
@@ -337,7 +365,7 @@ def measure(
             statistics.median(o[0] for o in ours),
             {
                 k: statistics.median(getattr(b, k) for b in bare)
-                for k in ("first_output", "terminal", "reaped")
+                for k in ("first_output", "opened", "terminal", "reaped")
             },
             _median_phases([o[2] for o in ours]),
             statistics.median(o[1] for o in ours),
@@ -379,10 +407,14 @@ def run_all(
 ) -> tuple[list[Overhead], dict[str, str]]:
     """Every CLI's overhead; CLIs that could not run are returned with the reason."""
     results, failed = [], {}
-    with _server() as server:
+    with ExitStack() as stack:
+        servers: dict[int, Any] = {}  # by port: one for the CLIs that take a base_url
         for name in clis:
             try:
-                results.append(measure(name, runs, server, natural, before))
+                port = _profile(name).port
+                if port not in servers:
+                    servers[port] = stack.enter_context(_server(port))
+                results.append(measure(name, runs, servers[port], natural, before))
             except Exception as error:  # a missing CLI is reported, not fatal
                 failed[name] = f"{type(error).__name__}: {error}"[:300]
     return results, failed
@@ -394,9 +426,12 @@ def phase_table(result: Overhead, host: bool = False) -> str:
     code's next to it."""
     rows, previous, old_previous = [], 0.0, 0.0
     phases = result.host_phases if host else result.harness_phases
-    for key, what in PHASES:
-        at = phases.get(key)
-        if at is None:
+    described = dict(PHASES)
+    if HARNESS.get(result.name, "").startswith("acp:"):
+        described.update(ACP_PHASES)
+    for key, at in sorted(phases.items(), key=lambda item: item[1]):  # ACP: not PHASES' order
+        what = described.get(key)
+        if what is None:
             continue
         row = f"    {key:<14} {at:7.0f} ms  (+{at - previous:5.0f})"
         old = None if host else result.before_phases.get(key)
@@ -406,8 +441,9 @@ def phase_table(result: Overhead, host: bool = False) -> str:
         rows.append(f"{row}  {what}")
         previous = at
     bare = result.bare_phases
+    opened = f"session/new answered {bare['opened']:.0f} ms, " if bare.get("opened") else ""
     rows.append(
-        f"    bare: first output {bare.get('first_output', 0):.0f} ms, terminal "
+        f"    bare: first output {bare.get('first_output', 0):.0f} ms, {opened}terminal "
         f"{bare.get('terminal', 0):.0f} ms, reaped {bare.get('reaped', 0):.0f} ms"
     )
     return "\n".join(rows)
