@@ -1,20 +1,29 @@
 """Real-CLI turn overhead: ``harness run NAME PROMPT`` vs. the bare CLI invocation it makes.
 
-For each per-turn CLI adapter (Claude Code, Codex, OpenCode, Pi), against one fake model server:
+For each CLI adapter - the per-turn ones (Claude Code, Codex, OpenCode, Pi) and Cline
+(``acp:cline``, ``cline --acp``: an ACP agent that lives for the session) - against the fake
+model server (one for all; Cline its own on port 1234, the only endpoint its ACP mode reaches
+offline: its ``lmstudio`` provider's fixed ``http://localhost:1234/v1``):
 
 1. Record: one ``harness run`` with the CLI replaced by a wrapper that saves the exact argv,
    environment, working directory and a copy of the session state directory (the CLI's private
    HOME / config the adapter wrote) at the moment the CLI starts, then ``exec``s the real CLI.
    The wrapper also saves what the adapter wrote on the CLI's stdin (Claude Code's user
-   message, Pi's RPC commands, Codex's JSON-RPC requests).
+   message, Pi's RPC commands, Codex's and Cline's JSON-RPC requests). The adapter is given the
+   wrapper as its binary (``cli_path``, or ``command`` = wrapper + the profile's arguments).
 2. Bare: that recorded invocation, run directly (a fresh copy of the saved state each time, so
    every run starts like a new session does) by a bare client that speaks the CLI's protocol
    as the adapter does (:mod:`_bare_cli`: the recorded stdin lines, Codex's JSON-RPC
-   conversation, OpenCode's HTTP API) until the turn's outcome is known (the terminal line, or
-   OpenCode's prompt reply); then its process group is killed and reaped.
+   conversation, OpenCode's HTTP API, Cline's ACP ``initialize`` -> ``session/new`` ->
+   ``session/prompt``) until the turn's outcome is known (the terminal line, OpenCode's prompt
+   reply, the ``session/prompt`` response); then its process group is killed and reaped.
 3. Through us: the same ``harness run`` (real CLI, fresh session each run, SQLite ledger) until
    the ``harness`` process exits, with its phases timestamped (:mod:`_trace_harness`: imports,
    controller up, session opened, CLI spawned, first CLI line, terminal, CLI reaped, closed).
+   Cline's ``harness run`` is the same protocol steps: ``open_session`` spawns it and does
+   ``initialize`` + ``session/new``, the turn its ``session/prompt``, ``--close`` stops it; its
+   phases are in another order (spawn and first line inside ``open_session``, the terminal event
+   before the reaping), and its terminal line is the ``session/prompt`` response.
 
 4. In a running host (:mod:`_host`): one process that has imported harness_core and has a
    ``Controller`` up (SQLite ledger, the plugins ``harness run`` loads) times ``open_session``
@@ -27,8 +36,9 @@ Overhead = median(harness) - median(bare) over ``--runs`` (default 5); target: <
 (interpreter start) and ``harness run echo`` (no CLI at all: the fixed cost of a ``harness``
 process - interpreter, imports, plugin loading, ledger, session open/close).
 
-    python benchmarks/cli_overhead.py [--runs 5] [--clis claude-code,codex,opencode,pi]
+    python benchmarks/cli_overhead.py [--runs 5] [--clis claude-code,codex,opencode,pi,cline]
         [--natural]  (bare: close stdin and let the CLI exit by itself, as adapters used to)
+        [--phases]  (each run's phases)  [--before PYTHONPATH]  (older code, interleaved)
 """
 
 from __future__ import annotations
@@ -101,7 +111,8 @@ ACP_PHASES = {
     "opened": "session/new -> its response: open_session returns",
     "terminal_line": "turn: endpoint probe, session/prompt -> its response",
     "terminate": "close_session: stdin closed -> reaping starts",
-    "terminated": "SIGTERM, the agent's own exit, reaping",
+    # its reader was cancelled, so the runtime lingers for its exit, then SIGTERM + grace
+    "terminated": "waits for its own exit (250 ms, SIGTERM, 250 ms), SIGKILL, reaping",
 }
 
 
@@ -121,6 +132,10 @@ class Overhead:
     #: ``--before``: the same ``harness run`` with older code first on ``PYTHONPATH``
     before_ms: float | None = None
     before_phases: dict[str, float] = field(default_factory=dict)
+    #: median CPU ms of ``bare``, ``harness`` (run) and ``host`` (turn): this process (the bare
+    #: client or the host, and the fake model's thread) + its reaped children (the CLI,
+    #: ``harness``) - steadier than wall on a loaded machine, but the CLI's own CPU is in it
+    cpu: dict[str, float] = field(default_factory=dict)
 
     @property
     def added_ms(self) -> float:
@@ -353,10 +368,18 @@ def measure(
         if before:
             recording.harness("before-warm", before)
         bare, ours, hosted, old = [], [], [], []
+        cpu: dict[str, list[float]] = {"bare": [], "harness": [], "host": []}
+
+        def timed(kind: str, call: Any, *args: Any) -> Any:
+            before_cpu = _cpu_ms()
+            result = call(*args)
+            cpu[kind].append(_cpu_ms() - before_cpu)
+            return result
+
         for index in range(runs):  # alternate, so load changes hit all alike
-            bare.append(recording.bare(index, natural))
-            ours.append(recording.harness(index))
-            hosted.append(host.turn())
+            bare.append(timed("bare", recording.bare, index, natural))
+            ours.append(timed("harness", recording.harness, index))
+            hosted.append(timed("host", host.turn))
             if before:
                 old.append(recording.harness(f"before-{index}", before))
         result = Overhead(
@@ -371,6 +394,7 @@ def measure(
             statistics.median(o[1] for o in ours),
             statistics.median(h[0] for h in hosted),
             _median_phases([h[1] for h in hosted]),
+            cpu={k: statistics.median(v) for k, v in cpu.items()},
         )
         if old:
             result.before_ms = statistics.median(o[0] for o in old)
@@ -380,6 +404,12 @@ def measure(
         if host is not None:
             host.close()
         recording.close()
+
+
+def _cpu_ms() -> float:
+    """User + system CPU ms of this process (all threads) and its reaped children so far."""
+    times = os.times()
+    return (times.user + times.system + times.children_user + times.children_system) * 1000
 
 
 def echo_ms(runs: int) -> float:
@@ -449,6 +479,15 @@ def phase_table(result: Overhead, host: bool = False) -> str:
     return "\n".join(rows)
 
 
+def parse_clis(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """``--clis a,b``: the names, or one argparse error line naming the unknown ones."""
+    clis = [c for c in text.split(",") if c]
+    unknown = sorted(set(clis) - set(CLIS))
+    if unknown:
+        parser.error(f"--clis: unknown {', '.join(unknown)} (known: {', '.join(CLIS)})")
+    return clis
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=positive_int, default=5)
@@ -461,12 +500,9 @@ def main() -> int:
         help="also time harness run with this code first on PYTHONPATH (interleaved)",
     )
     args = parser.parse_args()
-    unknown = sorted(set(c for c in args.clis.split(",") if c) - set(CLIS))
-    if unknown:
-        parser.error(f"--clis: unknown {', '.join(unknown)} (known: {', '.join(CLIS)})")
+    clis = parse_clis(parser, args.clis)
     figure("cli_overhead.python_startup", interpreter_ms(args.runs), "ms", "", "python -c pass")
     figure("cli_overhead.echo.harness_run", echo_ms(args.runs), "ms", "", "no CLI: the fixed cost")
-    clis = [c for c in args.clis.split(",") if c]
     results, failed = run_all(args.runs, clis, args.natural, args.before)
     for r in results:
         note = f"bare {r.bare_ms:.0f} ms, harness run {r.harness_ms:.0f} ms"
@@ -478,6 +514,16 @@ def main() -> int:
             note += f"; from the phases: +{ours:.0f} ms"
             note += f" (before: +{old:.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
+        cpu = r.cpu
+        figure(
+            f"cli_overhead.{r.name}.cpu_added_ms",
+            cpu["harness"] - cpu["bare"],
+            "ms",
+            "",
+            f"CPU (this process + reaped children, the CLI's included): bare {cpu['bare']:.0f}"
+            f" ms, harness run {cpu['harness']:.0f} ms, running host {cpu['host']:.0f} ms"
+            f" ({cpu['host'] - cpu['bare']:+.0f})",
+        )
         note = f"bare {r.bare_ms:.0f} ms, open + turn + close in a running host {r.host_ms:.0f} ms"
         note += f", median of {args.runs}"
         hosted = r.ours_ms(host=True)
