@@ -3,9 +3,11 @@
 Each driver replays the invocation a ``harness run`` made (argv, environment, working directory
 and the lines the adapter wrote on the CLI's stdin, all recorded by ``cli_overhead.py``'s
 wrapper) and speaks the CLI's protocol as the adapter does, up to the moment the adapter has the
-turn's outcome (its terminal line, or OpenCode's prompt reply). Then the CLI's process group is
-killed and reaped: a bare client needs nothing more from the CLI. Timestamps of the phases
-(spawned, first output, terminal, reaped) are returned in ms after the spawn.
+turn's outcome (its terminal line, OpenCode's prompt reply, an ACP ``session/prompt``
+response). Then the CLI's process group is killed and reaped (the leader, and its children when
+this process is their subreaper): a bare client needs nothing more from the CLI. Timestamps of
+the phases (first output, an ACP agent's ``session/new`` response, terminal, reaped) are
+returned in ms after the spawn.
 
 - Claude Code (``-p --input-format stream-json``): the recorded user message on stdin, until
   the ``result`` line.
@@ -116,6 +118,19 @@ def _stop(process: subprocess.Popen[bytes], natural: bool | str) -> None:
     except ProcessLookupError:
         pass
     process.wait()
+    _reap_group(process.pid)
+
+
+def _reap_group(pgid: int) -> None:
+    """Reap the rest of the killed group that is ours: the CLI's children (Codex's native
+    binary), orphaned to this process once it is a child subreaper (``cli_overhead`` makes it
+    one). So the bare run ends when the whole group is gone, as a turn does in the runtime, and
+    their CPU is counted with the CLI's."""
+    while True:
+        try:
+            os.waitpid(-pgid, 0)
+        except ChildProcessError:
+            return
 
 
 def _stdio_turn(

@@ -436,6 +436,11 @@ def run_all(
     runs: int, clis: list[str], natural: bool | str = False, before: str | None = None
 ) -> tuple[list[Overhead], dict[str, str]]:
     """Every CLI's overhead; CLIs that could not run are returned with the reason."""
+    from harness_core import proctree
+
+    # The bare runs' killed CLI children come to this process, to be reaped (and their CPU
+    # counted) as the runtime reaps them; a host's first spawn would make it so anyway.
+    proctree.become_subreaper()
     results, failed = [], {}
     with ExitStack() as stack:
         servers: dict[int, Any] = {}  # by port: one for the CLIs that take a base_url
