@@ -513,11 +513,11 @@ def main() -> int:
         note = f"bare {r.bare_ms:.0f} ms, harness run {r.harness_ms:.0f} ms"
         note += f" (CPU {r.harness_cpu_ms:.0f} ms), median of {args.runs}"
         if r.before_ms is not None:
-            note += f"; before: {r.before_ms:.0f} ms (+{r.before_ms - r.bare_ms:.0f})"
+            note += f"; before: {r.before_ms:.0f} ms ({r.before_ms - r.bare_ms:+.0f})"
         ours, old = r.ours_ms(), r.ours_ms(before=True)
         if ours is not None:
-            note += f"; from the phases: +{ours:.0f} ms"
-            note += f" (before: +{old:.0f} ms)" if old is not None else ""
+            note += f"; from the phases: {ours:+.0f} ms"
+            note += f" (before: {old:+.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
         cpu = r.cpu
         figure(
@@ -532,7 +532,7 @@ def main() -> int:
         note = f"bare {r.bare_ms:.0f} ms, open + turn + close in a running host {r.host_ms:.0f} ms"
         note += f", median of {args.runs}"
         hosted = r.ours_ms(host=True)
-        note += f"; from the phases: +{hosted:.0f} ms" if hosted is not None else ""
+        note += f"; from the phases: {hosted:+.0f} ms" if hosted is not None else ""
         figure(
             f"cli_overhead.{r.name}.host.added_ms",
             r.host_added_ms,
