@@ -3,9 +3,11 @@
 Each driver replays the invocation a ``harness run`` made (argv, environment, working directory
 and the lines the adapter wrote on the CLI's stdin, all recorded by ``cli_overhead.py``'s
 wrapper) and speaks the CLI's protocol as the adapter does, up to the moment the adapter has the
-turn's outcome (its terminal line, or OpenCode's prompt reply). Then the CLI's process group is
-killed and reaped: a bare client needs nothing more from the CLI. Timestamps of the phases
-(spawned, first output, terminal, reaped) are returned in ms after the spawn.
+turn's outcome (its terminal line, OpenCode's prompt reply, an ACP ``session/prompt``
+response). Then the CLI's process group is killed and reaped (the leader, and its children when
+this process is their subreaper): a bare client needs nothing more from the CLI. Timestamps of
+the phases (first output, an ACP agent's ``session/new`` response, terminal, reaped) are
+returned in ms after the spawn.
 
 - Claude Code (``-p --input-format stream-json``): the recorded user message on stdin, until
   the ``result`` line.
@@ -15,6 +17,11 @@ killed and reaped: a bare client needs nothing more from the CLI. Timestamps of 
   ``turn/completed``.
 - OpenCode (``serve``, HTTP): the announced URL, ``POST /session``, ``GET /event`` until
   ``server.connected``, then ``POST /session/{id}/message``, until its reply.
+- An ACP agent (Cline's ``--acp``, JSON-RPC lines; it lives for the session, so its open is
+  part of the turn here as in ``harness run --close``): the recorded requests one after the
+  other as each is answered - ``initialize``, ``session/new``, ``session/prompt`` (with the new
+  session id) - answering what the agent asks the client as the adapter does, until the
+  ``session/prompt`` response.
 """
 
 from __future__ import annotations
@@ -50,8 +57,16 @@ class Phases:
     ``--natural`` mode, instead of being killed at the terminal."""
 
     first_output: float = 0.0
+    #: an ACP agent's ``session/new`` response (its open done); 0: not an ACP agent
+    opened: float = 0.0
     terminal: float = 0.0
     reaped: float = 0.0
+    #: ``time.perf_counter()`` at the spawn
+    start: float = field(default=0.0, repr=False)
+
+    def now(self) -> float:
+        """ms since the spawn."""
+        return (time.perf_counter() - self.start) * 1000
 
 
 def _popen(rec: Recorded, stdin: bool) -> subprocess.Popen[bytes]:
@@ -103,6 +118,19 @@ def _stop(process: subprocess.Popen[bytes], natural: bool | str) -> None:
     except ProcessLookupError:
         pass
     process.wait()
+    _reap_group(process.pid)
+
+
+def _reap_group(pgid: int) -> None:
+    """Reap the rest of the killed group that is ours: the CLI's children (Codex's native
+    binary), orphaned to this process once it is a child subreaper (``cli_overhead`` makes it
+    one). So the bare run ends when the whole group is gone, as a turn does in the runtime, and
+    their CPU is counted with the CLI's."""
+    while True:
+        try:
+            os.waitpid(-pgid, 0)
+        except ChildProcessError:
+            return
 
 
 def _stdio_turn(
@@ -110,23 +138,24 @@ def _stdio_turn(
     first: Lines,
     done: Callable[[dict[str, Any], subprocess.Popen[bytes]], bool],
     natural: bool,
+    phases: Phases | None = None,
 ) -> Phases:
-    start = time.perf_counter()
-    ms = lambda: (time.perf_counter() - start) * 1000  # noqa: E731
+    """``phases``: where ``done`` marks phases of its own (its ``start`` is set here)."""
+    phases = phases or Phases()
+    phases.start = time.perf_counter()
     process = _popen(rec, stdin=bool(rec.stdin))
-    phases = Phases()
     if first:
         _send(process, *first)
     assert process.stdout is not None
     for line in _json_lines(process.stdout):
-        phases.first_output = phases.first_output or ms()
+        phases.first_output = phases.first_output or phases.now()
         if done(line, process):
-            phases.terminal = ms()
+            phases.terminal = phases.now()
             break
     else:
         raise RuntimeError(f"{rec.argv[0]} ended before its terminal line")
     _stop(process, natural)
-    phases.reaped = ms()
+    phases.reaped = phases.now()
     return phases
 
 
@@ -153,20 +182,75 @@ def codex(rec: Recorded, natural: bool = False) -> Phases:
     return _stdio_turn(rec, [sent["initialize"]], step, natural)
 
 
+#: JSON-RPC "method not found": the adapter's answer to an fs/terminal/unknown request (it
+#: advertises no client capabilities).
+_NOT_FOUND = {"code": -32601, "message": "Method not found"}
+
+
+def _acp_answer(request: dict[str, Any]) -> dict[str, Any]:
+    """The client's answer to a request from the agent, as the adapter gives it: a permission
+    request gets the agent's ``allow_once`` option (the ``auto`` posture ``harness run`` uses
+    allows what the fake model asks for; the benchmark's prompt asks for no tool), anything
+    else "method not found"."""
+    answer: dict[str, Any] = {"jsonrpc": "2.0", "id": request["id"]}
+    if request.get("method") == "session/request_permission":
+        options = request.get("params", {}).get("options") or []
+        chosen = next((o for o in options if o.get("kind") == "allow_once"), None)
+        outcome = {"outcome": "selected", "optionId": chosen["optionId"]} if chosen else None
+        answer["result"] = {"outcome": outcome or {"outcome": "cancelled"}}
+    else:
+        answer["error"] = _NOT_FOUND
+    return answer
+
+
+def acp(rec: Recorded, natural: bool = False) -> Phases:
+    """An ACP agent's session: each recorded request once the one before it is answered (the
+    agent's session id in place of the recorded one), until the last one's (``session/prompt``)
+    response."""
+    requests = [m for m in rec.stdin if "method" in m and "id" in m]
+    if [m["method"] for m in requests[:2]] != ["initialize", "session/new"]:
+        raise RuntimeError("the recorded ACP conversation does not start with a session/new")
+    pending = iter(requests[1:])
+    waiting, session, phases = requests[0]["id"], None, Phases()
+
+    def step(line: dict[str, Any], process: subprocess.Popen[bytes]) -> bool:
+        nonlocal waiting, session
+        if "method" in line:  # a request from the agent (notifications need no answer)
+            if "id" in line:
+                _send(process, _acp_answer(line))
+            return False
+        if line.get("id") != waiting:
+            return False
+        if "result" not in line:
+            raise RuntimeError(f"{rec.argv[0]} refused a recorded request: {line.get('error')}")
+        if session is None and isinstance(line["result"], dict):
+            session = line["result"].get("sessionId")
+            phases.opened = phases.now() if session else 0.0
+        nxt = next(pending, None)
+        if nxt is None:
+            return True
+        params = nxt.get("params", {})
+        if "sessionId" in params:
+            nxt = {**nxt, "params": {**params, "sessionId": session}}
+        _send(process, nxt)
+        waiting = nxt["id"]
+        return False
+
+    return _stdio_turn(rec, requests[:1], step, natural, phases)
+
+
 _LISTENING = re.compile(rb"listening on (http://127\.0\.0\.1:\d+)")
 
 
 def opencode(rec: Recorded, natural: bool = False, *, model: str, prompt: str) -> Phases:
     import httpx
 
-    start = time.perf_counter()
-    ms = lambda: (time.perf_counter() - start) * 1000  # noqa: E731
+    phases = Phases(start=time.perf_counter())
     process = _popen(rec, stdin=False)
-    phases = Phases()
     assert process.stdout is not None
     url = None
     for raw in process.stdout:
-        phases.first_output = phases.first_output or ms()
+        phases.first_output = phases.first_output or phases.now()
         match = _LISTENING.search(raw)
         if match:
             url = match.group(1).decode()
@@ -199,7 +283,7 @@ def opencode(rec: Recorded, natural: bool = False, *, model: str, prompt: str) -
         }
         reply = http.post(f"/session/{session}/message", json=body, timeout=None)
         reply.raise_for_status()
-        phases.terminal = ms()
+        phases.terminal = phases.now()
         _stop(process, False)  # serve does not exit by itself
-    phases.reaped = ms()
+    phases.reaped = phases.now()
     return phases

@@ -64,6 +64,8 @@ class Host:
     def turn(self) -> tuple[float, dict[str, float]]:
         """One fresh session's turn: wall ms, and each phase's end in ms after the start."""
         _trace_harness._marks.clear()
+        acp = self.harness.startswith("acp:")  # its terminal line is its session/prompt response
+        _trace_harness.terminal_marker = _trace_harness.ACP_TERMINAL if acp else None
         start = time.time()
         result = self._portal.call(self._turn)
         if result.status != "completed":

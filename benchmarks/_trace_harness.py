@@ -4,6 +4,10 @@
 ``phase wall-clock-seconds`` per phase (``time.time()``, comparable with the caller's). The
 hooks wrap functions from the outside (nothing in ``harness_core`` knows about them); each
 costs a few microseconds.
+
+An ACP agent (``acp:NAME``) lives for the whole session: it is spawned and its first line read
+inside ``open_session``, and its stdout stays open after the turn, so the turn's end is marked
+where its ``session/prompt`` response is read (the first line holding :data:`ACP_TERMINAL`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ import sys  # noqa: E402
 from typing import Any  # noqa: E402
 
 _marks: list[tuple[str, float]] = [("interpreter", _T0)]
+#: The key only an ACP ``session/prompt`` response has (a JSON string's quotes are escaped).
+ACP_TERMINAL = b'"stopReason"'
+#: A line holding this is the CLI's terminal line (marked ``terminal_line``); ``None``: the last
+#: line before the CLI's stdout closed or its reaping started is (a per-turn CLI's).
+terminal_marker: bytes | None = None
 
 
 def mark(name: str) -> None:
@@ -27,7 +36,7 @@ def mark(name: str) -> None:
 
 def phase_ends(rows: list[tuple[str, float]], start: float) -> dict[str, float]:
     """Each phase's first end in ms after ``start`` (``time.time()``); the last CLI line before
-    its stdout closed (or its reaping started) is its terminal line."""
+    its stdout closed (or its reaping started) is its terminal line, unless one was marked."""
     marks: dict[str, float] = {}
     last_line = 0.0
     for name, at in rows:
@@ -127,6 +136,8 @@ def _install() -> None:
                 mark("first_line")
                 first = False
             mark("line")
+            if terminal_marker is not None and terminal_marker in line:
+                mark("terminal_line")
             yield line
         mark("eof")
 
@@ -143,6 +154,8 @@ def _install() -> None:
 
 if __name__ == "__main__":
     out, sys.argv = sys.argv[1], ["harness", *sys.argv[2:]]
+    if sys.argv[1:2] == ["run"] and sys.argv[2:3] and sys.argv[2].startswith("acp:"):
+        terminal_marker = ACP_TERMINAL
     atexit.register(_save, out)
     _install()
     from harness_core.cli import main

@@ -1,20 +1,29 @@
 """Real-CLI turn overhead: ``harness run NAME PROMPT`` vs. the bare CLI invocation it makes.
 
-For each per-turn CLI adapter (Claude Code, Codex, OpenCode, Pi), against one fake model server:
+For each CLI adapter - the per-turn ones (Claude Code, Codex, OpenCode, Pi) and Cline
+(``acp:cline``, ``cline --acp``: an ACP agent that lives for the session) - against the fake
+model server (one for all; Cline its own on port 1234, the only endpoint its ACP mode reaches
+offline: its ``lmstudio`` provider's fixed ``http://localhost:1234/v1``):
 
 1. Record: one ``harness run`` with the CLI replaced by a wrapper that saves the exact argv,
    environment, working directory and a copy of the session state directory (the CLI's private
    HOME / config the adapter wrote) at the moment the CLI starts, then ``exec``s the real CLI.
    The wrapper also saves what the adapter wrote on the CLI's stdin (Claude Code's user
-   message, Pi's RPC commands, Codex's JSON-RPC requests).
+   message, Pi's RPC commands, Codex's and Cline's JSON-RPC requests). The adapter is given the
+   wrapper as its binary (``cli_path``, or ``command`` = wrapper + the profile's arguments).
 2. Bare: that recorded invocation, run directly (a fresh copy of the saved state each time, so
    every run starts like a new session does) by a bare client that speaks the CLI's protocol
    as the adapter does (:mod:`_bare_cli`: the recorded stdin lines, Codex's JSON-RPC
-   conversation, OpenCode's HTTP API) until the turn's outcome is known (the terminal line, or
-   OpenCode's prompt reply); then its process group is killed and reaped.
+   conversation, OpenCode's HTTP API, Cline's ACP ``initialize`` -> ``session/new`` ->
+   ``session/prompt``) until the turn's outcome is known (the terminal line, OpenCode's prompt
+   reply, the ``session/prompt`` response); then its process group is killed and reaped.
 3. Through us: the same ``harness run`` (real CLI, fresh session each run, SQLite ledger) until
    the ``harness`` process exits, with its phases timestamped (:mod:`_trace_harness`: imports,
    controller up, session opened, CLI spawned, first CLI line, terminal, CLI reaped, closed).
+   Cline's ``harness run`` is the same protocol steps: ``open_session`` spawns it and does
+   ``initialize`` + ``session/new``, the turn its ``session/prompt``, ``--close`` stops it; its
+   phases are in another order (spawn and first line inside ``open_session``, the terminal event
+   before the reaping), and its terminal line is the ``session/prompt`` response.
 
 4. In a running host (:mod:`_host`): one process that has imported harness_core and has a
    ``Controller`` up (SQLite ledger, the plugins ``harness run`` loads) times ``open_session``
@@ -27,8 +36,9 @@ Overhead = median(harness) - median(bare) over ``--runs`` (default 5); target: <
 (interpreter start) and ``harness run echo`` (no CLI at all: the fixed cost of a ``harness``
 process - interpreter, imports, plugin loading, ledger, session open/close).
 
-    python benchmarks/cli_overhead.py [--runs 5] [--clis claude-code,codex,opencode,pi]
+    python benchmarks/cli_overhead.py [--runs 5] [--clis claude-code,codex,opencode,pi,cline]
         [--natural]  (bare: close stdin and let the CLI exit by itself, as adapters used to)
+        [--phases]  (each run's phases)  [--before PYTHONPATH]  (older code, interleaved)
 """
 
 from __future__ import annotations
@@ -43,7 +53,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +66,9 @@ import _trace_harness
 from _common import ROOT, figure, positive_int, venv_bin
 
 PROMPT = "Say ok"
-CLIS = ("claude-code", "codex", "opencode", "pi")
+CLIS = ("claude-code", "codex", "opencode", "pi", "cline")
+#: The harness a CLI runs as, where the names differ.
+HARNESS = {"cline": "acp:cline"}
 TRACER = str(Path(__file__).resolve().parent / "_trace_harness.py")
 # The CLI gets a minimal environment, so the wrapper has its paths written in. A piped stdin
 # (the adapter writes to it) goes through tee into the record; only in the recording run.
@@ -91,6 +103,17 @@ PHASES = (
     ("closed", "close_session"),
     ("exit", "controller exit, interpreter exit"),
 )
+#: An ACP agent's phases where they differ: it is spawned and initialized inside open_session,
+#: its turn ends at its session/prompt response, and it is stopped by close_session.
+ACP_PHASES = {
+    "spawn": "open_session -> spawn (the ACP adapter + SDK import, HOME)",
+    "first_line": "agent start-up -> initialize response",
+    "opened": "session/new -> its response: open_session returns",
+    "terminal_line": "turn: endpoint probe, session/prompt -> its response",
+    "terminate": "close_session: stdin closed -> reaping starts",
+    # its reader was cancelled, so the runtime lingers for its exit, then SIGTERM + grace
+    "terminated": "waits for its own exit (250 ms, SIGTERM, 250 ms), SIGKILL, reaping",
+}
 
 
 @dataclass
@@ -109,6 +132,10 @@ class Overhead:
     #: ``--before``: the same ``harness run`` with older code first on ``PYTHONPATH``
     before_ms: float | None = None
     before_phases: dict[str, float] = field(default_factory=dict)
+    #: median CPU ms of ``bare``, ``harness`` (run) and ``host`` (turn): this process (the bare
+    #: client or the host, and the fake model's thread) + its reaped children (the CLI,
+    #: ``harness``) - steadier than wall on a loaded machine, but the CLI's own CPU is in it
+    cpu: dict[str, float] = field(default_factory=dict)
 
     @property
     def added_ms(self) -> float:
@@ -144,8 +171,10 @@ def _profile(name: str) -> Any:
         "codex": "harness_codex.plugin",
         "opencode": "harness_opencode.plugin",
         "pi": "harness_pi.plugin",
+        "cline": "harness_acp.plugin",
     }[name]
-    return __import__(module, fromlist=["OFFLINE"]).OFFLINE
+    offline = __import__(module, fromlist=["OFFLINE"]).OFFLINE
+    return offline[name] if isinstance(offline, dict) else offline
 
 
 def _cli_env() -> dict[str, str]:
@@ -158,16 +187,19 @@ def _cli_env() -> dict[str, str]:
 
 
 def _config(profile: Any, binary: Any, server: Any) -> dict[str, Any]:
-    """The adapter's session config against the fake model (what ``harness run`` is given)."""
-    url = server.base_url if profile.api == "anthropic" else server.openai_base_url
-    config = {profile.binary_key: binary, "api_key": profile.api_key, "base_url": url}
+    """The adapter's session config against the fake model (what ``harness run`` is given); a
+    CLI with a fixed endpoint (``profile.port``: Cline) gets no ``base_url``."""
+    config = {profile.binary_key: binary, "api_key": profile.api_key}
+    if not profile.port:
+        api = profile.api
+        config["base_url"] = server.base_url if api == "anthropic" else server.openai_base_url
     config.update(profile.extra)
     return config
 
 
 def _harness_argv(name: str, profile: Any, binary: Any, base: Path, server: Any) -> list[str]:
     config = _config(profile, binary, server)
-    argv = ["run", name, PROMPT, "--model", profile.model]
+    argv = ["run", HARNESS.get(name, name), PROMPT, "--model", profile.model]
     argv += ["--workspace", str(base / "workspace"), "--ledger", f"sqlite:///{base}/ledger.sqlite"]
     argv += ["--close"]
     for key, value in config.items():
@@ -206,10 +238,16 @@ def _traced(
 
 
 @contextmanager
-def _server() -> Iterator[Any]:
+def _server(port: int = 0) -> Iterator[Any]:
+    """The fake model server; ``port``: the fixed port a CLI dials (Cline's 1234), refused
+    when anything answers there already (the CLI could reach that instead)."""
+    from harness_cli_kit.conformance import port_in_use
+
     from harness_core.testing.fake_model import FakeModelServer
 
-    server = FakeModelServer([], default_text="ok")
+    if port and port_in_use(port):
+        raise RuntimeError(f"port {port} on localhost is in use: the fake model must listen there")
+    server = FakeModelServer([], default_text="ok", port=port)
     server.start()
     try:
         yield server
@@ -283,7 +321,12 @@ class Recording:
         if self.name == "opencode":
             model = f"harness/{self.profile.model}"
             return _bare_cli.opencode(rec, natural, model=model, prompt=PROMPT)
-        driver = {"claude-code": _bare_cli.claude, "codex": _bare_cli.codex, "pi": _bare_cli.pi}
+        driver = {
+            "claude-code": _bare_cli.claude,
+            "codex": _bare_cli.codex,
+            "pi": _bare_cli.pi,
+            "cline": _bare_cli.acp,
+        }
         return driver[self.name](rec, natural)
 
     def harness(
@@ -300,7 +343,7 @@ class Recording:
         """A running host (controller up, own SQLite ledger and state root) for :meth:`Host.turn`:
         the same config, model and workspace as the ``harness run`` processes."""
         return _host.Host(
-            self.name,
+            HARNESS.get(self.name, self.name),
             config=_config(self.profile, self._binary(self.real), self.server),
             model=self.profile.model,
             prompt=PROMPT,
@@ -325,10 +368,18 @@ def measure(
         if before:
             recording.harness("before-warm", before)
         bare, ours, hosted, old = [], [], [], []
+        cpu: dict[str, list[float]] = {"bare": [], "harness": [], "host": []}
+
+        def timed(kind: str, call: Any, *args: Any) -> Any:
+            before_cpu = _cpu_ms()
+            result = call(*args)
+            cpu[kind].append(_cpu_ms() - before_cpu)
+            return result
+
         for index in range(runs):  # alternate, so load changes hit all alike
-            bare.append(recording.bare(index, natural))
-            ours.append(recording.harness(index))
-            hosted.append(host.turn())
+            bare.append(timed("bare", recording.bare, index, natural))
+            ours.append(timed("harness", recording.harness, index))
+            hosted.append(timed("host", host.turn))
             if before:
                 old.append(recording.harness(f"before-{index}", before))
         result = Overhead(
@@ -337,12 +388,13 @@ def measure(
             statistics.median(o[0] for o in ours),
             {
                 k: statistics.median(getattr(b, k) for b in bare)
-                for k in ("first_output", "terminal", "reaped")
+                for k in ("first_output", "opened", "terminal", "reaped")
             },
             _median_phases([o[2] for o in ours]),
             statistics.median(o[1] for o in ours),
             statistics.median(h[0] for h in hosted),
             _median_phases([h[1] for h in hosted]),
+            cpu={k: statistics.median(v) for k, v in cpu.items()},
         )
         if old:
             result.before_ms = statistics.median(o[0] for o in old)
@@ -352,6 +404,12 @@ def measure(
         if host is not None:
             host.close()
         recording.close()
+
+
+def _cpu_ms() -> float:
+    """User + system CPU ms of this process (all threads) and its reaped children so far."""
+    times = os.times()
+    return (times.user + times.system + times.children_user + times.children_system) * 1000
 
 
 def echo_ms(runs: int) -> float:
@@ -378,11 +436,20 @@ def run_all(
     runs: int, clis: list[str], natural: bool | str = False, before: str | None = None
 ) -> tuple[list[Overhead], dict[str, str]]:
     """Every CLI's overhead; CLIs that could not run are returned with the reason."""
+    from harness_core import proctree
+
+    # The bare runs' killed CLI children come to this process, to be reaped (and their CPU
+    # counted) as the runtime reaps them; a host's first spawn would make it so anyway.
+    proctree.become_subreaper()
     results, failed = [], {}
-    with _server() as server:
+    with ExitStack() as stack:
+        servers: dict[int, Any] = {}  # by port: one for the CLIs that take a base_url
         for name in clis:
             try:
-                results.append(measure(name, runs, server, natural, before))
+                port = _profile(name).port
+                if port not in servers:
+                    servers[port] = stack.enter_context(_server(port))
+                results.append(measure(name, runs, servers[port], natural, before))
             except Exception as error:  # a missing CLI is reported, not fatal
                 failed[name] = f"{type(error).__name__}: {error}"[:300]
     return results, failed
@@ -394,9 +461,12 @@ def phase_table(result: Overhead, host: bool = False) -> str:
     code's next to it."""
     rows, previous, old_previous = [], 0.0, 0.0
     phases = result.host_phases if host else result.harness_phases
-    for key, what in PHASES:
-        at = phases.get(key)
-        if at is None:
+    described = dict(PHASES)
+    if HARNESS.get(result.name, "").startswith("acp:"):
+        described.update(ACP_PHASES)
+    for key, at in sorted(phases.items(), key=lambda item: item[1]):  # ACP: not PHASES' order
+        what = described.get(key)
+        if what is None:
             continue
         row = f"    {key:<14} {at:7.0f} ms  (+{at - previous:5.0f})"
         old = None if host else result.before_phases.get(key)
@@ -406,11 +476,21 @@ def phase_table(result: Overhead, host: bool = False) -> str:
         rows.append(f"{row}  {what}")
         previous = at
     bare = result.bare_phases
+    opened = f"session/new answered {bare['opened']:.0f} ms, " if bare.get("opened") else ""
     rows.append(
-        f"    bare: first output {bare.get('first_output', 0):.0f} ms, terminal "
+        f"    bare: first output {bare.get('first_output', 0):.0f} ms, {opened}terminal "
         f"{bare.get('terminal', 0):.0f} ms, reaped {bare.get('reaped', 0):.0f} ms"
     )
     return "\n".join(rows)
+
+
+def parse_clis(parser: argparse.ArgumentParser, text: str) -> list[str]:
+    """``--clis a,b``: the names, or one argparse error line naming the unknown ones."""
+    clis = [c for c in text.split(",") if c]
+    unknown = sorted(set(clis) - set(CLIS))
+    if unknown:
+        parser.error(f"--clis: unknown {', '.join(unknown)} (known: {', '.join(CLIS)})")
+    return clis
 
 
 def main() -> int:
@@ -425,27 +505,34 @@ def main() -> int:
         help="also time harness run with this code first on PYTHONPATH (interleaved)",
     )
     args = parser.parse_args()
-    unknown = sorted(set(c for c in args.clis.split(",") if c) - set(CLIS))
-    if unknown:
-        parser.error(f"--clis: unknown {', '.join(unknown)} (known: {', '.join(CLIS)})")
+    clis = parse_clis(parser, args.clis)
     figure("cli_overhead.python_startup", interpreter_ms(args.runs), "ms", "", "python -c pass")
     figure("cli_overhead.echo.harness_run", echo_ms(args.runs), "ms", "", "no CLI: the fixed cost")
-    clis = [c for c in args.clis.split(",") if c]
     results, failed = run_all(args.runs, clis, args.natural, args.before)
     for r in results:
         note = f"bare {r.bare_ms:.0f} ms, harness run {r.harness_ms:.0f} ms"
         note += f" (CPU {r.harness_cpu_ms:.0f} ms), median of {args.runs}"
         if r.before_ms is not None:
-            note += f"; before: {r.before_ms:.0f} ms (+{r.before_ms - r.bare_ms:.0f})"
+            note += f"; before: {r.before_ms:.0f} ms ({r.before_ms - r.bare_ms:+.0f})"
         ours, old = r.ours_ms(), r.ours_ms(before=True)
         if ours is not None:
-            note += f"; from the phases: +{ours:.0f} ms"
-            note += f" (before: +{old:.0f} ms)" if old is not None else ""
+            note += f"; from the phases: {ours:+.0f} ms"
+            note += f" (before: {old:+.0f} ms)" if old is not None else ""
         figure(f"cli_overhead.{r.name}", r.added_ms, "ms", f"<= {r.bound_ms:.0f} ms", note)
+        cpu = r.cpu
+        figure(
+            f"cli_overhead.{r.name}.cpu_added_ms",
+            cpu["harness"] - cpu["bare"],
+            "ms",
+            "",
+            f"CPU (this process + reaped children, the CLI's included): bare {cpu['bare']:.0f}"
+            f" ms, harness run {cpu['harness']:.0f} ms, running host {cpu['host']:.0f} ms"
+            f" ({cpu['host'] - cpu['bare']:+.0f})",
+        )
         note = f"bare {r.bare_ms:.0f} ms, open + turn + close in a running host {r.host_ms:.0f} ms"
         note += f", median of {args.runs}"
         hosted = r.ours_ms(host=True)
-        note += f"; from the phases: +{hosted:.0f} ms" if hosted is not None else ""
+        note += f"; from the phases: {hosted:+.0f} ms" if hosted is not None else ""
         figure(
             f"cli_overhead.{r.name}.host.added_ms",
             r.host_added_ms,

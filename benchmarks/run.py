@@ -12,6 +12,7 @@ Child processes run with bytecode caching on (``PYTHONDONTWRITEBYTECODE`` is dro
 installed ``harness`` runs for its users; a warm-up run writes the ``.pyc`` files.
 
     python benchmarks/run.py [--runs 3] [--quick] [--superqode-python PATH] [--cli-overhead]
+        [--clis claude-code,codex,opencode,pi,cline]  (with --cli-overhead: which CLIs)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import compare_superqode as sq
 from _common import positive_int, rmtree, run_async, tempdir, time_process, venv_bin
+from cli_overhead import CLIS, parse_clis  # light: harness_core is imported when measuring
 
 NOT_INSTALLED = "not installed"
 
@@ -208,18 +210,20 @@ def process_rows(runs: int) -> list[Row]:
     ]
 
 
-def cli_overhead_rows(runs: int) -> list[Row]:
+def cli_overhead_rows(runs: int, clis: list[str]) -> list[Row]:
     import cli_overhead
 
     rows = [
         Row("python -c pass, wall", cli_overhead.interpreter_ms(runs), "ms"),
         Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms"),
     ]
-    results, failed = cli_overhead.run_all(runs, list(cli_overhead.CLIS))
+    results, failed = cli_overhead.run_all(runs, clis)
     for r in results:
         label = f"{r.name}: harness run - bare ({r.bare_ms:,.0f} ms bare)"
         bound = f"<= {r.bound_ms:.0f} ms"
         rows.append(Row(label, r.added_ms, "ms", bound, r.added_ms <= r.bound_ms))
+        label = f"{r.name}: harness run - bare, CPU (CLI's included)"
+        rows.append(Row(label, r.cpu["harness"] - r.cpu["bare"], "ms"))
         label = f"{r.name}: running host - bare (open + turn + close)"
         rows.append(Row(label, r.host_added_ms, "ms", bound, r.host_added_ms <= r.bound_ms))
         hosted = r.ours_ms(host=True)
@@ -251,7 +255,9 @@ def main() -> int:
     parser.add_argument(
         "--cli-overhead", action="store_true", help="also the real-CLI turn overhead (slow)"
     )
+    parser.add_argument("--clis", default=",".join(CLIS), help="with --cli-overhead: these CLIs")
     args = parser.parse_args()
+    clis = parse_clis(parser, args.clis)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     sys.dont_write_bytecode = False
     python = sq.superqode_python(args.superqode_python)
@@ -265,7 +271,7 @@ def main() -> int:
         *process_rows(args.runs),
     ]
     if args.cli_overhead:
-        rows += cli_overhead_rows(max(args.runs, 5))
+        rows += cli_overhead_rows(max(args.runs, 5), clis)
     print_table(rows, python is not None)
     load = os.getloadavg()
     where = f"superqode from {python}" if python else "superqode not installed"
