@@ -106,13 +106,13 @@ PHASES = (
 #: An ACP agent's phases where they differ: it is spawned and initialized inside open_session,
 #: its turn ends at its session/prompt response, and it is stopped by close_session.
 ACP_PHASES = {
-    "spawn": "open_session -> spawn (the ACP adapter + SDK import, HOME)",
+    "spawn": "open_session -> spawn (the agent's HOME and argv)",
     "first_line": "agent start-up -> initialize response",
     "opened": "session/new -> its response: open_session returns",
     "terminal_line": "turn: endpoint probe, session/prompt -> its response",
     "terminate": "close_session: stdin closed -> reaping starts",
-    # its reader was cancelled, so the runtime lingers for its exit, then SIGTERM + grace
-    "terminated": "waits for its own exit (250 ms, SIGTERM, 250 ms), SIGKILL, reaping",
+    # the adapter stops the agent at once after closing its stdin (Cline takes ~1 s to exit)
+    "terminated": "SIGKILL, reaping the agent's processes",
 }
 
 
