@@ -155,6 +155,17 @@ class Overhead:
         bare_tail = self.bare_phases.get("reaped", 0.0) - self.bare_phases.get("terminal", 0.0)
         return phases["spawned"] + (wall - phases["terminal_line"]) - bare_tail
 
+    def startup_ms(self) -> float | None:
+        """Of ``harness run``: the ``harness`` process's own start-up before the runtime is
+        up (interpreter, imports, arguments, plugins, ledger open: the "controller" phase)."""
+        return self.harness_phases.get("controller")
+
+    def turn_work_ms(self) -> float | None:
+        """Of ``harness run``: what the runtime adds to the turn itself (open_session, config
+        files, the spawn, parsing, reaping, close, exit): :meth:`ours_ms` less the start-up."""
+        ours, startup = self.ours_ms(), self.startup_ms()
+        return None if ours is None or startup is None else ours - startup
+
     @property
     def host_added_ms(self) -> float:
         return self.host_ms - self.bare_ms
@@ -428,6 +439,14 @@ def echo_ms(runs: int) -> float:
 def interpreter_ms(runs: int) -> float:
     """``python -c pass`` in the project venv: the part of any ``harness`` process before our code."""
     argv = [sys.executable, "-c", "pass"]
+    _wall(argv, _cli_env())
+    return statistics.median(_wall(argv, _cli_env())[0] for _ in range(runs))
+
+
+def imports_floor_ms(runs: int) -> float:
+    """``python -c "import asyncio, attr"``: the floor of any process that has imported the
+    runtime's two base dependencies (anyio runs on asyncio; the contract is attrs classes)."""
+    argv = [sys.executable, "-c", "import asyncio, attr"]
     _wall(argv, _cli_env())
     return statistics.median(_wall(argv, _cli_env())[0] for _ in range(runs))
 

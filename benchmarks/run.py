@@ -215,6 +215,7 @@ def cli_overhead_rows(runs: int, clis: list[str]) -> list[Row]:
 
     rows = [
         Row("python -c pass, wall", cli_overhead.interpreter_ms(runs), "ms"),
+        Row("python -c 'import asyncio, attr', wall", cli_overhead.imports_floor_ms(runs), "ms"),
         Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms"),
     ]
     results, failed = cli_overhead.run_all(runs, clis)
@@ -222,6 +223,12 @@ def cli_overhead_rows(runs: int, clis: list[str]) -> list[Row]:
         label = f"{r.name}: harness run - bare ({r.bare_ms:,.0f} ms bare)"
         bound = f"<= {r.bound_ms:.0f} ms"
         rows.append(Row(label, r.added_ms, "ms", bound, r.added_ms <= r.bound_ms))
+        startup, work = r.startup_ms(), r.turn_work_ms()
+        if startup is not None and work is not None:  # the phases split the figure above
+            label = f"{r.name}: harness run, process start-up (python, imports, plugins)"
+            rows.append(Row(label, startup, "ms"))
+            label = f"{r.name}: harness run, the turn's work (from the phases)"
+            rows.append(Row(label, work, "ms", bound, work <= r.bound_ms))
         label = f"{r.name}: harness run - bare, CPU (CLI's included)"
         rows.append(Row(label, r.cpu["harness"] - r.cpu["bare"], "ms"))
         label = f"{r.name}: running host - bare (open + turn + close)"
