@@ -123,6 +123,14 @@ class RuntimeSessionContext:
         return bool(self.turn_processes or self.session_processes)
 
     @property
+    def closing_waits(self) -> bool:
+        """Whether closing the session has anything to wait for: processes to stop (or to
+        sweep: anything ever spawned), a bridge to close."""
+        return bool(self.turn_processes or self.session_processes or self._spawned) or (
+            self.bridge is not None
+        )
+
+    @property
     def env(self) -> Mapping[str, str]:
         return {**self.sandbox.env, **self._credential_env, **self._turn_env}
 

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -63,13 +62,29 @@ from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .redaction import Redactor, add_known_secrets
-from .request_checks import is_uuid, ref_of, require_asking, safe_hint
+from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
 from .retry import dangling_turn, recovered
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
 from .turn_protocol import DEFAULT_OUTPUT_RETRIES
 from .turn_start import begin_turn
 
 PROVIDER_CANCEL_WAIT = 1.0
+#: How long a clean-up hook (an adapter's close, a sandbox's finalize) may take.
+CLEANUP_DEADLINE = 10.0
+#: Entered where a close needs no shield (nothing in it can wait); reusable.
+_NO_SCOPE: AbstractContextManager[None] = nullcontext()
+
+
+def backend_clock() -> Callable[[], float]:
+    """The running backend's ``current_time``, looked up once (``anyio.current_time`` looks the
+    backend up on every call: ~1 us, several times a session)."""
+    try:
+        from anyio._core._eventloop import get_async_backend
+
+        clock: Callable[[], float] = get_async_backend().current_time
+    except Exception:  # another anyio layout: the public function
+        return anyio.current_time
+    return clock
 
 
 class Controller:
@@ -125,6 +140,9 @@ class Controller:
         self._task_group: anyio.abc.TaskGroup | None = None
         self.event_class: Callable[[], anyio.Event] = anyio.Event
         self.scope_class: Callable[..., anyio.CancelScope] = anyio.CancelScope
+        #: ``anyio.current_time`` and the cancellation class of the backend we run on
+        self.clock: Callable[[], float] = anyio.current_time
+        self.cancelled_class: type[BaseException] | None = None  # known once entered
 
     @property
     def hook(self) -> Any:
@@ -136,6 +154,7 @@ class Controller:
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self.event_class, self.scope_class = type(anyio.Event()), type(anyio.CancelScope())
+        self.clock, self.cancelled_class = backend_clock(), anyio.get_cancelled_exc_class()
         return self
 
     async def __aexit__(
@@ -199,7 +218,7 @@ class Controller:
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
-        proposed = session_id if session_id is not None else str(uuid.uuid4())
+        proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
             session_id=proposed,
@@ -437,7 +456,7 @@ class Controller:
             context=context,
             sandbox=sandbox,
             prefix="ev_" + hashlib.sha1(ref.session_id.encode()).hexdigest()[:16] + "_",
-            limits=SessionLimits(started=anyio.current_time()),
+            limits=SessionLimits(started=self.clock()),
         )
         self._live[ref.session_id] = live
         return live
@@ -593,7 +612,10 @@ class Controller:
             raise HarnessError("invalid-request", "resume the session before closing it")
         if live.closed:
             return
-        with self.scope_class(shield=True):
+        # Shielded, so a cancelled caller still closes the session whole - unless nothing in
+        # the close can wait (then nothing can be cancelled; an adapter close or sandbox
+        # finalize that waits is shielded on its own, see _bounded).
+        with self.scope_class(shield=True) if self._close_may_wait(live) else _NO_SCOPE:
             await self._release(live, closing=True)
             self._emit(live, None, SessionClosed())
             record = self.ledger.get_session(session_id)
@@ -606,6 +628,15 @@ class Controller:
         # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
         # closed session, and its exit does not release it twice.
         self._live.pop(session_id, None)
+
+    def _close_may_wait(self, live: LiveSession) -> bool:
+        """Whether closing ``live`` can wait for anything but its clean-up hooks: a turn to end,
+        processes to stop, a bridge to close, the store to commit."""
+        return (
+            live.active is not None
+            or live.context.closing_waits
+            or not (self.delivery.instant and self.delivery.free_flush)
+        )
 
     def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None:
         """A turn kept open for a retry that did not come (another turn, close) ends now."""
@@ -625,11 +656,13 @@ class Controller:
             request=CloseSessionRequest(session=live.ref),
             context=live.context,
         )
-        for scope in live.context.background_scopes:
+        context = live.context
+        for scope in context.background_scopes:
             scope.cancel()
-        await live.context.kill_processes("turn", CLEANUP_GRACE)
-        await live.context.kill_processes("session", CLEANUP_GRACE)
-        await live.context.close_bridge()
+        if context.closing_waits:
+            await context.kill_processes("turn", CLEANUP_GRACE)
+            await context.kill_processes("session", CLEANUP_GRACE)
+            await context.close_bridge()
         await self._finalize_sandbox(live.sandbox, live.outcome)
         if not closing:
             self._live.pop(live.ref.session_id, None)
@@ -638,15 +671,15 @@ class Controller:
         await self._bounded("sandbox_finalize", handle=handle, outcome=outcome)
 
     async def _bounded(self, hook: str, **kwargs: Any) -> None:
-        """Call a clean-up hook and await what it returns for at most 10 s, ignoring its
-        failure (the deadline scope only when there is something to await: the direct
-        sandbox's finalize returns nothing)."""
+        """Call a clean-up hook and await what it returns for at most 10 s, shielded from the
+        caller's cancel, ignoring its failure (the scope only when there is something to
+        await: the direct sandbox's finalize and a function harness's close return nothing)."""
         try:
             awaitable = self._call(hook, **kwargs)
         except Exception:
             return
         if awaitable is not None:
-            with self.scope_class(deadline=anyio.current_time() + 10):
+            with self.scope_class(deadline=self.clock() + CLEANUP_DEADLINE, shield=True):
                 try:
                     await awaitable
                 except Exception:

@@ -205,6 +205,11 @@ class FunctionHarness:
         return None
 
     async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
+        self.close_at_once(request)
+
+    def close_at_once(self, request: CloseSessionRequest) -> None:
+        """The close itself, which waits for nothing: the runtime's dispatch calls this
+        (no coroutine, so the controller needs no deadline scope around it)."""
         self._sessions.pop(request.session.session_id, None)
 
     def run_turn(self, request: RunTurnRequest, context: SessionContext) -> AsyncIterator[Payload]:

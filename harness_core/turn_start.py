@@ -47,7 +47,8 @@ async def begin_turn(
     turn comes back already ended with ``turn.failed``."""
     if live.active is not None:
         raise HarnessError("turn-active")
-    live.limits.before_turn(anyio.current_time())
+    clock = controller.clock()
+    live.limits.before_turn(clock)
     retried = turn_id is not None
     # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
     turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
@@ -68,7 +69,7 @@ async def begin_turn(
             opening_event, controller.ledger, live.ref.session_id, turn_id, attempt, prompt
         )
     timeout = timeout if timeout is not None else controller.turn_timeout
-    deadline = anyio.current_time() + timeout if timeout is not None else None
+    deadline = clock + timeout if timeout is not None else None
     deadline, limit_hint = live.limits.deadline(deadline)
     live.context.deadline = deadline
     turn = Turn(
