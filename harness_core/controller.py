@@ -25,7 +25,6 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import attrs
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -73,6 +72,22 @@ PROVIDER_CANCEL_WAIT = 1.0
 CLEANUP_DEADLINE = 10.0
 #: Entered where a close needs no shield (nothing in it can wait); reusable.
 _NO_SCOPE: AbstractContextManager[None] = nullcontext()
+
+
+def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
+    """``attrs.evolve(record, status="closed", updated_at=stamp)``, built directly (evolve
+    looks the fields up every call: ~1.5 us a close)."""
+    return SessionRecord(
+        record.ref,
+        "closed",
+        record.created_at,
+        stamp,
+        record.workspace,
+        record.model,
+        record.posture,
+        record.agent,
+        record.user,
+    )
 
 
 def backend_clock() -> Callable[[], float]:
@@ -620,7 +635,7 @@ class Controller:
             self._emit(live, None, SessionClosed())
             record = self.ledger.get_session(session_id)
             if record is not None:
-                self.ledger.update_session(attrs.evolve(record, status="closed", updated_at=now()))
+                self.ledger.update_session(closed_record(record, now()))
             await self._deliver()
             await self._flush()
             self.ledger.release(session_id)

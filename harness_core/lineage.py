@@ -26,6 +26,16 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.events import TERMINAL_TYPES
 
+#: The payloads whose events may have, or be, a parent (the rest only end a turn, or nothing).
+_LINKED = (
+    MessageDelta,
+    MessageCompleted,
+    ToolStarted,
+    ToolCompleted,
+    PermissionRequested,
+    PermissionResolved,
+)
+
 
 class Lineage:
     __slots__ = ("_explicit", "_first_delta", "_permissions", "_tools")
@@ -45,6 +55,12 @@ class Lineage:
         if self._explicit is not None:
             explicit, self._explicit = self._explicit, None
             return explicit
+        if not isinstance(payload, _LINKED):
+            if payload.TYPE in TERMINAL_TYPES:
+                self._first_delta = None
+                self._tools.clear()
+                self._permissions.clear()
+            return None
         if isinstance(payload, MessageDelta):
             if self._first_delta is None:
                 self._first_delta = event_id
@@ -62,8 +78,4 @@ class Lineage:
             return None
         if isinstance(payload, PermissionResolved):
             return self._permissions.pop(payload.request_id, None)
-        if payload.TYPE in TERMINAL_TYPES:
-            self._first_delta = None
-            self._tools.clear()
-            self._permissions.clear()
         return None

@@ -493,11 +493,7 @@ class Turn:
         self._release_carry()
         self.terminal = self._record(terminal)
         live = self._live
-        live.outcome = {
-            TurnCompleted.TYPE: "success",
-            TurnFailed.TYPE: "failure",
-            TurnCancelled.TYPE: "cancelled",
-        }[terminal.TYPE]
+        live.outcome = _OUTCOMES[terminal.TYPE]
         aclose = getattr(self._iterator, "aclose", None)
         # An async generator that ran to its end (ag_frame None) has nothing to close.
         if aclose is not None and getattr(self._iterator, "ag_frame", True) is None:
@@ -562,11 +558,7 @@ class Turn:
             elif isinstance(payload, TurnCompleted) and payload.text is not None:
                 completed_text = payload.text
         terminal = self.terminal
-        status = {
-            TurnCompleted.TYPE: "completed",
-            TurnFailed.TYPE: "failed",
-            TurnCancelled.TYPE: "cancelled",
-        }.get(terminal.type if terminal else "", "incomplete")
+        status = _STATUSES.get(terminal.type if terminal else "", "incomplete")
         return TurnResult(
             session=self.session,
             turn_id=self.turn_id,
@@ -585,6 +577,17 @@ class Turn:
 
 
 _PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
+#: a terminal's type -> the sandbox outcome, and the turn's status
+_OUTCOMES = {
+    TurnCompleted.TYPE: "success",
+    TurnFailed.TYPE: "failure",
+    TurnCancelled.TYPE: "cancelled",
+}
+_STATUSES = {
+    TurnCompleted.TYPE: "completed",
+    TurnFailed.TYPE: "failed",
+    TurnCancelled.TYPE: "cancelled",
+}
 
 
 class NotStarted:
