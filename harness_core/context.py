@@ -24,12 +24,12 @@ from harness_hookspecs import (
 
 from . import proctree
 from .approvals import Approvals, Recorder
-from .history import TranscriptTurn, transcript
 from .redaction import Redactor
 
 if TYPE_CHECKING:
     from harness_mcp_bridge import Bridge
 
+    from .history import TranscriptTurn
     from .process import Process
 
 _contexts = itertools.count(1)
@@ -195,6 +195,8 @@ class RuntimeSessionContext:
         (no native resume) or rebuilds its memory after a resume in a new process."""
         if self._ledger is None:
             return ()
+        from .history import transcript  # only a harness that replays its context asks
+
         return transcript(self._ledger, self.session_id)
 
     def add_secret(self, value: str) -> None:

@@ -49,7 +49,7 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
-from .budgets import Budget, SessionLimits
+from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import now
 from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, default_state_root, make_state_dir, state_path
@@ -64,7 +64,6 @@ from .redaction import Redactor, add_known_secrets
 from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
 from .retry import dangling_turn, recovered
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
-from .turn_protocol import DEFAULT_OUTPUT_RETRIES
 from .turn_start import begin_turn
 
 PROVIDER_CANCEL_WAIT = 1.0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -42,7 +42,9 @@ from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 from .delivery import Delivery
 from .lineage import Lineage
-from .turn_protocol import StructuredTurn
+
+if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
+    from .turn_protocol import StructuredTurn
 
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).

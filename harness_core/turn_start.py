@@ -11,10 +11,10 @@ from typing import Any, Protocol
 import anyio
 from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnFailed, TurnStarted
 
+from .lineage import check_parent
 from .request_checks import safe_hint
 from .retry import opening_event
 from .turn import LiveSession, NotStarted, Turn, TurnOwner, as_error
-from .turn_protocol import check_parent, structured_turn
 
 
 class TurnStarter(TurnOwner, Protocol):
@@ -52,7 +52,11 @@ async def begin_turn(
     retried = turn_id is not None
     # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
     turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
-    structured = structured_turn(live.descriptor, output_schema, output_retries)
+    structured = None
+    if output_schema is not None:  # the structured turn's module only for a turn that has one
+        from .turn_protocol import structured_turn
+
+        structured = structured_turn(live.descriptor, output_schema, output_retries)
     check_parent(live.prefix, live.next_sequence, parent_event_id)
     try:
         request = RunTurnRequest(
