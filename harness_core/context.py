@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ from harness_hookspecs import (
 
 from . import proctree
 from .approvals import Approvals, Recorder
+from .digests import sha256_hex
 from .redaction import Redactor
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
 
 def state_path(root: str | os.PathLike[str], harness: str, session_id: str) -> str:
     """:func:`state_dir_for` as a string (no pathlib objects on the session hot path)."""
-    digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    digest = sha256_hex(session_id.encode())[:32]
     return os.path.join(root, harness.replace(":", "_"), digest)
 
 

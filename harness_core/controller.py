@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
@@ -55,6 +54,7 @@ from .command_policy import CommandPolicy
 from .context import RuntimeSessionContext, default_state_root, make_state_dir, state_path
 from .credentials import resolve_credentials
 from .delivery import Delivery
+from .digests import sha1_hex
 from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
@@ -469,7 +469,7 @@ class Controller:
             descriptor=descriptor,
             context=context,
             sandbox=sandbox,
-            prefix="ev_" + hashlib.sha1(ref.session_id.encode()).hexdigest()[:16] + "_",
+            prefix="ev_" + sha1_hex(ref.session_id.encode())[:16] + "_",
             limits=SessionLimits(started=self.clock()),
         )
         self._live[ref.session_id] = live

@@ -89,11 +89,13 @@ async def begin_turn(
     live.limits.turns += 1
     live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
     turn.structured = structured
-    controller._end_unretried(live, turn_id)
+    if live.retrying is not None:
+        controller._end_unretried(live, turn_id)
     live.lineage.expect(parent_event_id)
     turn._record(opening)
-    # The run's bridge token (if the session has host tools): revoked in Turn._finish.
-    live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
+    if live.context.bridge is not None:
+        # The run's bridge token (the session has host tools): revoked in Turn._finish.
+        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
     try:
         iterator = controller._call("harness_run_turn", request=request, context=live.context)
         if iterator is None or not hasattr(iterator, "__anext__"):
