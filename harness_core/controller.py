@@ -414,12 +414,14 @@ class Controller:
                 )
             )
         redactor = Redactor()
-        add_known_secrets(redactor, self.plugins.credential_resolvers.values())
+        resolvers = self.plugins.credential_resolvers
+        if resolvers:
+            add_known_secrets(redactor, resolvers.values())
         context: RuntimeSessionContext | None = None
         try:
             credentials = (
                 await resolve_credentials(self.hook, descriptor, agent, user)
-                if self.plugins.credential_resolvers or not self._call.sole("credentials_resolve")
+                if resolvers or not self._call.sole("credentials_resolve")
                 else {}  # nobody to ask
             )
             for credential in credentials.values():
