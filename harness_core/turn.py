@@ -313,7 +313,15 @@ class Turn:
         delivery = self.controller.delivery
         if delivery.instant and delivery.observed:
             await self.controller._deliver()
+        self._give_out()
+
+    def _give_out(self) -> None:
+        """Inline: the recorded events to ``on_event`` (if any), in order."""
         pending, on_event = self._pending, self._on_event
+        if on_event is None:
+            self._delivered += len(pending)
+            pending.clear()
+            return
         while pending:
             event = pending.popleft()
             self._delivered += 1
@@ -404,6 +412,7 @@ class Turn:
         iterator = self._iterator
         pending = self._pending
         redactor = self._live.context.redactor
+        delivery = self.controller.delivery
         outcome: Payload | None = None
         deadline = self._deadline
         with self._new_scope() if deadline is None else self._new_scope(deadline=deadline) as scope:
@@ -413,7 +422,10 @@ class Turn:
             while outcome is None:
                 if pending:
                     if self._inline:
-                        await self._hand_out()
+                        if delivery.observed:  # observers first (when the store is instant)
+                            await self._hand_out()
+                        else:
+                            self._give_out()  # no coroutine per event for nobody to see
                     elif len(pending) >= PENDING_MAX:
                         self._room = self._new_event()
                         await self._room.wait()
