@@ -16,7 +16,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,12 +24,14 @@ from harness_hookspecs import HarnessError, PermissionRequest
 
 VERDICTS = ("allow", "ask", "deny")
 
-_PIPE_TO_SHELL = re.compile(
+# Pattern texts, compiled (and cached by ``re``) when a command is first judged: every run
+# builds a policy, few ever ask it (~1 ms of start-up otherwise).
+_PIPE_TO_SHELL = (
     r"\b(curl|wget|fetch)\b[^|;&]*\|\s*(sudo\s+)?(ba|z|k|da)?sh\b|\b(curl|wget)\b[^|;&]*\|\s*python"
 )
-_DISK_WIPE = re.compile(r"\bmkfs(\.\w+)?\b|\bdd\b[^;|&]*\bof=/dev/|>\s*/dev/(sd|nvme|hd)")
-_FORK_BOMB = re.compile(r":\s*\(\s*\)\s*\{[^}]*:\s*\|\s*:")
-_SEPARATORS = re.compile(r"\|\||&&|[;|&\n]")
+_DISK_WIPE = r"\bmkfs(\.\w+)?\b|\bdd\b[^;|&]*\bof=/dev/|>\s*/dev/(sd|nvme|hd)"
+_FORK_BOMB = r":\s*\(\s*\)\s*\{[^}]*:\s*\|\s*:"
+_SEPARATORS = r"\|\||&&|[;|&\n]"
 
 
 def _patterns(value: Iterable[str] | None) -> tuple[str, ...]:
@@ -46,7 +47,9 @@ def _inside(path: str, workspace: str | None) -> bool:
 
 
 def _recursive_delete_outside(command: str, workspace: str | None) -> bool:
-    for part in _SEPARATORS.split(command):
+    import shlex
+
+    for part in re.split(_SEPARATORS, command):
         try:
             words = shlex.split(part)
         except ValueError:
@@ -122,9 +125,9 @@ class CommandPolicy:
         if command is not None:
             if _recursive_delete_outside(command, workspace):
                 return "recursive delete outside the workspace"
-            if _PIPE_TO_SHELL.search(command):
+            if re.search(_PIPE_TO_SHELL, command):
                 return "piping a download into a shell"
-            if _DISK_WIPE.search(command) or _FORK_BOMB.search(command):
+            if re.search(_DISK_WIPE, command) or re.search(_FORK_BOMB, command):
                 return "destructive system command"
         outside = request.path is not None and not _inside(request.path, workspace)
         if request.kind == "write" and outside:

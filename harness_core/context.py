@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,12 +23,13 @@ from harness_hookspecs import (
 
 from . import proctree
 from .approvals import Approvals, Recorder
-from .history import TranscriptTurn, transcript
+from .digests import sha256_hex
 from .redaction import Redactor
 
 if TYPE_CHECKING:
     from harness_mcp_bridge import Bridge
 
+    from .history import TranscriptTurn
     from .process import Process
 
 _contexts = itertools.count(1)
@@ -54,7 +54,7 @@ def state_dir_for(root: Path, harness: str, session_id: str) -> Path:
 
 def state_path(root: str | os.PathLike[str], harness: str, session_id: str) -> str:
     """:func:`state_dir_for` as a string (no pathlib objects on the session hot path)."""
-    digest = hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    digest = sha256_hex(session_id.encode())[:32]
     return os.path.join(root, harness.replace(":", "_"), digest)
 
 
@@ -123,6 +123,14 @@ class RuntimeSessionContext:
         return bool(self.turn_processes or self.session_processes)
 
     @property
+    def closing_waits(self) -> bool:
+        """Whether closing the session has anything to wait for: processes to stop (or to
+        sweep: anything ever spawned), a bridge to close."""
+        return bool(self.turn_processes or self.session_processes or self._spawned) or (
+            self.bridge is not None
+        )
+
+    @property
     def env(self) -> Mapping[str, str]:
         return {**self.sandbox.env, **self._credential_env, **self._turn_env}
 
@@ -187,6 +195,8 @@ class RuntimeSessionContext:
         (no native resume) or rebuilds its memory after a resume in a new process."""
         if self._ledger is None:
             return ()
+        from .history import transcript  # only a harness that replays its context asks
+
         return transcript(self._ledger, self.session_id)
 
     def add_secret(self, value: str) -> None:

@@ -74,8 +74,13 @@ class DispatchHooks:
     @hookimpl(trylast=True)
     def harness_close_session(
         self, request: CloseSessionRequest, context: SessionContext
-    ) -> Awaitable[None]:
-        return self.registries.adapter(request.session.harness).close_session(request, context)
+    ) -> Awaitable[None] | None:
+        adapter = self.registries.adapter(request.session.harness)
+        at_once = getattr(adapter, "close_at_once", None)  # a close that waits for nothing
+        if at_once is not None:
+            at_once(request)
+            return None
+        return adapter.close_session(request, context)
 
     @hookimpl(trylast=True)
     def sandbox_provision(self, request: SandboxRequest) -> Awaitable[SandboxHandle]:

@@ -11,6 +11,7 @@ import inspect
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from types import CoroutineType
 from typing import Any, TypeVar
 
 from attrs import define, field, frozen
@@ -205,6 +206,11 @@ class FunctionHarness:
         return None
 
     async def close_session(self, request: CloseSessionRequest, context: SessionContext) -> None:
+        self.close_at_once(request)
+
+    def close_at_once(self, request: CloseSessionRequest) -> None:
+        """The close itself, which waits for nothing: the runtime's dispatch calls this
+        (no coroutine, so the controller needs no deadline scope around it)."""
         self._sessions.pop(request.session.session_id, None)
 
     def run_turn(self, request: RunTurnRequest, context: SessionContext) -> AsyncIterator[Payload]:
@@ -256,7 +262,10 @@ class _FunctionTurn:
         message = Message(content=request.prompt, turn_id=request.turn_id)
         session.history.append(("user", request.prompt))
         result = self._harness.function(message, session)
-        if inspect.isawaitable(result):
+        # An async def's coroutine first (inspect.isawaitable asks the Awaitable ABC last).
+        if type(result) is CoroutineType or (
+            not isinstance(result, str) and inspect.isawaitable(result)
+        ):
             result = await result
         if isinstance(result, str):
             self._ready.extend(_reply_end(session, [_fits(result)], None))  # type: ignore[union-attr]

@@ -51,7 +51,7 @@ import attrs
 from attrs import field, frozen
 from harness_hookspecs import HarnessError, PermissionDecision, PermissionRequest, SessionRef
 
-from .turn_protocol import DEFAULT_OUTPUT_RETRIES
+from .budgets import DEFAULT_OUTPUT_RETRIES
 
 if TYPE_CHECKING:
     from .controller import Controller

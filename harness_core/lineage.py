@@ -16,6 +16,7 @@ Everything else has none. A turn's end forgets its open deltas, tools and permis
 from __future__ import annotations
 
 from harness_hookspecs import (
+    HarnessError,
     MessageCompleted,
     MessageDelta,
     Payload,
@@ -25,6 +26,16 @@ from harness_hookspecs import (
     ToolStarted,
 )
 from harness_hookspecs.events import TERMINAL_TYPES
+
+#: The payloads whose events may have, or be, a parent (the rest only end a turn, or nothing).
+_LINKED = (
+    MessageDelta,
+    MessageCompleted,
+    ToolStarted,
+    ToolCompleted,
+    PermissionRequested,
+    PermissionResolved,
+)
 
 
 class Lineage:
@@ -45,6 +56,12 @@ class Lineage:
         if self._explicit is not None:
             explicit, self._explicit = self._explicit, None
             return explicit
+        if not isinstance(payload, _LINKED):
+            if payload.TYPE in TERMINAL_TYPES:
+                self._first_delta = None
+                self._tools.clear()
+                self._permissions.clear()
+            return None
         if isinstance(payload, MessageDelta):
             if self._first_delta is None:
                 self._first_delta = event_id
@@ -62,8 +79,13 @@ class Lineage:
             return None
         if isinstance(payload, PermissionResolved):
             return self._permissions.pop(payload.request_id, None)
-        if payload.TYPE in TERMINAL_TYPES:
-            self._first_delta = None
-            self._tools.clear()
-            self._permissions.clear()
         return None
+
+
+def check_parent(prefix: str, next_sequence: int, parent_event_id: str | None) -> None:
+    """A turn's ``parent_event_id`` must name an earlier event of the same session."""
+    if parent_event_id is None:
+        return
+    number = parent_event_id[len(prefix) :] if parent_event_id.startswith(prefix) else ""
+    if not number.isdigit() or not 1 <= int(number) < next_sequence:
+        raise HarnessError("invalid-request", "parent_event_id is not an event of this session")

@@ -23,7 +23,9 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.bounds import is_name
 
-from .function_harness import ADAPTER_ATTRIBUTE, FunctionHarness
+#: ``function_harness.ADAPTER_ATTRIBUTE`` (not imported: a run of a CLI adapter never needs
+#: that module; the function harness itself is imported when a bare function is registered)
+ADAPTER_ATTRIBUTE = "__harness_adapter__"
 
 T = TypeVar("T")
 
@@ -39,6 +41,8 @@ def as_adapter(obj: Any, default_name: str | None = None) -> HarnessAdapter | No
     if isinstance(obj, HarnessAdapter) and not inspect.isclass(obj):
         return obj
     if default_name and (inspect.iscoroutinefunction(obj) or inspect.isasyncgenfunction(obj)):
+        from .function_harness import FunctionHarness
+
         return FunctionHarness(default_name, obj)
     return None
 

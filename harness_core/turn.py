@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator, Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.abc
@@ -42,7 +42,9 @@ from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 from .delivery import Delivery
 from .lineage import Lineage
-from .turn_protocol import StructuredTurn
+
+if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
+    from .turn_protocol import StructuredTurn
 
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).
@@ -60,6 +62,9 @@ class TurnOwner(Protocol):
     #: backend up on every call; the class taken once is ~0.7 us cheaper per object)
     event_class: Callable[[], anyio.Event]
     scope_class: Callable[..., anyio.CancelScope]
+    #: ``anyio.current_time`` and ``anyio.get_cancelled_exc_class()``, looked up once
+    clock: Callable[[], float]
+    cancelled_class: type[BaseException] | None
 
     @property
     def hook(self) -> Any:
@@ -308,7 +313,15 @@ class Turn:
         delivery = self.controller.delivery
         if delivery.instant and delivery.observed:
             await self.controller._deliver()
+        self._give_out()
+
+    def _give_out(self) -> None:
+        """Inline: the recorded events to ``on_event`` (if any), in order."""
         pending, on_event = self._pending, self._on_event
+        if on_event is None:
+            self._delivered += len(pending)
+            pending.clear()
+            return
         while pending:
             event = pending.popleft()
             self._delivered += 1
@@ -395,10 +408,11 @@ class Turn:
 
     async def _run_adapter(self) -> Payload:
         """Drive the adapter until its terminal (or a failure, cancel, deadline, limit)."""
-        cancelled = anyio.get_cancelled_exc_class()
+        cancelled = self.controller.cancelled_class or anyio.get_cancelled_exc_class()
         iterator = self._iterator
         pending = self._pending
         redactor = self._live.context.redactor
+        delivery = self.controller.delivery
         outcome: Payload | None = None
         deadline = self._deadline
         with self._new_scope() if deadline is None else self._new_scope(deadline=deadline) as scope:
@@ -408,7 +422,10 @@ class Turn:
             while outcome is None:
                 if pending:
                     if self._inline:
-                        await self._hand_out()
+                        if delivery.observed:  # observers first (when the store is instant)
+                            await self._hand_out()
+                        else:
+                            self._give_out()  # no coroutine per event for nobody to see
                     elif len(pending) >= PENDING_MAX:
                         self._room = self._new_event()
                         await self._room.wait()
@@ -442,7 +459,7 @@ class Turn:
                     else:
                         self._record(payload)
                     if outcome is None and type(payload) is UsageReported:
-                        crossed = self._live.limits.add(payload.usage, anyio.current_time())
+                        crossed = self._live.limits.add(payload.usage, self.controller.clock())
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
@@ -490,11 +507,7 @@ class Turn:
         self._release_carry()
         self.terminal = self._record(terminal)
         live = self._live
-        live.outcome = {
-            TurnCompleted.TYPE: "success",
-            TurnFailed.TYPE: "failure",
-            TurnCancelled.TYPE: "cancelled",
-        }[terminal.TYPE]
+        live.outcome = _OUTCOMES[terminal.TYPE]
         aclose = getattr(self._iterator, "aclose", None)
         # An async generator that ran to its end (ag_frame None) has nothing to close.
         if aclose is not None and getattr(self._iterator, "ag_frame", True) is None:
@@ -559,11 +572,7 @@ class Turn:
             elif isinstance(payload, TurnCompleted) and payload.text is not None:
                 completed_text = payload.text
         terminal = self.terminal
-        status = {
-            TurnCompleted.TYPE: "completed",
-            TurnFailed.TYPE: "failed",
-            TurnCancelled.TYPE: "cancelled",
-        }.get(terminal.type if terminal else "", "incomplete")
+        status = _STATUSES.get(terminal.type if terminal else "", "incomplete")
         return TurnResult(
             session=self.session,
             turn_id=self.turn_id,
@@ -582,6 +591,17 @@ class Turn:
 
 
 _PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
+#: a terminal's type -> the sandbox outcome, and the turn's status
+_OUTCOMES = {
+    TurnCompleted.TYPE: "success",
+    TurnFailed.TYPE: "failure",
+    TurnCancelled.TYPE: "cancelled",
+}
+_STATUSES = {
+    TurnCompleted.TYPE: "completed",
+    TurnFailed.TYPE: "failed",
+    TurnCancelled.TYPE: "cancelled",
+}
 
 
 class NotStarted:

@@ -35,10 +35,11 @@ from harness_hookspecs import (
     TurnFailed,
 )
 
+from .budgets import DEFAULT_OUTPUT_RETRIES  # defined there: the controller needs no more of this
+
 if TYPE_CHECKING:
     import jsonschema  # imported where a schema is compiled: a third of the controller's import
 
-DEFAULT_OUTPUT_RETRIES = 2
 #: Seconds an attempt's processes get to exit before the retry (as at the turn's end).
 CLEANUP_GRACE = 0.25
 MAX_OUTPUT_RETRIES = 10
@@ -68,15 +69,6 @@ def structured_turn(
     return StructuredTurn(
         schema, retries=retries, native="structured-output" in descriptor.features
     )
-
-
-def check_parent(prefix: str, next_sequence: int, parent_event_id: str | None) -> None:
-    """A turn's ``parent_event_id`` must name an earlier event of the same session."""
-    if parent_event_id is None:
-        return
-    number = parent_event_id[len(prefix) :] if parent_event_id.startswith(prefix) else ""
-    if not number.isdigit() or not 1 <= int(number) < next_sequence:
-        raise HarnessError("invalid-request", "parent_event_id is not an event of this session")
 
 
 def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:

@@ -11,10 +11,10 @@ from typing import Any, Protocol
 import anyio
 from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnFailed, TurnStarted
 
+from .lineage import check_parent
 from .request_checks import safe_hint
 from .retry import opening_event
 from .turn import LiveSession, NotStarted, Turn, TurnOwner, as_error
-from .turn_protocol import check_parent, structured_turn
 
 
 class TurnStarter(TurnOwner, Protocol):
@@ -47,11 +47,16 @@ async def begin_turn(
     turn comes back already ended with ``turn.failed``."""
     if live.active is not None:
         raise HarnessError("turn-active")
-    live.limits.before_turn(anyio.current_time())
+    clock = controller.clock()
+    live.limits.before_turn(clock)
     retried = turn_id is not None
     # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
     turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
-    structured = structured_turn(live.descriptor, output_schema, output_retries)
+    structured = None
+    if output_schema is not None:  # the structured turn's module only for a turn that has one
+        from .turn_protocol import structured_turn
+
+        structured = structured_turn(live.descriptor, output_schema, output_retries)
     check_parent(live.prefix, live.next_sequence, parent_event_id)
     try:
         request = RunTurnRequest(
@@ -68,7 +73,7 @@ async def begin_turn(
             opening_event, controller.ledger, live.ref.session_id, turn_id, attempt, prompt
         )
     timeout = timeout if timeout is not None else controller.turn_timeout
-    deadline = anyio.current_time() + timeout if timeout is not None else None
+    deadline = clock + timeout if timeout is not None else None
     deadline, limit_hint = live.limits.deadline(deadline)
     live.context.deadline = deadline
     turn = Turn(
@@ -84,11 +89,13 @@ async def begin_turn(
     live.limits.turns += 1
     live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
     turn.structured = structured
-    controller._end_unretried(live, turn_id)
+    if live.retrying is not None:
+        controller._end_unretried(live, turn_id)
     live.lineage.expect(parent_event_id)
     turn._record(opening)
-    # The run's bridge token (if the session has host tools): revoked in Turn._finish.
-    live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
+    if live.context.bridge is not None:
+        # The run's bridge token (the session has host tools): revoked in Turn._finish.
+        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
     try:
         iterator = controller._call("harness_run_turn", request=request, context=live.context)
         if iterator is None or not hasattr(iterator, "__anext__"):

@@ -133,8 +133,6 @@ def _subcommands(parser: ArgumentParser) -> dict[str, Any]:
 
 
 def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
-    from . import bundle_cmd
-
     parser = _Parser(
         prog="harness",
         description="Drive coding-agent harnesses through one Session -> Turns control plane.",
@@ -269,7 +267,10 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("session")
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("-o", "--output", help="write to this file (default: stdout)")
-    bundle_cmd.add_commands(sub, _command, ledger_help)
+    if not (only and command) or command in ("import", "replay"):  # else skipped: no import
+        from . import bundle_cmd
+
+        bundle_cmd.add_commands(sub, _command, ledger_help)
 
     p = _command(
         sub,
@@ -292,9 +293,10 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--no-input", action="store_true")
     p = sub.add_parser("serve", help="serve the HTTP API and the live session viewer (127.0.0.1)")
     p.set_defaults(func=_serve)
-    from ..serve.command import add_arguments as add_serve_arguments
+    if not (only and command) or command == "serve":  # else skipped: no import
+        from ..serve.command import add_arguments as add_serve_arguments
 
-    add_serve_arguments(p)
+        add_serve_arguments(p)
     p = sub.add_parser("worker", help="run a Temporal worker for sessions (executor-temporal)")
     p.set_defaults(func=_worker)
     if command in (None, "worker"):

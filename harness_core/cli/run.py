@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -12,6 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..digests import sha256_hex
 from .approve import TerminalApprover, open_terminal
 from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
 from .output import Out, print_json
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 def active_file(state_root: Path, session_id: str) -> Path:
     """Where a running ``harness run`` leaves its pid for ``harness cancel``/``close``."""
-    return state_root / "active" / (hashlib.sha256(session_id.encode()).hexdigest()[:32] + ".json")
+    return state_root / "active" / (sha256_hex(session_id.encode())[:32] + ".json")
 
 
 def _active_record(turn_id: str) -> dict[str, Any]:
@@ -237,13 +237,13 @@ async def _open(
 def structured_options(args: argparse.Namespace) -> dict[str, Any]:
     """``output_schema``/``output_retries`` for the turn from ``--output-schema FILE`` and
     ``--output-retries N`` (checked before the session opens: a bad one records nothing)."""
-    from ..turn_protocol import MAX_OUTPUT_RETRIES
-    from .schema_file import read_output_schema
-
     if args.output_schema is None:
         if args.output_retries is not None:
             raise CliError("invalid-request", "--output-retries needs --output-schema")
         return {}
+    from ..turn_protocol import MAX_OUTPUT_RETRIES  # a structured turn's module: only for one
+    from .schema_file import read_output_schema
+
     options: dict[str, Any] = {"output_schema": read_output_schema(args.output_schema)}
     if args.output_retries is not None:
         if args.output_retries > MAX_OUTPUT_RETRIES:

@@ -30,13 +30,15 @@ def has_control(value: str, *, allow_whitespace: bool = False) -> bool:
 
 def bounded(low: int, high: int, *, multiline: bool = False) -> Any:
     """An attrs validator: a str of length low..high without control characters."""
+    # The pattern's search taken once: every model and event runs these checks.
+    search = (_CONTROL_EXCEPT_WS if multiline else _CONTROL).search
 
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         if not isinstance(value, str):
             raise TypeError(f"{attribute.name} must be a string")
         if not low <= len(value) <= high:
             raise ValueError(f"{attribute.name} must be {low}-{high} characters")
-        if has_control(value, allow_whitespace=multiline):
+        if search(value) is not None:
             raise ValueError(f"{attribute.name} must not contain control characters")
 
     return check
@@ -54,11 +56,14 @@ def optional_bounded(low: int, high: int, *, multiline: bool = False) -> Any:
 
 def name(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
     """A plugin/harness name: 1-64 chars of lowercase letters, digits and . _ : -."""
-    bounded(1, PROVIDER_MAX)(instance, attribute, value)
+    _name_bounds(instance, attribute, value)
     if not _NAME.match(value):
         raise ValueError(
             f"{attribute.name} must be lowercase letters, digits, '.', '_', ':' or '-'"
         )
+
+
+_name_bounds = bounded(1, PROVIDER_MAX)
 
 
 def is_name(value: object) -> bool:

@@ -55,7 +55,11 @@ SessionStatus = Literal["open", "closed"]
 
 
 def _one_of(choices: tuple[str, ...]) -> Any:
+    allowed = frozenset(choices)  # a set look-up for the (usual) string case
+
     def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if type(value) is str and value in allowed:
+            return
         if value not in choices:
             raise ValueError(f"{attribute.name} must be one of {', '.join(choices)}")
 
@@ -72,7 +76,12 @@ def _subset_of(choices: tuple[str, ...]) -> Any:
 
 
 def _frozen_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    return MappingProxyType(dict(value or {}))
+    if not value:  # most requests bring none: one shared empty (read-only) mapping
+        return _EMPTY_MAPPING
+    return MappingProxyType(dict(value))
+
+
+_EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
 
 
 def _optional_path(value: str | os.PathLike[str] | None) -> str | None:
@@ -84,7 +93,9 @@ def _frozen_strs(value: Iterable[str]) -> frozenset[str]:
 
 
 def _str_tuple(value: Any) -> tuple[str, ...]:
-    return tuple(str(v) for v in (value or ()))
+    if not value:
+        return ()
+    return tuple(str(v) for v in value)
 
 
 @frozen
@@ -190,6 +201,10 @@ class SandboxSpec:
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
 
 
+#: The spec of a request that names none (frozen: one instance serves them all).
+_DEFAULT_SANDBOX = SandboxSpec()
+
+
 @frozen
 class OpenSessionRequest:
     """Ask a harness for a new session. A ``local`` session requires an explicit workspace."""
@@ -201,7 +216,7 @@ class OpenSessionRequest:
     )
     model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
     posture: str = field(default="auto", validator=_one_of(POSTURES))
-    sandbox: SandboxSpec = field(factory=SandboxSpec)
+    sandbox: SandboxSpec = field(default=_DEFAULT_SANDBOX)
     #: Who the session runs for; keys durable workspaces and credential grants.
     agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
@@ -220,7 +235,7 @@ class ResumeSessionRequest:
     workspace: str | None = field(default=None, converter=_optional_path)
     model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
     posture: str = field(default="auto", validator=_one_of(POSTURES))
-    sandbox: SandboxSpec = field(factory=SandboxSpec)
+    sandbox: SandboxSpec = field(default=_DEFAULT_SANDBOX)
     agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)

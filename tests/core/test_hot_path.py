@@ -1,7 +1,8 @@
 """What the hot-path shortcuts (issue 19) must keep: a session sweeps /proc for its processes
 only once it spawned, its state dir exists once anybody asks for it, a plugin answering a hook
-still answers when the runtime calls its own implementation directly, and the SQLite store's
-staged writes are on disk once a flush returns."""
+still answers when the runtime calls its own implementation directly, a close with nothing to
+wait for (no shield scope) still closes the session whole for a cancelled caller, and the SQLite
+store's staged writes are on disk once a flush returns."""
 
 from __future__ import annotations
 
@@ -10,10 +11,22 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import anyio
+import attrs
 import pytest
-from harness_hookspecs import Event, MessageDelta, SandboxHandle, SandboxRequest, hookimpl
+from harness_hookspecs import (
+    CloseSessionRequest,
+    Event,
+    MessageDelta,
+    SandboxHandle,
+    SandboxRequest,
+    SessionRecord,
+    SessionRef,
+    hookimpl,
+)
 
 from harness_core import Controller, harness, plugins_from, proctree
+from harness_core.controller import closed_record
 from harness_core.ledger.sqlite import STAGED_MAX, SqliteStore
 
 pytestmark = pytest.mark.anyio
@@ -105,6 +118,62 @@ async def test_a_plugin_answering_a_hook_is_still_asked(tmp_path: Path) -> None:
         assert os.path.isdir(sandbox.requests[0].state_dir or "")
         for ref in (first, second):
             await controller.close_session(ref)
+
+
+class SlowClose:
+    """Answers the adapter close with a coroutine that waits, and notes when it finished."""
+
+    def __init__(self) -> None:
+        self.finished: list[str] = []
+
+    @hookimpl(tryfirst=True)
+    def harness_close_session(self, request: CloseSessionRequest, context: Any) -> Any:
+        async def close() -> None:
+            await anyio.sleep(0.01)
+            self.finished.append(request.session.session_id)
+
+        return close()
+
+
+@pytest.mark.parametrize("slow_close", [False, True])
+async def test_a_cancelled_caller_still_closes_the_session_whole(
+    tmp_path: Path, slow_close: bool
+) -> None:
+    slow = SlowClose()
+    plugins = plugins_from([reply, slow] if slow_close else [reply])
+    async with Controller(plugins=plugins, ledger="memory:", state_dir=tmp_path) as controller:
+        ref = await controller.open_session(harness="hot-reply", workspace=str(tmp_path))
+        assert (await controller.run_turn(ref, "hi")).ok
+        with anyio.CancelScope() as scope:
+            scope.cancel()  # the caller is cancelled before it closes
+            await controller.close_session(ref)
+        record = controller.ledger.get_session(ref.session_id)
+        assert record is not None and record.status == "closed"
+        assert controller.events(ref.session_id)[-1].type == "session.closed"
+        assert not controller.ledger.claimed(ref.session_id)  # type: ignore[attr-defined]
+        assert slow.finished == ([ref.session_id] if slow_close else [])
+
+
+def test_the_closed_record_keeps_every_other_field() -> None:
+    ref = SessionRef(harness="hot-reply", target="local", session_id="s1")
+    record = SessionRecord(
+        ref=ref,
+        status="open",
+        created_at="2026-01-01T00:00:00.000000Z",
+        updated_at="2026-01-01T00:00:00.000000Z",
+        workspace="/w",
+        model="m",
+        posture="strict",
+        agent="a",
+        user="u",
+    )
+    # every field set to a value of its own: a field added later and not copied shows here
+    assert {a.name for a in attrs.fields(SessionRecord)} == {
+        "ref", "status", "created_at", "updated_at", "workspace", "model", "posture", "agent",
+        "user",
+    }  # fmt: skip
+    stamp = "2026-01-02T00:00:00.000000Z"
+    assert closed_record(record, stamp) == attrs.evolve(record, status="closed", updated_at=stamp)
 
 
 def delta(sequence: int) -> Event:

@@ -124,3 +124,41 @@ def test_the_walk_finds_a_circle_hidden_behind_type_checking_and_a_lazy_import(t
     assert graph["pkg.sub.b"] == {"pkg.a"}
     assert graph["pkg.c"] == {"pkg.sub.b"}
     assert cycles(graph) == [["pkg.a", "pkg.sub.b"]]
+
+
+#: Modules a run of a CLI adapter never needs before it spawns the CLI (issue 19, start-up):
+#: the function harness, the structured-output turn, the transcript reader, hashlib's OpenSSL.
+NOT_IMPORTED_BY_A_RUN = (
+    "harness_core.function_harness",
+    "harness_core.turn_protocol",
+    "harness_core.history",
+    "hashlib",
+)
+
+
+def test_the_controller_and_harness_run_import_only_what_every_run_needs():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, harness_core.controller, harness_core.cli.run\n"
+        f"print([m for m in {NOT_IMPORTED_BY_A_RUN!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_names_mirrored_to_keep_an_import_lazy_agree():
+    from harness_core import function_harness, registry
+
+    assert registry.ADAPTER_ATTRIBUTE == function_harness.ADAPTER_ATTRIBUTE
+
+
+def test_the_digests_are_hashlibs():
+    import hashlib
+
+    from harness_core.digests import sha1_hex, sha256_hex
+
+    for data in (b"", b"abc", "s\u00fc\u20ac".encode() * 50):
+        assert sha1_hex(data) == hashlib.sha1(data).hexdigest()
+        assert sha256_hex(data) == hashlib.sha256(data).hexdigest()
