@@ -36,7 +36,6 @@ from harness_hookspecs import (
     PermissionHandler,
     ResumeSessionRequest,
     SandboxHandle,
-    SandboxRequest,
     SessionClosed,
     SessionOpened,
     SessionRecord,
@@ -48,21 +47,18 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
-from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
-from .clock import now
+from .budgets import DEFAULT_OUTPUT_RETRIES, Budget
+from .clock import backend_clock, now
 from .command_policy import CommandPolicy
-from .context import RuntimeSessionContext, default_state_root, make_state_dir, state_path
-from .credentials import resolve_credentials
+from .context import default_state_root
 from .delivery import Delivery
-from .digests import sha1_hex
-from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
-from .host_tools import merge_tools, start_bridge
 from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
-from .redaction import Redactor, add_known_secrets
+from .redaction import Redactor
 from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
 from .retry import dangling_turn, recovered
+from .session_start import attach_session, create_record
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
 from .turn_start import begin_turn
 
@@ -87,18 +83,6 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.agent,
         record.user,
     )
-
-
-def backend_clock() -> Callable[[], float]:
-    """The running backend's ``current_time``, looked up once (``anyio.current_time`` looks the
-    backend up on every call: ~1 us, several times a session)."""
-    try:
-        from anyio._core._eventloop import get_async_backend
-
-        clock: Callable[[], float] = get_async_backend().current_time
-    except Exception:  # another anyio layout: the public function
-        return anyio.current_time
-    return clock
 
 
 class Controller:
@@ -249,7 +233,7 @@ class Controller:
             ),
         )
         live.limits.budget = limits
-        self._create_record(live.ref, request)
+        create_record(self.ledger, live.ref, request)
         self.ledger.claim(live.ref.session_id)
         self._emit(
             live,
@@ -348,7 +332,7 @@ class Controller:
             expect=ref,
         )
         if record is None:
-            self._create_record(ref, request)
+            create_record(self.ledger, ref, request)
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
         # A turn a dead process left open (we hold the claim: its owner is gone) gets its end,
         # or its retry's (then the turn stays open until its retry, or until the session moves on).
@@ -359,136 +343,9 @@ class Controller:
         self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
         return live
 
-    def _create_record(
-        self, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
-    ) -> None:
-        stamp = now()
-        self.ledger.create_session(
-            SessionRecord(
-                ref=ref,
-                status="open",
-                created_at=stamp,
-                updated_at=stamp,
-                workspace=request.workspace,
-                model=request.model,
-                posture=request.posture,
-                agent=request.agent,
-                user=request.user,
-            )
-        )
-
-    async def _attach(
-        self,
-        descriptor: HarnessDescriptor,
-        *,
-        session_id: str,
-        target: str,
-        workspace: str | None,
-        model: str | None,
-        posture: str,
-        spec: Any,
-        agent: str | None,
-        user: str | None,
-        config: Mapping[str, Any],
-        call: Callable[[RuntimeSessionContext], Any],
-        expect: SessionRef | None = None,
-    ) -> LiveSession:
-        if workspace is not None and target == "local" and not os.path.isdir(workspace):
-            raise HarnessError("invalid-request", "the workspace directory does not exist")
-        # The state dir (CLI config, native session ids) is created before provisioning when a
-        # sandbox may bind it writable. The direct sandbox (no provider named, no plugin
-        # answering the hook) needs no request: the context creates the dir on first use.
-        if spec.provider is None and self._call.sole("sandbox_provision") is not None:
-            sandbox = direct_sandbox(spec, workspace)
-        else:
-            sandbox = await self._provision(
-                SandboxRequest(
-                    session_id=session_id,
-                    harness=descriptor.provider,
-                    workspace=workspace,
-                    spec=spec,
-                    agent=agent,
-                    user=user,
-                    posture=posture,
-                    state_dir=state_path(self.state_root, descriptor.provider, session_id),
-                )
-            )
-        redactor = Redactor()
-        resolvers = self.plugins.credential_resolvers
-        if resolvers:
-            add_known_secrets(redactor, resolvers.values())
-        context: RuntimeSessionContext | None = None
-        try:
-            credentials = (
-                await resolve_credentials(self.hook, descriptor, agent, user)
-                if resolvers or not self._call.sole("credentials_resolve")
-                else {}  # nobody to ask
-            )
-            for credential in credentials.values():
-                redactor.add(credential.value)
-            context = RuntimeSessionContext(
-                session_id=session_id,
-                harness=descriptor.provider,
-                target=target,
-                workspace=workspace,
-                model=model,
-                posture=posture,
-                config=config,
-                credential_env={k: c.value for k, c in credentials.items()},
-                sandbox=sandbox,
-                state_root=self.state_root,
-                redactor=redactor,
-                task_group=self._task_group,
-                env_passthrough=self.env_passthrough,
-                approvals=self.approvals,
-                ledger=self.ledger,
-            )
-            if self.plugins.host_tools or self.host_tools:
-                tools = merge_tools(self.plugins.host_tools.values(), self.host_tools)
-                context.bridge = await start_bridge(tools, config, self._task_group)
-            ref = await call(context)
-            if not isinstance(ref, SessionRef):
-                raise HarnessError("provider-failed", "the adapter returned no session ref")
-            if ref.provider != descriptor.provider or ref.target != target:
-                raise HarnessError("provider-failed", "the adapter returned a foreign session ref")
-            if expect is not None and ref != expect:
-                raise HarnessError("provider-failed", "the adapter changed the session ref")
-            if ref.session_id in self._live:
-                raise HarnessError("provider-failed", "the adapter reused a live session id")
-        except BaseException as error:
-            with anyio.CancelScope(shield=True):
-                if context is not None:
-                    await context.kill_processes("turn", CLEANUP_GRACE)
-                    await context.kill_processes("session", CLEANUP_GRACE)
-                    await context.close_bridge()
-                await self._finalize_sandbox(sandbox, "failure")
-            if isinstance(error, Exception):
-                raise as_error(error) from None
-            raise
-        context.session_id = ref.session_id
-        live = LiveSession(
-            ref=ref,
-            descriptor=descriptor,
-            context=context,
-            sandbox=sandbox,
-            prefix="ev_" + sha1_hex(ref.session_id.encode())[:16] + "_",
-            limits=SessionLimits(started=self.clock()),
-        )
-        self._live[ref.session_id] = live
-        return live
-
-    async def _provision(self, request: SandboxRequest) -> SandboxHandle:
-        # Made before provisioning: a sandbox may bind it writable (adapters keep CLI config
-        # and native session ids there).
-        if request.state_dir is not None:
-            make_state_dir(request.state_dir)
-        try:
-            sandbox: SandboxHandle = await self._call("sandbox_provision", request=request)
-        except HarnessError:
-            raise
-        except Exception:
-            raise HarnessError("sandbox-failed") from None
-        return sandbox
+    async def _attach(self, descriptor: HarnessDescriptor, **options: Any) -> LiveSession:
+        """:func:`~.session_start.attach_session` for this controller."""
+        return await attach_session(self, descriptor, **options)
 
     # -- turns ------------------------------------------------------------------------------
 
