@@ -124,10 +124,11 @@ class Process:
         return proctree.members(proctree.snapshot(), (self._leader,), self.tag)
 
     def _sweep(self, tree: set[int], in_cgroup: set[int]) -> None:
-        """After the SIGKILL: wait for the cgroup to empty, then sweep ``/proc`` for what the
-        cgroup does not hold (no cgroup; forked in the moment before the leader was moved in)."""
-        proctree.finish_cgroup(self._cgroup, in_cgroup, spawned=(self._leader[0],))
-        proctree.kill_all((self._leader,), self.tag, signalled=tree)
+        """After the SIGKILL: sweep ``/proc`` for what the cgroup does not hold (no cgroup;
+        forked in the moment before the leader was moved in) while the cgroup's processes
+        die, then wait for the cgroup to be empty."""
+        proctree.kill_all((self._leader,), self.tag, signalled=tree, handled=in_cgroup)
+        proctree.finish_cgroup(self._cgroup, in_cgroup | tree, spawned=(self._leader[0],))
 
     async def terminate(self, grace: float = 2.0, *, linger: float = 0.0) -> None:
         """Wait ``linger`` seconds for a voluntary exit, SIGTERM the group and everything it

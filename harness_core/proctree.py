@@ -243,19 +243,22 @@ def kill_all(
     *,
     prefix: bool = False,
     signalled: Iterable[int] = (),
+    handled: Iterable[int] = (),
 ) -> set[int]:
     """SIGKILL everything tied to ``leaders`` or ``tag`` until nothing is left; reap our zombies
     among those and ``signalled`` (found and signalled earlier: a zombie has no tag to find).
+    ``handled``: pids killed and waited for another way (a ``cgroup.kill``), left alone here.
 
     Returns the pids that were killed. Never signals this process.
     """
     leaders = tuple(leaders)
     # The leaders themselves are waited for by whoever spawned them (anyio), never here.
     spawned = {pid for pid, _ in leaders}
+    skip = set(handled)
     killed: set[int] = set()
     for _ in range(KILL_ROUNDS):
         table = snapshot()
-        found = members(table, leaders, tag, prefix=prefix)
+        found = members(table, leaders, tag, prefix=prefix) - skip
         live = {pid for pid in found if not table[pid].zombie}
         reap(found - live - spawned)
         if not live:
@@ -263,7 +266,7 @@ def kill_all(
         signal_all(live, signal.SIGKILL)
         killed |= live
         time.sleep(0.002)
-    _reap_when_dead((killed | set(signalled)) - spawned)
+    _reap_when_dead((killed | set(signalled)) - spawned - skip)
     return killed
 
 
