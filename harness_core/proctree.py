@@ -393,36 +393,46 @@ def signal_cgroup(path: Path | None, sig: int = signal.SIGKILL) -> set[int]:
     return pids
 
 
-def wait_exited(path: Path, pids: set[int], timeout: float = 2.0) -> set[int]:
-    """Wait until ``cgroup.procs`` lists nothing: every thread of every process in the cgroup
-    has entered its exit (none can run again); returns ``pids`` with every pid it listed
-    meanwhile (one forked just before the kill). Not ``populated 0`` in ``cgroup.events``:
-    on recent kernels that comes an RCU grace period (3-25 ms) after the processes are gone
-    and reaped - bookkeeping no turn needs to wait for."""
-    seen = set(pids)
-    deadline = time.monotonic() + timeout
-    while True:
-        listed = _cgroup_pids(path)
-        if not listed:
-            return seen
-        seen |= listed
-        if time.monotonic() > deadline:
-            return seen
-        time.sleep(0.0005)
+def wait_empty(path: Path, timeout: float = 2.0) -> bool:
+    """Wait until no task is left in the cgroup (every thread of every process has exited):
+    ``poll`` on ``cgroup.events``, which the kernel marks when ``populated`` changes."""
+    import select  # here: only processes that spawn need it
+
+    try:
+        fd = os.open(path / "cgroup.events", os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLPRI | select.POLLERR)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if b"populated 0" in os.pread(fd, 256, 0):
+                    return True
+            except OSError:
+                return True  # removed
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            # capped: a notification missed between the read and the poll costs 20 ms at most
+            poller.poll(min(left, 0.02) * 1000)
+    finally:
+        os.close(fd)
 
 
 def finish_cgroup(path: Path | None, pids: Iterable[int] = (), spawned: Iterable[int] = ()) -> None:
-    """After :func:`signal_cgroup`: wait until the cgroup's processes have exited, reap our
-    zombies among them (not ``spawned``, which their spawner waits for), remove the cgroup
-    (or leave that for later while the kernel still counts it populated)."""
+    """After :func:`signal_cgroup`: wait until the cgroup is empty, reap our zombies among
+    ``pids`` (not ``spawned``, which their spawner waits for), remove it."""
     if path is None:
         return
-    _reap_when_dead(wait_exited(path, set(pids)) - set(spawned))
+    wait_empty(path)
+    _reap_when_dead(set(pids) - set(spawned))
     _remove(path)
 
 
-#: Empty cgroups the kernel would not remove yet: rmdir is EBUSY until "populated 0" (an RCU
-#: grace period after the last task exited); retried at the next spawn and end, and removed by
+#: Empty cgroups the kernel would not remove yet: rmdir is EBUSY for a few ms after
+#: "populated 0" (the last task's unlink); retried at the next spawn and end, and removed by
 #: the watchdog at the latest. Nothing runs in them: no turn waits for that.
 _unremoved: list[Path] = []
 
