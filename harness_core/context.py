@@ -111,7 +111,9 @@ class RuntimeSessionContext:
         self._background_tasks: set[int] = set()
         #: Every process this session spawns carries ``<owner>/<this>.<n>`` (see proctree).
         self.tag_prefix = f"s{next(_contexts)}."
-        #: Whether anything was ever spawned with that tag (else there is nothing to sweep).
+        #: Whether a spawn with that tag ended without a Process to terminate (it failed or was
+        #: cancelled mid-way, and may still have started a child): only then has the close
+        #: anything to sweep - each terminated Process has swept its own tag.
         self._spawned = False
         self._ledger = ledger
         self.bridge: Bridge | None = None
@@ -227,7 +229,7 @@ class RuntimeSessionContext:
         workdir = cwd or self.workspace
         if workdir is not None and not os.path.isdir(workdir):
             raise HarnessError("invalid-request", "the workspace directory does not exist")
-        self._spawned = True  # before the spawn: a failed one may still have started a child
+        untracked, self._spawned = self._spawned, True  # a failed spawn may have started one
         process = await spawn(
             (*self.sandbox.command_prefix, *argv),
             env=full_env,
@@ -235,6 +237,7 @@ class RuntimeSessionContext:
             stdin=stdin,
             tag_prefix=self.tag_prefix,
         )
+        self._spawned = untracked
         (self.turn_processes if lifetime == "turn" else self.session_processes).append(process)
         return process
 
@@ -277,7 +280,8 @@ class RuntimeSessionContext:
                     process.reader = None
         elif self._spawned:
             # Anything of this session still tagged (its spawns are all gone by now). A session
-            # that never spawned has no tag to find: no /proc scan, no thread hop.
+            # whose spawns all returned a Process (each swept its own tag when terminated) has
+            # nothing left to find: no /proc scan, no thread hop.
             await anyio.to_thread.run_sync(
                 lambda: proctree.kill_all((), f"{proctree.owner()}/{self.tag_prefix}", prefix=True)
             )

@@ -123,15 +123,18 @@ class Process:
     def _tree(self) -> set[int]:
         return proctree.members(proctree.snapshot(), (self._leader,), self.tag)
 
-    def _kill_everything(self, tree: set[int]) -> None:
-        proctree.kill_cgroup(self._cgroup, spawned=(self._leader[0],))
-        proctree.kill_all((self._leader,), self.tag, signalled=tree)
+    def _sweep(self, tree: set[int], in_cgroup: set[int]) -> None:
+        """After the SIGKILL: sweep ``/proc`` for what the cgroup does not hold (no cgroup;
+        forked in the moment before the leader was moved in) while the cgroup's processes
+        die, then wait for the cgroup to be empty."""
+        proctree.kill_all((self._leader,), self.tag, signalled=tree, handled=in_cgroup)
+        proctree.finish_cgroup(self._cgroup, in_cgroup | tree, spawned=(self._leader[0],))
 
     async def terminate(self, grace: float = 2.0, *, linger: float = 0.0) -> None:
         """Wait ``linger`` seconds for a voluntary exit, SIGTERM the group and everything it
-        started, SIGKILL all of it after ``grace`` seconds; always reaps. Once done (an adapter
-        may stop its process itself when the turn's outcome is known), calling it again does
-        nothing."""
+        started, SIGKILL all of it after ``grace`` seconds (``grace`` 0: SIGKILL at once);
+        always reaps. Once done (an adapter may stop its process itself when the turn's outcome
+        is known), calling it again does nothing."""
         if self._terminated:
             return
         with anyio.CancelScope(shield=True):
@@ -139,16 +142,25 @@ class Process:
                 with anyio.move_on_after(linger):
                     await self._process.wait()
             tree: set[int] = set()
-            if self._process.returncode is None:
+            if self._process.returncode is None and grace > 0:
                 # Found while the leader lives: its descendants by ancestry, not only by tag.
                 tree = await anyio.to_thread.run_sync(self._tree)
                 self.kill_group(signal.SIGTERM)
                 proctree.signal_all(tree - {self._leader[0]}, signal.SIGTERM)
+                proctree.signal_cgroup(self._cgroup, signal.SIGTERM)
                 with anyio.move_on_after(grace):
                     await self._process.wait()
+            fresh: set[int] = set()
+            if self._process.returncode is None:
+                # Its subtree by ancestry, read now (the kill re-parents it): the leader's
+                # children files, no scan of all /proc where the kernel has them.
+                subtree = proctree.descendants(*self._leader)
+                fresh = await anyio.to_thread.run_sync(self._tree) if subtree is None else subtree
             # The leader may be gone while children live on in its group, or left it.
             self.kill_group(signal.SIGKILL)
-            await anyio.to_thread.run_sync(self._kill_everything, tree)
+            in_cgroup = proctree.signal_cgroup(self._cgroup)
+            proctree.signal_all(fresh - {self._leader[0]}, signal.SIGKILL)
+            await anyio.to_thread.run_sync(self._sweep, tree | fresh, in_cgroup)
             if self._process.returncode is None:
                 await self._process.wait()
             await self._process.aclose()

@@ -185,6 +185,48 @@ def signal_all(pids: Iterable[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
+_children_files: bool | None = None
+
+
+def descendants(pid: int, start: int) -> set[int] | None:
+    """The live descendants of ``pid`` (while it is the process that started at ``start``)
+    from ``/proc/PID/task/TID/children``: the leader's subtree alone, not a scan of all of
+    ``/proc``. ``None`` where the kernel has no such file (then :func:`snapshot` it is)."""
+    global _children_files
+    if _children_files is None:
+        me = os.getpid()
+        _children_files = os.path.exists(f"/proc/{me}/task/{me}/children")
+    if not _children_files:
+        return None
+    info = read_stat(pid)
+    if info is None or info.start != start:
+        return set()
+    found: set[int] = set()
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                fd = os.open(f"/proc/{parent}/task/{tid}/children", os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                data = b""
+            finally:
+                os.close(fd)
+            for child in map(int, data.split()):
+                if child not in found:
+                    found.add(child)
+                    stack.append(child)
+    return found
+
+
 def reap(pids: Iterable[int]) -> None:
     """Wait for those of ``pids`` that are zombies re-parented to this process."""
     me = os.getpid()
@@ -201,19 +243,22 @@ def kill_all(
     *,
     prefix: bool = False,
     signalled: Iterable[int] = (),
+    handled: Iterable[int] = (),
 ) -> set[int]:
     """SIGKILL everything tied to ``leaders`` or ``tag`` until nothing is left; reap our zombies
     among those and ``signalled`` (found and signalled earlier: a zombie has no tag to find).
+    ``handled``: pids killed and waited for another way (a ``cgroup.kill``), left alone here.
 
     Returns the pids that were killed. Never signals this process.
     """
     leaders = tuple(leaders)
     # The leaders themselves are waited for by whoever spawned them (anyio), never here.
     spawned = {pid for pid, _ in leaders}
+    skip = set(handled)
     killed: set[int] = set()
     for _ in range(KILL_ROUNDS):
         table = snapshot()
-        found = members(table, leaders, tag, prefix=prefix)
+        found = members(table, leaders, tag, prefix=prefix) - skip
         live = {pid for pid in found if not table[pid].zombie}
         reap(found - live - spawned)
         if not live:
@@ -221,7 +266,7 @@ def kill_all(
         signal_all(live, signal.SIGKILL)
         killed |= live
         time.sleep(0.002)
-    _reap_when_dead((killed | set(signalled)) - spawned)
+    _reap_when_dead((killed | set(signalled)) - spawned - skip)
     return killed
 
 
@@ -236,7 +281,8 @@ def _reap_when_dead(pids: set[int], timeout: float = 2.0) -> None:
                 pids.discard(pid)  # gone, or someone else's to reap
             elif info.zombie:
                 with contextlib.suppress(ChildProcessError, OSError):
-                    os.waitpid(pid, os.WNOHANG)
+                    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                        pids.discard(pid)  # reaped: no need to look again 2 ms later
         if pids:
             time.sleep(0.002)
 
@@ -312,6 +358,8 @@ def place(pid: int, name: str) -> Path | None:
     base = cgroup_base()
     if base is None:
         return None
+    if _unremoved:
+        _remove()
     path = base / name.replace("/", "_")
     try:
         path.mkdir()
@@ -330,24 +378,82 @@ def _cgroup_pids(path: Path) -> set[int]:
         return set()
 
 
-def kill_cgroup(path: Path | None, spawned: Iterable[int] = ()) -> None:
-    """Kill everything in the cgroup, reap our zombies among it (not ``spawned``), remove it."""
+def signal_cgroup(path: Path | None, sig: int = signal.SIGKILL) -> set[int]:
+    """Signal everything in the cgroup (SIGKILL: ``cgroup.kill``, which also takes what forks
+    meanwhile); returns the pids that were in it (to reap once dead)."""
     if path is None:
-        return
+        return set()
     pids = _cgroup_pids(path)
     if pids:
-        with contextlib.suppress(OSError):
-            (path / "cgroup.kill").write_text("1")
-        _reap_when_dead(pids - set(spawned))
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
+        if sig == signal.SIGKILL:
+            with contextlib.suppress(OSError):
+                (path / "cgroup.kill").write_text("1")
+        else:
+            signal_all(pids, sig)
+    return pids
+
+
+def wait_empty(path: Path, timeout: float = 2.0) -> bool:
+    """Wait until no task is left in the cgroup (every thread of every process has exited):
+    ``poll`` on ``cgroup.events``, which the kernel marks when ``populated`` changes."""
+    import select  # here: only processes that spawn need it
+
+    try:
+        fd = os.open(path / "cgroup.events", os.O_RDONLY)
+    except OSError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLPRI | select.POLLERR)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if b"populated 0" in os.pread(fd, 256, 0):
+                    return True
+            except OSError:
+                return True  # removed
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            # capped: a notification missed between the read and the poll costs 20 ms at most
+            poller.poll(min(left, 0.02) * 1000)
+    finally:
+        os.close(fd)
+
+
+def finish_cgroup(path: Path | None, pids: Iterable[int] = (), spawned: Iterable[int] = ()) -> None:
+    """After :func:`signal_cgroup`: wait until the cgroup is empty, reap our zombies among
+    ``pids`` (not ``spawned``, which their spawner waits for), remove it."""
+    if path is None:
+        return
+    wait_empty(path)
+    _reap_when_dead(set(pids) - set(spawned))
+    _remove(path)
+
+
+#: Empty cgroups the kernel would not remove yet: rmdir is EBUSY for a few ms after
+#: "populated 0" (the last task's unlink); retried at the next spawn and end, and removed by
+#: the watchdog at the latest. Nothing runs in them: no turn waits for that.
+_unremoved: list[Path] = []
+
+
+def _remove(path: Path | None = None) -> None:
+    for cgroup in [*_unremoved, *([path] if path is not None else [])]:
         try:
-            path.rmdir()
-            return
+            cgroup.rmdir()
         except FileNotFoundError:
-            return
-        except OSError:  # still populated for a moment after the kill
-            time.sleep(0.001)
+            pass
+        except OSError:
+            if cgroup not in _unremoved:
+                _unremoved.append(cgroup)
+            continue
+        if cgroup in _unremoved:
+            _unremoved.remove(cgroup)
+
+
+def kill_cgroup(path: Path | None, spawned: Iterable[int] = ()) -> None:
+    """Kill everything in the cgroup, reap our zombies among it (not ``spawned``), remove it."""
+    finish_cgroup(path, signal_cgroup(path), spawned)
 
 
 def kill_cgroups(owner_token: str) -> None:
@@ -358,8 +464,14 @@ def kill_cgroups(owner_token: str) -> None:
     for child in base.iterdir():
         if child.is_dir():
             kill_cgroup(child)
-    with contextlib.suppress(OSError):
-        base.rmdir()
+    # Each rmdir may be EBUSY for a few ms: the last task's unlink, then the child's going
+    # offline for its parent's.
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        _remove(base)
+        if not _unremoved:
+            return
+        time.sleep(0.002)
 
 
 # -- the watchdog: kills what a crashed controller left behind -------------------------------

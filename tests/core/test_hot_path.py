@@ -17,6 +17,7 @@ import pytest
 from harness_hookspecs import (
     CloseSessionRequest,
     Event,
+    HarnessError,
     MessageDelta,
     SandboxHandle,
     SandboxRequest,
@@ -41,6 +42,15 @@ async def reply(message: Any, session: Any) -> str:
 async def spawner(message: Any, session: Any) -> str:
     process = await session.spawn(["true"])
     await process.wait()
+    return "spawned"
+
+
+@harness("hot-spawn-fails")
+async def failing_spawner(message: Any, session: Any) -> str:
+    try:
+        await session.spawn(["/nonexistent/harness-test-program"])
+    except HarnessError:
+        return "failed"
     return "spawned"
 
 
@@ -75,9 +85,25 @@ async def test_a_session_that_never_spawned_skips_the_proc_sweep(
         busy = await controller.open_session(harness="hot-spawn", workspace=str(tmp_path))
         assert (await controller.run_turn(busy, "hi")).text == "spawned"
         await controller.close_session(busy)
-    # only the session that spawned is swept (its process's own tag, then the session's)
-    prefixes = {tag.rsplit(".", 1)[0] for tag in sweeps}
-    assert sweeps and len(prefixes) == 1
+    # only the session that spawned is swept, once: its process's own tag when it was
+    # terminated (the close has nothing left to find: the spawn returned its Process)
+    assert len(sweeps) == 1 and not sweeps[0].endswith(".")
+
+
+async def test_a_session_whose_spawn_failed_is_swept_at_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spawn that raised has no Process to terminate (it may have started a child): the
+    close sweeps the session's tag."""
+    sweeps = counting_sweeps(monkeypatch)
+    async with Controller(
+        plugins=plugins_from([failing_spawner]), ledger="memory:", state_dir=tmp_path
+    ) as controller:
+        ref = await controller.open_session(harness="hot-spawn-fails", workspace=str(tmp_path))
+        assert (await controller.run_turn(ref, "hi")).text == "failed"
+        assert sweeps == []
+        await controller.close_session(ref)
+    assert len(sweeps) == 1 and sweeps[0].endswith(".")
 
 
 async def test_the_state_dir_is_made_on_first_use(tmp_path: Path) -> None:

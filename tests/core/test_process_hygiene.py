@@ -77,9 +77,20 @@ async def wait_for_files(directory: Path, count: int) -> None:
             await anyio.sleep(0.02)
 
 
+@pytest.fixture(params=["as-found", "no-cgroup", "proc-scan-only"])
+def process_layer(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The machine as it is; as one without a writable cgroup v2 (the owner tag, ancestry and
+    group do the work); and one whose kernel has no ``/proc/PID/task/TID/children`` either."""
+    if request.param != "as-found":
+        monkeypatch.setattr(proctree, "_cgroup_base", (os.getpid(), None))
+    if request.param == "proc-scan-only":
+        monkeypatch.setattr(proctree, "_children_files", False)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("ending", ["completed", "cancel", "timeout", "crash", "close"])
 async def test_daemonized_grandchild_is_gone_after_every_ending(
-    tmp_path: Path, pids: Path, ending: str
+    tmp_path: Path, pids: Path, ending: str, process_layer: str
 ) -> None:
     prompt = {"completed": "complete", "crash": "crash"}.get(ending, "hang")
     async with controller(tmp_path) as c:
@@ -109,7 +120,9 @@ async def test_daemonized_grandchild_is_gone_after_every_ending(
         assert tagged(proctree.owner() + "/") == []
 
 
-async def test_session_program_ignoring_cancel_is_replaced(tmp_path: Path, pids: Path) -> None:
+async def test_session_program_ignoring_cancel_is_replaced(
+    tmp_path: Path, pids: Path, process_layer: str
+) -> None:
     async with controller(tmp_path) as c:
         session = await open_hostile(c, tmp_path, session=True)
         first = await c.run_turn(session, "complete")

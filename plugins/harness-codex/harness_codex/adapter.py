@@ -44,6 +44,7 @@ from harness_hookspecs import (
     SessionContext,
 )
 
+from .native import native_codex
 from .stream import CodexStream, classify, initialize, parse_stream
 
 NAME = "codex"
@@ -178,7 +179,9 @@ class CodexAdapter(PerTurnCliAdapter):
         if bridge is not None:
             config += "\n" + codex_mcp_toml(bridge)
         (home / "config.toml").write_text(config)
+        program, wrapper_env = native_codex(session.cli)
         env = {
+            **dict(wrapper_env),
             "HOME": str(home),
             "CODEX_HOME": str(home),
             "TMPDIR": str(tmp),
@@ -198,7 +201,7 @@ class CodexAdapter(PerTurnCliAdapter):
             network_waits=settings["network_waits"],
         )
         # stdin stays open: the JSON-RPC requests and the approval answers go there.
-        return CliTurn([session.cli, "app-server"], env, stream, stdin=initialize())
+        return CliTurn([program, "app-server"], env, stream, stdin=initialize())
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
         """``turn/start``'s ``outputSchema``: sent as the Responses API's strict

@@ -145,6 +145,10 @@ class ServeTurn:
             with anyio.move_on_after(IDLE_GRACE):
                 await idle.wait()
             tasks.cancel_scope.cancel()
+        if events.idle:
+            # The session is idle, its state saved: stop the server at once (SIGKILL, as the
+            # stream CLIs are at their terminal line) rather than by SIGTERM and its shutdown.
+            await self.process.terminate(0)
         return events.ending(reply)
 
     async def _relay(
