@@ -132,6 +132,13 @@ class FunctionSession:
 class FunctionHarness:
     """A full adapter around one async function (what ``@harness`` builds)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # The runtime's dispatch calls close_at_once instead of close_session: a subclass's own
+        # close_session (without its own close_at_once) must not be bypassed.
+        if "close_session" in cls.__dict__ and "close_at_once" not in cls.__dict__:
+            cls.close_at_once = None  # type: ignore[assignment,method-assign]
+
     def __init__(
         self,
         name: str,

@@ -152,3 +152,28 @@ def test_decorated_function_is_still_callable():
         return await plain_str(M(), S())
 
     assert anyio.run(main) == "handled by plain-str: direct"
+
+
+def test_a_subclass_that_overrides_close_session_has_it_called(make_controller, workspace):
+    # The runtime closes a function harness through its synchronous close_at_once; a subclass
+    # with its own close_session must not be bypassed.
+    from harness_core.function_harness import FunctionHarness
+
+    closed: list[str] = []
+
+    class Closing(FunctionHarness):
+        async def close_session(self, request, context):
+            closed.append(request.session.session_id)
+            await super().close_session(request, context)
+
+    async def reply(message, session):
+        return "ok"
+
+    async def main():
+        async with make_controller(Closing("closing", reply)) as controller:
+            ref = await controller.open_session(harness="closing", workspace=workspace)
+            await controller.run_turn(ref, "hi")
+            await controller.close_session(ref)
+            return ref.session_id
+
+    assert closed == [anyio.run(main)]
