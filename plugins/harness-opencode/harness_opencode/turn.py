@@ -125,7 +125,9 @@ class ServeTurn:
 
     async def _serve(self, send: MemoryObjectSendStream[Item]) -> list[Payload]:
         lines = self.process.lines()
-        load_http()  # while the server starts up (its stdout waits in the pipe)
+        # While the server starts up (its stdout waits in the pipe), on a worker thread as the
+        # ACP adapter imports its SDK: a host's other sessions keep their event loop meanwhile.
+        await anyio.to_thread.run_sync(load_http)
         url = None
         with anyio.move_on_after(START_TIMEOUT):
             url = await announced_url(lines)
