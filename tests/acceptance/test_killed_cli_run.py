@@ -23,21 +23,24 @@ import pytest
 from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
 from harness_core.testing.processes import left_behind, tagged, with_marker
 
-#: harness name -> the module holding its ``OFFLINE`` conformance profile
+#: harness name -> the module holding its ``OFFLINE`` conformance profile (``module:agent``:
+#: the ACP plugin's profile of that agent; its agent process lives for the whole session)
 CLIS = {
     "claude-code": "harness_claude_code.plugin",
     "codex": "harness_codex.plugin",
     "opencode": "harness_opencode.plugin",
     "pi": "harness_pi.plugin",
+    "acp:claude-code": "harness_acp.plugin:claude-code",
 }
 
 
 def profile(name: str) -> Any:
+    module_name, _, agent = CLIS[name].partition(":")
     try:
-        module = importlib.import_module(CLIS[name])
+        module = importlib.import_module(module_name)
     except ImportError:
         pytest.skip(f"the {name} plugin is not installed")
-    return module.OFFLINE
+    return module.OFFLINE[agent] if agent else module.OFFLINE
 
 
 def shell_call(offline: Any, command: str) -> ToolCall:
