@@ -47,7 +47,7 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
-from .budgets import DEFAULT_OUTPUT_RETRIES, Budget
+from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .context import default_state_root
@@ -62,6 +62,7 @@ from .request_checks import (
     ref_of,
     require_asking,
     require_dangerous_grant,
+    require_same_workspace,
     safe_hint,
 )
 from .retry import dangling_turn, recovered
@@ -311,6 +312,12 @@ class Controller:
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
+        if record is not None:
+            require_same_workspace(record.workspace, request.workspace)
+            if not limits.empty:  # a spent budget refuses here, before session.resumed
+                spent = SessionLimits(budget=limits)
+                spent.load(self.ledger.events(ref.session_id))
+                spent.before_turn(anyio.current_time())
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:

@@ -45,6 +45,14 @@ def require_dangerous_grant(posture: str, agent: str | None, grant: bool | Colle
     raise HarnessError("policy-refused", f"the dangerous posture is not granted to {who}")
 
 
+def require_same_workspace(recorded: str | None, requested: str | None) -> None:
+    """A session resumes in the workspace it was recorded for (its files, its CLI's state)."""
+    if recorded is None or requested is None:
+        return
+    if os.path.realpath(recorded) != os.path.realpath(requested):
+        raise HarnessError("invalid-request", "the session was recorded for another workspace")
+
+
 def ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:
     return session if isinstance(session, SessionRef) else session.session
 
