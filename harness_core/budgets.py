@@ -111,7 +111,7 @@ class Budget:
         return None
 
 
-_USAGE_FIELDS = tuple(a.name for a in attrs.fields(Usage))
+_USAGE_FIELDS = tuple(a.name for a in attrs.fields(Usage) if a.name != "cost_estimated")
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
@@ -124,6 +124,8 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
     for name in _USAGE_FIELDS:
         a, b = getattr(total, name), getattr(more, name)
         values[name] = a if b is None else b if a is None else a + b
+    # a total with an estimated part is an estimate
+    values["cost_estimated"] = total.cost_estimated or more.cost_estimated
     return Usage(**values)
 
 

@@ -63,6 +63,7 @@ from .request_checks import (
     require_asking,
     require_dangerous_grant,
     require_same_workspace,
+    require_usage_for,
     safe_hint,
 )
 from .retry import dangling_turn, recovered
@@ -229,6 +230,7 @@ class Controller:
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -312,6 +314,7 @@ class Controller:
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
         if record is not None:
             require_same_workspace(record.workspace, request.workspace)
             if not limits.empty:  # a spent budget refuses here, before session.resumed

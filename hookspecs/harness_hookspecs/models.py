@@ -295,6 +295,9 @@ class Usage:
     reasoning_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
     requests: int | None = field(default=None, validator=_bounds.non_negative_int)
     cost_usd: float | None = field(default=None, validator=_bounds.non_negative_number)
+    #: ``cost_usd`` is the runtime's estimate from a price table (the provider reported
+    #: tokens, not cost), not the provider's own figure
+    cost_estimated: bool = field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 @frozen
