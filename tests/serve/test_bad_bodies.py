@@ -64,7 +64,7 @@ RIGHT_TYPE = {
 
 
 def _wrong_values(kind):
-    return [v for v in WRONG if not (type(v) is kind)]
+    return [v for v in WRONG if type(v) is not kind]
 
 
 def test_wrong_types_in_every_field_of_every_body(serve, workspace_dir):

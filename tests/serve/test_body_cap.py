@@ -135,7 +135,7 @@ def test_a_200_mb_body_is_a_413_and_the_server_stays_small(tmp_path, chunked):
         growth = served.rss() - baseline
         assert growth < 50 * MB, f"server RSS grew {growth / MB:.0f} MB"
         # it lives on and wrote nothing
-        status, listing = served.post("/api/sessions", {"Content-Length": "9"}, [b'{"x": 1}\n'])
+        status, _ = served.post("/api/sessions", {"Content-Length": "9"}, [b'{"x": 1}\n'])
         assert status == 400
     finally:
         served.close()
