@@ -69,6 +69,7 @@ from .request_checks import (
 )
 from .retry import dangling_turn, recovered
 from .session_start import attach_session, create_record
+from .tool_hooks import AfterTool, ToolHook
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
 from .turn_start import begin_turn
 
@@ -113,13 +114,15 @@ class Controller:
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
         dangerous_grant: bool | Collection[str] = False,
+        tool_hooks: Sequence[ToolHook] = (),
     ) -> None:
         """``permission_handler`` answers the harness's permission requests (see
         :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
         ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
         ``budget`` limits every session (see :mod:`.budgets`); ``dangerous_grant`` lets
         sessions take the ``dangerous`` posture: ``True`` for all, or the agents named
-        (otherwise it is ``policy-refused``)."""
+        (otherwise it is ``policy-refused``); ``tool_hooks`` are the host's ``before_tool``
+        and ``after_tool`` callbacks (:mod:`.tool_hooks`)."""
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -138,6 +141,7 @@ class Controller:
             timeout=permission_timeout,
             policy=command_policy or CommandPolicy(),
             hook=self.plugins.pm.hook,
+            hooks=tuple(tool_hooks),
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
@@ -145,6 +149,10 @@ class Controller:
         self.delivery = Delivery(
             self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
         )
+        #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
+        self.after_tool = AfterTool(tool_hooks, lambda: self._task_group)
+        if self.after_tool.hooks:
+            self.delivery.listeners.append(self.after_tool)
         self._deliver = self.delivery.deliver
         self._recorded = self.delivery.recorded
         self._flush = self.delivery.flush

@@ -28,6 +28,8 @@ class Delivery:
         self._appended = 0  # events appended through this controller
         self._covered = 0  # of those, how many a finished flush covered
         self.observer_errors = 0
+        #: the runtime's own listeners (the host's after_tool hooks), called after the plugins
+        self.listeners: list[Any] = []
         #: failures per observer (its plugin name); each is reported once on stderr
         self.observer_failures: dict[str, int] = {}
 
@@ -35,12 +37,14 @@ class Delivery:
         self._appended += 1
         # Kept for the observers (pluggy's own list, read in place: no copy per event); an
         # observer registered later sees what is recorded from then on.
-        if self._observers is None or self._observers:
+        if self._observers is None or self._observers or self.listeners:
             self._waiting.append(event)
 
     @property
     def observed(self) -> bool:
-        """Whether any plugin observes events (``on_event``)."""
+        """Whether any plugin observes events (``on_event``), or a runtime listener."""
+        if self.listeners:
+            return True
         if self._observers is not None:
             return bool(self._observers)
         return bool(self._hook.on_event.get_hookimpls())
@@ -72,6 +76,8 @@ class Delivery:
             return  # a wrapper around observers: pluggy runs the chain
         for impl in reversed(observers):
             self._guarded(impl.function, event, _observer_name(impl))
+        for listener in self.listeners:
+            self._guarded(listener, event, "after_tool")
 
     def _guarded(self, observer: Any, event: Event, name: str) -> None:
         try:
