@@ -205,3 +205,33 @@ def test_a_call_in_flight_at_cancel_records_nothing_after_the_terminal(tmp_path)
     # terminal) or not at all: never after the terminal, never as a success
     completed = [e.payload for e in turn_events if e.type == "tool.completed"]
     assert all(not p.ok for p in completed) and len(completed) <= 1
+
+
+def test_a_one_function_harness_finds_the_turns_token_in_session_env(tmp_path):
+    from harness_core import harness
+
+    seen: list[Any] = []
+
+    @harness("token-reader", features=("mcp", "cancel"))
+    async def reader(message, session):
+        token = session.env.get(TOKEN_ENV)
+        bridge = session.context.mcp_bridge
+        listed = await mcp_post(bridge.url, token, rpc("tools/list"))
+        seen.append(token)
+        return ",".join(sorted(t["name"] for t in listed.json()["result"]["tools"]))
+
+    host = HostTool(name="Get_shout", description="q in capitals", function=shout)
+
+    async def main():
+        async with Controller(
+            plugins=plugins_from([reader]),
+            ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
+            state_dir=tmp_path / "state",
+            host_tools=[host],
+        ) as c:
+            ref = await c.open_session(harness="token-reader", workspace=str(tmp_path))
+            return await c.run_turn(ref, "a"), await c.run_turn(ref, "b")
+
+    first, second = anyio.run(main)
+    assert first.text == second.text == "Get_shout"
+    assert len(seen) == 2 and all(seen) and seen[0] != seen[1]  # a fresh token each turn
