@@ -225,6 +225,14 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--ledger", help=ledger_help)
     p = _command(
         sub,
+        "logs",
+        "print a session's diagnostic log (what a failing harness raised, with its traceback)",
+        _lazy("reading", "cmd_logs"),
+    )
+    p.add_argument("session")
+    p.add_argument("--ledger", help=ledger_help)
+    p = _command(
+        sub,
         "cancel",
         "cancel the turn a harness run is running in a session",
         _lazy("run", "cmd_cancel"),
@@ -367,6 +375,8 @@ def _main(argv: Sequence[str] | None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if os.environ.get("HARNESS_DEBUG"):
+        _debug_logging()
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
         command = next((a for a in arguments if not a.startswith("-")), "")
@@ -407,6 +417,17 @@ def _main(argv: Sequence[str] | None) -> int:
         from .errors import internal
 
         return internal(error)
+
+
+def _debug_logging() -> None:
+    """``HARNESS_DEBUG=1``: the runtime's log records (a harness's traceback) on stderr too."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("harness: debug: %(name)s: %(message)s"))
+    debug_logger = logging.getLogger("harness_core")
+    debug_logger.addHandler(handler)
+    debug_logger.setLevel(logging.DEBUG)
 
 
 def _quiet_stdout() -> None:

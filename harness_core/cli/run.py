@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..diagnostics import session_log
 from ..digests import sha256_hex
 from .approve import TerminalApprover, open_terminal
 from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
@@ -292,6 +293,8 @@ async def _run_turn(
         else:
             printer.event(event)  # e.g. a dead run's turn the resume ended as interrupted
     active = active_file(controller.state_root, ref.session_id)
+    log = session_log(controller.log_directory, ref.session_id)
+    logged = _size(log)
     started = time.monotonic()
     async with controller.turn(ref, prompt, **structured) as turn:
         running["turn"] = turn
@@ -314,7 +317,18 @@ async def _run_turn(
     if structured and result.status == "completed":
         printer.output(result.output)
     printer.summary(result, seconds)
+    if result.status == "failed" and _size(log) > logged:
+        # What the harness raised is not in the record (fixed reasons only): say where it is.
+        sys.stderr.write(f"diagnostic log: {log} (harness logs {ref.session_id})\n")
+        sys.stderr.flush()
     return result
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

@@ -198,11 +198,14 @@ async def session_view(server: Server, session_id: str) -> dict[str, Any]:
     summary = await server.summary(session_id)
     running = server.running_turn(session_id)
     last_turn = summary.last_turn
-    if last_turn == "running" and running is None:
-        # Not running here: running only while a live owner holds the session (its lease);
-        # one whose owner died (a killed `harness run`, this server before a restart) is over.
-        if not await server.read(server.ledger.claimed, session_id):
-            last_turn = "interrupted"
+    # Not running here: running only while a live owner holds the session (its lease); one
+    # whose owner died (a killed `harness run`, this server before a restart) is over.
+    if (
+        last_turn == "running"
+        and running is None
+        and not await server.read(server.ledger.claimed, session_id)
+    ):
+        last_turn = "interrupted"
     return {
         **record_to_dict(record),
         "turns": summary.turns,

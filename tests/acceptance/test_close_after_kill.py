@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.helpers import harness_cmd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
