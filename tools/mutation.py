@@ -281,8 +281,9 @@ def score(name: str, guard: Guard, exclusions: list[Exclusion]) -> Score | None:
                 for line in diff.splitlines()
                 if line[:1] in "+-" and not line.startswith(("+++", "---"))
             )
-            function = mutant.split("__mutmut_")[0].rsplit(".", 1)[-1].removeprefix("x_")
-            function = function.replace("ǁ", ".").strip(".")
+            # harness_core.lineage.x_check_parent__mutmut_5, ...xǁLineageǁparent__mutmut_3
+            mangled = mutant.split("__mutmut_")[0].rsplit(".", 1)[-1]
+            function = mangled.removeprefix("x_").removeprefix("xǁ").replace("ǁ", ".")
             reason = next(
                 (
                     e.reason
