@@ -48,9 +48,10 @@ def refused(reason: str) -> bool:
 
 
 def _skip_reason(excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
-    if not excinfo.errisinstance(pytest.skip.Exception):
+    skipped = excinfo.value
+    if not isinstance(skipped, pytest.skip.Exception):
         return None
-    return str(excinfo.value.msg or "no reason given")
+    return str(skipped.msg or "no reason given")
 
 
 @pytest.hookimpl(tryfirst=True)
