@@ -3,8 +3,8 @@
 Outside CI a test whose tool is missing (a pinned CLI, bubblewrap, PostgreSQL, Chromium, the
 Temporal dev server, an extra) skips and says why, so a developer without them can still run the
 rest. CI installs all of them (``./dev test``); there a skip would let the run go green without
-a whole group of tests, so it fails instead, naming what was missing. The repository's root
-``conftest.py`` loads this plugin for every test directory.
+a whole group of tests, so it fails instead, naming what was missing. The repository's
+pyproject.toml loads this plugin (addopts ``-p tests.strict_skips``) for every test directory.
 
 Only skips that no install can fix stay skips under CI: a kernel or architecture without the
 feature (:data:`ALLOWED_UNDER_CI`). Each has its reason there.

@@ -1,5 +1,5 @@
 """Under CI a skip fails the run naming its reason; outside CI it stays a skip with the reason
-(tests/strict_skips.py, loaded by the root conftest.py for every test directory)."""
+(tests/strict_skips.py, loaded for every test directory by pyproject.toml's addopts)."""
 
 from __future__ import annotations
 
