@@ -105,8 +105,11 @@ def load_bundle_file(path: str) -> Bundle:
     try:
         with open(path, "rb") as handle:
             text = handle.read()
-    except OSError:
-        raise HarnessError("invalid-request", "the bundle file cannot be read") from None
+    except OSError as error:  # the path and the OS's reason: the user's own file, no secret
+        reason = error.strerror or type(error).__name__
+        raise HarnessError(
+            "invalid-request", f"cannot read the bundle {path[-160:]} ({reason})"
+        ) from None
     return parse_bundle(text)
 
 

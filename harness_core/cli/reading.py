@@ -18,7 +18,7 @@ from typing import Any
 from harness_hookspecs import HarnessError
 
 from . import DEFAULT_SESSIONS_LIMIT
-from .errors import EXIT_OK, CliError
+from .errors import EXIT_OK, CliError, file_error
 from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading
 from .output import Out, print_json, print_json_lines
 from .view import clip, cost_text, format_event
@@ -252,8 +252,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         try:
             with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
-        except OSError:
-            raise CliError("invalid-request", "the output file cannot be written") from None
+        except OSError as error:
+            raise file_error("cannot write the output file", args.output, error) from None
         count = len(bundle.get("events", []))
         if args.json:
             print_json({"path": args.output, "events": count})
@@ -283,9 +283,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 raise HarnessError("session-not-found") from None
         text = None
     except OSError as error:
-        raise CliError(
-            "invalid-request", f"cannot read the log {path} ({error.strerror or error})"
-        ) from None
+        raise file_error("cannot read the log", str(path), error) from None
     if args.json:
         print_json({"session_id": args.session, "path": str(path), "log": text})
     elif text is None:

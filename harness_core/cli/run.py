@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from ..diagnostics import session_log
 from ..digests import sha256_hex
 from .approve import TerminalApprover, open_terminal
-from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
+from .errors import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_TURN_FAILED,
+    EXIT_UNAVAILABLE,
+    CliError,
+    exit_code_for,
+)
 from .output import Out, print_json
 from .prompt import check_names, check_workspace, parse_pairs, read_prompt, sandbox_spec
 from .view import RunView, format_event
@@ -200,7 +207,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_OK
         # 130 only when the host interrupted the turn; a harness ending it itself is a failure.
         by = getattr(result.events[-1].payload, "by", None) if result.events else None
-        return EXIT_CANCELLED if by == "host" else EXIT_TURN_FAILED
+        if by == "host":
+            return EXIT_CANCELLED
+        # A turn that could not run for want of credentials or the CLI: 69, as a refused open.
+        unavailable = exit_code_for(result.reason or "") == EXIT_UNAVAILABLE
+        return EXIT_UNAVAILABLE if unavailable else EXIT_TURN_FAILED
 
     code: int = anyio.run(main)
     return code

@@ -52,17 +52,24 @@ def server_of(request: Request) -> Server:
     return server
 
 
+def token_problem(header: str | None) -> str:
+    """Why a change was refused: no token at all, or one that is not this server's."""
+    if not header or not header.lower().startswith("bearer "):
+        return (
+            "the bearer token is missing: send Authorization: Bearer <the token harness "
+            "serve printed at start>"
+        )
+    return "the bearer token is invalid: it is not the token this harness serve printed at start"
+
+
 def guarded(handler: Handler, *, changes_state: bool) -> Handler:
     """Map HarnessError to a JSON error; demand the bearer token for a state change."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            if changes_state and not bearer_matches(
-                request.headers.get("authorization"), server_of(request).token
-            ):
-                raise HarnessError(
-                    "authentication-required", "send Authorization: Bearer <serve token>"
-                )
+            header = request.headers.get("authorization")
+            if changes_state and not bearer_matches(header, server_of(request).token):
+                raise HarnessError("authentication-required", token_problem(header))
             return await handler(request)
         except HarnessError as error:
             return error_response(error)
