@@ -481,6 +481,16 @@ class Turn:
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
+        if (
+            outcome is not None
+            and deadline is not None
+            and self._cancel_by is None
+            and self.controller.clock() >= deadline
+        ):
+            # The deadline passed while the harness held the loop (a function that blocks has
+            # no checkpoint for the scope to interrupt): its late answer is still a timeout.
+            outcome = None
+            scope.cancel()
         if scope.cancel_called and outcome is None:
             if self._cancel_by is not None:
                 return TurnCancelled(by=self._cancel_by)

@@ -8,7 +8,6 @@ in :mod:`harness_core.cli.errors`; nothing recorded is lost. Every ``--json`` pr
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from argparse import ArgumentParser, ArgumentTypeError, Namespace
@@ -47,34 +46,31 @@ def _lazy(module: str, function: str) -> Callable[[Namespace], int]:
 
 
 def _positive_seconds(text: str) -> float:
+    from ..number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        raise ArgumentTypeError("must be a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentTypeError("must be a positive number of seconds")
-    return value
+        return positive_number(text, seconds=True)
+    except ValueError as error:
+        raise ArgumentTypeError(str(error)) from None
 
 
 def _positive_number(text: str) -> float:
+    from ..number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        raise ArgumentTypeError("must be a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentTypeError("must be a positive number")
-    return value
+        return positive_number(text)
+    except ValueError as error:
+        raise ArgumentTypeError(str(error)) from None
 
 
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
+        from ..number_checks import whole_number
+
         try:
-            value = int(text)
-        except ValueError:
-            raise ArgumentTypeError("must be a whole number") from None
-        if value < minimum:
-            raise ArgumentTypeError(f"must be at least {minimum}")
-        return value
+            return whole_number(text, minimum)
+        except ValueError as error:
+            raise ArgumentTypeError(str(error)) from None
 
     parse.__name__ = "count"
     return parse

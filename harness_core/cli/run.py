@@ -45,21 +45,32 @@ def _active_pid(state_root: Path, session_id: str) -> tuple[int, str] | None:
     """The pid of the ``harness run`` running a turn in the session, if it still lives.
 
     A run killed with -9 leaves its file, and its pid may now be another process's: only the
-    process that wrote the file (same pid and ``/proc`` start time) counts.
+    process that wrote the file (same pid and ``/proc`` start time) counts. A run writes its
+    file whole (a rename), so one that cannot be read is stale too; a stale file is removed.
     """
     from ..ledger.owner import same_process
 
     path = active_file(state_root, session_id)
     try:
-        info = json.loads(path.read_text())
+        info = json.loads(path.read_bytes())
         pid = int(info["pid"])
         alive = same_process(pid, info.get("start"))
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
         return None
+    except (ValueError, KeyError, TypeError, IndexError):
+        alive = False
     if not alive:
         path.unlink(missing_ok=True)
         return None
     return pid, str(info.get("turn_id", "?"))
+
+
+def _write_active(path: Path, record: dict[str, Any]) -> None:
+    """Write the active file whole: a run killed mid-write leaves no half file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(record))
+    os.replace(partial, path)
 
 
 class _Printer:
@@ -300,8 +311,7 @@ async def _run_turn(
         running["turn"] = turn
         if signalled.is_set():
             await controller.cancel_turn(ref, turn.turn_id)
-        active.parent.mkdir(parents=True, exist_ok=True)
-        active.write_text(json.dumps(_active_record(turn.turn_id)))
+        _write_active(active, _active_record(turn.turn_id))
         try:
             async for event in turn:
                 if event.type != "turn.started" or printer.mode != "readable":
