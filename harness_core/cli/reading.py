@@ -86,7 +86,7 @@ def _matches(store: Any, session_id: str, needle: str) -> bool:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from ..export import open_turn
+    from ..export import open_turn, session_state
     from ..serialize import record_to_dict
 
     since = parse_since(args.since) if args.since else None
@@ -123,10 +123,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
         # An open session whose last turn has no end: "running" while its process lives,
         # "interrupted" when a dead process left it (the next resume records that).
-        rows = [
-            {**record_to_dict(r), **summaries[r.session_id], "turn": open_turn(store, r.session_id)}
-            for r in shown
-        ]
+        rows = []
+        for r in shown:
+            turn = open_turn(store, r.session_id)
+            rows.append(
+                {
+                    **record_to_dict(r),
+                    **summaries[r.session_id],
+                    "turn": turn,
+                    "state": session_state(r.status, turn),
+                }
+            )
     if args.json:
         print_json_lines(rows)
         return EXIT_OK
@@ -153,7 +160,7 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
             [
                 row["ref"]["session_id"],
                 row["ref"]["provider"],
-                row["turn"] or row["status"],
+                row["state"] + (" (interrupted)" if row["turn"] == "interrupted" else ""),
                 str(row["turns"]),
                 tokens,
                 cost_text(usage["cost_usd"]),
@@ -164,7 +171,7 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
     headers = [
         "SESSION",
         "HARNESS",
-        "STATUS",
+        "STATE",
         "TURNS",
         "TOKENS IN/OUT",
         "COST",

@@ -362,16 +362,17 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_close(args: argparse.Namespace) -> int:
-    """Close a session left open by ``harness run``: resume it, then close it (idempotent);
-    when its harness cannot start again, close it in the ledger alone."""
+    """Close a session left open by ``harness run`` (idempotent). It is closed in the ledger
+    alone - ``session.closed`` and nothing else (no ``session.resumed``): the ``harness run``
+    that held it already released its harness, processes and sandbox when it ended, and a turn
+    a killed run left open ends ``interrupted`` (see :mod:`harness_core.record_close`)."""
     import anyio
 
     from ..controller import Controller
-    from ..record_close import close_from_anywhere
 
     async def close() -> None:
         async with Controller(ledger=args.ledger) as controller:
-            await close_from_anywhere(controller, args.session)
+            await controller.close_session(args.session)
 
     if known_session(args).status == "closed":
         outcome = "was already closed"

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..export import session_state
 from ..number_checks import positive_number
 from ..serialize import descriptor_to_dict, event_to_dict, record_to_dict
 from .auth import bearer_matches
@@ -220,6 +221,8 @@ async def session_view(server: Server, session_id: str) -> dict[str, Any]:
         "output_tokens": summary.output_tokens,
         "cost_usd": summary.cost_usd,
         "last_turn": last_turn,
+        # running / idle / closed (see harness_core.export.session_state)
+        "state": session_state(record.status, "running" if last_turn == "running" else None),
         "last_sequence": summary.last_sequence,
         "updated_at": summary.updated_at or record.updated_at,
         "running_turn": running.turn_id if running is not None else None,
