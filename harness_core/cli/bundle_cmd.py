@@ -71,8 +71,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from harness_hookspecs import HarnessError
 
-    from .ledger_read import open_for_reading
+    from .ledger_read import open_for_reading, resolve_session
 
+    resolve_session(args)
     store = open_for_reading(args.ledger)
     try:
         if store is None or store.get_session(args.session) is None:

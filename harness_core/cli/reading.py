@@ -19,7 +19,7 @@ from harness_hookspecs import HarnessError
 
 from . import DEFAULT_SESSIONS_LIMIT
 from .errors import EXIT_OK, CliError, file_error
-from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading
+from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading, resolve_session
 from .output import Out, print_json, print_json_lines
 from .view import clip, cost_text, format_event
 
@@ -202,6 +202,7 @@ def _totals(rows: list[dict[str, Any]]) -> str:
 def cmd_events(args: argparse.Namespace) -> int:
     from ..serialize import event_to_dict
 
+    resolve_session(args)
     with _reading(args.ledger) as store:
         if store is None or store.get_session(args.session) is None:
             raise HarnessError("session-not-found")
@@ -249,6 +250,7 @@ def _follow_events(store: Any, args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import export_session
 
+    resolve_session(args)
     with _reading(args.ledger) as store:
         if store is None:
             raise HarnessError("session-not-found")
@@ -281,6 +283,7 @@ def session_log_path(url: str | None, session_id: str) -> Any:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     """``harness logs ID``: the session's diagnostic log (see :mod:`harness_core.diagnostics`)."""
+    resolve_session(args)
     path = session_log_path(args.ledger, args.session)
     try:
         text = path.read_text(encoding="utf-8", errors="backslashreplace")

@@ -147,7 +147,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from ..controller import Controller
     from ..plugin_cache import plugins_for
+    from .ledger_read import resolve_session
 
+    resolve_session(args)
     prompt = read_prompt(args)
     structured = structured_options(args)
     from .ledger_read import ledger_url
@@ -345,7 +347,9 @@ def _size(path: Path) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from ..context import default_state_root
+    from .ledger_read import resolve_session
 
+    resolve_session(args)
     found = _active_pid(default_state_root(), args.session)
     if found is None:
         raise CliError("turn-not-found", "no harness run is running a turn in that session")
@@ -369,6 +373,9 @@ def cmd_close(args: argparse.Namespace) -> int:
     import anyio
 
     from ..controller import Controller
+    from .ledger_read import resolve_session
+
+    resolve_session(args)
 
     async def close() -> None:
         async with Controller(ledger=args.ledger) as controller:
