@@ -24,6 +24,8 @@ from .errors import (
 )
 from .output import Out, print_json
 from .prompt import check_names, check_workspace, parse_pairs, read_prompt, sandbox_spec
+from .status_line import TICK as STATUS_TICK
+from .status_line import StatusLine, wanted
 from .view import RunView, format_event
 
 if TYPE_CHECKING:
@@ -82,6 +84,26 @@ class _Printer:
         # goes to stderr with the rest.
         structured = getattr(args, "output_schema", None) is not None
         self.view = RunView(Out(sys.stderr if structured else sys.stdout), Out(sys.stderr))
+        #: The live line while a turn is silent (readable, stderr a terminal, no y/n prompts).
+        self.status: StatusLine | None = None
+        if self.mode == "readable" and not getattr(args, "approve", False) and wanted(sys.stderr):
+            self.status = StatusLine(sys.stderr, colour=self.view.chrome.rich)
+        # The answer on the same terminal: the line may only be drawn at a line's start.
+        self._shared = structured or wanted(sys.stdout)
+
+    def tick(self) -> None:
+        if self.status is not None:
+            self.status.tick(may_draw=self.view.at_line_start or not self._shared)
+
+    async def ticking(self) -> None:
+        """Redraw the status line until cancelled (nothing to do without one)."""
+        import anyio
+
+        if self.status is None:
+            return
+        while True:
+            await anyio.sleep(STATUS_TICK)
+            self.tick()
 
     def session(self, event: Event) -> None:
         if self.mode == "json":
@@ -94,6 +116,9 @@ class _Printer:
             self.view.session(event)
 
     def event(self, event: Event) -> None:
+        if self.status is not None:
+            self.status.erase()
+            self.status.note(event)
         if self.mode == "json":
             from ..serialize import event_to_dict
 
@@ -112,6 +137,9 @@ class _Printer:
             sys.stdout.flush()
 
     def summary(self, result: Any, seconds: float) -> None:
+        if self.status is not None:
+            self.status.erase()
+            self.status = None
         if self.mode == "readable":
             self.view.summary(result.status, result.usage, seconds)
 
@@ -300,6 +328,8 @@ async def _run_turn(
     shown: int,
     structured: dict[str, Any],
 ) -> Any:
+    import anyio
+
     controller.ledger.flush()
     for event in controller.events(ref.session_id, after=shown):
         if event.type in ("session.opened", "session.resumed"):
@@ -316,10 +346,15 @@ async def _run_turn(
             await controller.cancel_turn(ref, turn.turn_id)
         _write_active(active, _active_record(turn.turn_id))
         try:
-            async for event in turn:
-                if event.type != "turn.started" or printer.mode != "readable":
-                    printer.event(event)
+            async with anyio.create_task_group() as ticking:
+                ticking.start_soon(printer.ticking)
+                async for event in turn:
+                    if event.type != "turn.started" or printer.mode != "readable":
+                        printer.event(event)
+                ticking.cancel_scope.cancel()
         finally:
+            if printer.status is not None:
+                printer.status.erase()
             active.unlink(missing_ok=True)
             running.pop("turn", None)
     result = turn.result()
