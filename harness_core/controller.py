@@ -111,7 +111,8 @@ class Controller:
             ``sqlite:PATH``, a plugin's scheme); default ``$HARNESS_LEDGER``, else
             ``sqlite:.harness/ledger.sqlite`` in the current directory.
         :param state_dir: where each session's adapter keeps its durable state
-            (``<state_dir>/<harness>/<session id>``: native ids, transcripts); default
+            (``<state_dir>/<harness>/<digest of the session id>``: native ids, transcripts;
+            a relative path is taken from the current directory at construction); default
             ``$HARNESS_STATE_DIR``, else ``$XDG_STATE_HOME/harness-core`` (``~/.local/state``).
             A resume in another process needs the same directory.
         :param turn_timeout: default deadline of every turn, in seconds (``None``: none); a
@@ -142,7 +143,9 @@ class Controller:
             else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
         )
         self._owns_ledger = ledger is None or isinstance(ledger, str)
-        self.state_root = Path(state_dir) if state_dir is not None else default_state_root()
+        # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
+        root = Path(state_dir) if state_dir is not None else default_state_root()
+        self.state_root = root.absolute()
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)

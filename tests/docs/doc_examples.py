@@ -94,7 +94,7 @@ def _output_regions(document: Document) -> Iterable[Region]:
     for lexed in directive(document):
         block = next((f for f in fences if f.start > lexed.end), None)
         between = document.text[lexed.end : block.start] if block is not None else "x"
-        if block is None or between.strip():
+        if block is None or between.replace("-->", "", 1).strip():
             raise ValueError(f"{document.path}: <!-- output --> must precede a code block")
         yield Region(lexed.start, block.end, str(block.lexemes["source"]), _check_output)
 
