@@ -28,6 +28,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -140,14 +141,38 @@ def run_command(command: str, env: dict[str, str], cwd: Path) -> tuple[int, str]
     return result.returncode, result.stdout
 
 
+def run_session(commands: list[str], env: dict[str, str], cwd: Path) -> list[tuple[int, str]]:
+    """Run a console block's commands in one bash (a variable or ``cd`` carries over to the
+    next command, as in a terminal): ``[(exit code, output)]`` per command."""
+    marker = f"@@doc-command-{uuid.uuid4().hex}@@"
+    script = "".join(f"{command}\nprintf '\\n{marker} %s\\n' \"$?\"\n" for command in commands)
+    result = subprocess.run(
+        ["bash", "-c", script],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    found = []
+    rest = result.stdout
+    for _ in commands:
+        output, _, rest = rest.partition(f"\n{marker} ")
+        code, _, rest = rest.partition("\n")
+        found.append((int(code) if code.strip().isdigit() else result.returncode, output))
+    return found
+
+
 def evaluate_console(example: Example) -> str | None:
     env = example.namespace["__env__"]
     cwd = example.namespace["__cwd__"]
     commands = console_commands(str(example.parsed))
     if not commands:
         return "a console block without a `$ command` (mark it skip, or give it prompts)"
-    for command, want in commands:
-        code, got = run_command(command, env, cwd)
+    results = run_session([command for command, _ in commands], env, cwd)
+    for (command, want), (code, got) in zip(commands, results, strict=True):
         if not want.strip():
             if code != 0:
                 return f"$ {command}\nexited {code}:\n{got}"
