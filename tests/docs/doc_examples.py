@@ -10,6 +10,9 @@ a later block uses what an earlier one defined. On top of its Markdown lexers:
 - ``console`` blocks: each ``$ command`` (``\\`` continues a line) runs in bash in the page's
   working directory, and the lines after it are its output, compared the same way (a command
   with no lines after it is only required to succeed);
+- ``sql`` blocks run, statement by statement, against the SQLite ledger the page's commands
+  recorded (``.harness/ledger.sqlite``): a query on a table or column that does not exist
+  fails;
 - ``<!-- skip: next "why" -->`` (Sybil's skip directive) leaves the next block out, with the
   reason: a block that starts a server or installs from PyPI.
 
@@ -26,6 +29,7 @@ import inspect
 import io
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -50,7 +54,7 @@ def documents() -> list[Path]:
 
 
 # Languages of blocks that are code to run: each such block runs, or is skipped with a reason.
-RUNNABLE = {"python", "console", "sh", "bash", "shell", "pycon"}
+RUNNABLE = {"python", "console", "sh", "bash", "shell", "pycon", "sql"}
 PRINTED = "__printed__"
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -181,6 +185,27 @@ def evaluate_console(example: Example) -> str | None:
     return None
 
 
+def evaluate_sql(example: Example) -> str | None:
+    ledger = Path(example.namespace["__cwd__"]) / ".harness" / "ledger.sqlite"
+    if not ledger.exists():
+        return f"no ledger at {ledger} for the query to read"
+    connection = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+    try:
+        for statement in sqlparse_statements(str(example.parsed)):
+            connection.execute(statement).fetchall()
+    except sqlite3.Error as error:
+        return f"{error}"
+    finally:
+        connection.close()
+    return None
+
+
+def sqlparse_statements(text: str) -> list[str]:
+    """The statements of a block (``;``-separated, ``--`` comments dropped)."""
+    lines = [line for line in text.splitlines() if not line.strip().startswith("--")]
+    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
+
+
 def page_environment(workdir: Path) -> dict[str, str]:
     """The environment a page's commands and code run with: the checkout's venv first on PATH,
     the pinned CLIs found, no colour, everything stateful under the page's directory."""
@@ -205,6 +230,7 @@ SYBIL = Sybil(
     parsers=[
         CodeBlockParser("python", evaluate_python),
         CodeBlockParser("console", evaluate_console),
+        CodeBlockParser("sql", evaluate_sql),
         _output_regions,
         SkipParser(),
     ]
