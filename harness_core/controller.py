@@ -52,6 +52,7 @@ from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .context import default_state_root
 from .delivery import Delivery
+from .diagnostics import log_directory
 from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
@@ -146,6 +147,8 @@ class Controller:
         # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
         root = Path(state_dir) if state_dir is not None else default_state_root()
         self.state_root = root.absolute()
+        #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
+        self.log_directory = log_directory(self.ledger, self.state_root)
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -41,6 +42,7 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 from .delivery import Delivery
+from .diagnostics import harness_raised
 from .lineage import Lineage
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
@@ -57,6 +59,8 @@ class TurnOwner(Protocol):
 
     ledger: LedgerStore
     delivery: Delivery
+    #: where the session logs go (:mod:`.diagnostics`)
+    log_directory: Path
     _task_group: anyio.abc.TaskGroup | None
     #: the running backend's Event and CancelScope classes (``anyio.Event()`` looks the
     #: backend up on every call; the class taken once is ~0.7 us cheaper per object)
@@ -339,6 +343,19 @@ class Turn:
                     self._caller_error = error
                     raise
 
+    def log_raised(self, error: BaseException) -> None:
+        """What the harness raised, with its traceback, to the session's diagnostic log (the
+        turn's record keeps the fixed reason only)."""
+        live = self._live
+        harness_raised(
+            error,
+            directory=self.controller.log_directory,
+            session_id=live.ref.session_id,
+            harness=live.ref.provider,
+            turn_id=self.turn_id,
+            redact=live.context.redactor.text,
+        )
+
     def record_side_event(self, payload: Payload) -> bool:
         """Record an event from outside the adapter's stream (the MCP bridge's tool calls) in
         this turn, in sequence; False once the terminal event is recorded."""
@@ -446,6 +463,7 @@ class Turn:
                 except cancelled:
                     raise
                 except BaseException as error:  # a harness raising SystemExit: its failure
+                    self.log_raised(error)
                     failure = harness_failure(error)
                     outcome = TurnFailed(reason=failure.reason, hint=failure.hint)
                     break
@@ -470,6 +488,16 @@ class Turn:
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
+        if (
+            outcome is not None
+            and deadline is not None
+            and self._cancel_by is None
+            and self.controller.clock() >= deadline
+        ):
+            # The deadline passed while the harness held the loop (a function that blocks has
+            # no checkpoint for the scope to interrupt): its late answer is still a timeout.
+            outcome = None
+            scope.cancel()
         if scope.cancel_called and outcome is None:
             if self._cancel_by is not None:
                 return TurnCancelled(by=self._cancel_by)

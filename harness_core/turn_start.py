@@ -104,6 +104,7 @@ async def begin_turn(
         if not inline:
             turn.start()
     except Exception as error:
+        turn.log_raised(error)
         failure = as_error(error)
         await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
     return turn

@@ -8,7 +8,6 @@ in :mod:`harness_core.cli.errors`; nothing recorded is lost. Every ``--json`` pr
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from argparse import ArgumentParser, ArgumentTypeError, Namespace
@@ -47,34 +46,31 @@ def _lazy(module: str, function: str) -> Callable[[Namespace], int]:
 
 
 def _positive_seconds(text: str) -> float:
+    from ..number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        raise ArgumentTypeError("must be a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentTypeError("must be a positive number of seconds")
-    return value
+        return positive_number(text, seconds=True)
+    except ValueError as error:
+        raise ArgumentTypeError(str(error)) from None
 
 
 def _positive_number(text: str) -> float:
+    from ..number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        raise ArgumentTypeError("must be a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentTypeError("must be a positive number")
-    return value
+        return positive_number(text)
+    except ValueError as error:
+        raise ArgumentTypeError(str(error)) from None
 
 
 def _count(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
+        from ..number_checks import whole_number
+
         try:
-            value = int(text)
-        except ValueError:
-            raise ArgumentTypeError("must be a whole number") from None
-        if value < minimum:
-            raise ArgumentTypeError(f"must be at least {minimum}")
-        return value
+            return whole_number(text, minimum)
+        except ValueError as error:
+            raise ArgumentTypeError(str(error)) from None
 
     parse.__name__ = "count"
     return parse
@@ -229,6 +225,14 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--ledger", help=ledger_help)
     p = _command(
         sub,
+        "logs",
+        "print a session's diagnostic log (what a failing harness raised, with its traceback)",
+        _lazy("reading", "cmd_logs"),
+    )
+    p.add_argument("session")
+    p.add_argument("--ledger", help=ledger_help)
+    p = _command(
+        sub,
         "cancel",
         "cancel the turn a harness run is running in a session",
         _lazy("run", "cmd_cancel"),
@@ -371,6 +375,8 @@ def _main(argv: Sequence[str] | None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if os.environ.get("HARNESS_DEBUG"):
+        _debug_logging()
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
         command = next((a for a in arguments if not a.startswith("-")), "")
@@ -411,6 +417,17 @@ def _main(argv: Sequence[str] | None) -> int:
         from .errors import internal
 
         return internal(error)
+
+
+def _debug_logging() -> None:
+    """``HARNESS_DEBUG=1``: the runtime's log records (a harness's traceback) on stderr too."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("harness: debug: %(name)s: %(message)s"))
+    debug_logger = logging.getLogger("harness_core")
+    debug_logger.addHandler(handler)
+    debug_logger.setLevel(logging.DEBUG)
 
 
 def _quiet_stdout() -> None:
