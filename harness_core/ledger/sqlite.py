@@ -35,7 +35,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
@@ -49,11 +49,13 @@ from ._base import (
     SequenceGuard,
     Waiter,
     event_from_row,
+    event_row,
     holder_alive,
 )
 from .owner import this_process
 from .sqlite_batch import (
     CHECKPOINT,
+    INSERT_EVENT,
     NUDGE,
     Batch,
     Claim,
@@ -62,6 +64,7 @@ from .sqlite_batch import (
     Staged,
     write,
     write_each,
+    write_session,
 )
 from .sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from .sqlite_schema import connect, migrate, rollback, use_wal, validate
@@ -202,6 +205,50 @@ class SqliteStore(QueuedWrites):
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._records.remember(record)
             self._stage(Session(record, False), now=True)
+
+    def import_session(self, record: SessionRecord, batches: Iterable[Sequence[Event]]) -> None:
+        """Write a new session's record and all its events in one transaction, on a
+        connection of its own: all or nothing (``batches`` are streamed, one held at a time).
+        ``invalid-request`` when the session id or an event id is already in the ledger (or
+        repeated), ``ledger-failed`` when the disk refuses; nothing is written either way."""
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+        self.flush()
+        try:
+            connection = connect(self.path)
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                write_session(connection, Session(record, False))
+            except sqlite3.IntegrityError:
+                raise HarnessError(
+                    "invalid-request", "the ledger already has this session id"
+                ) from None
+            expected = 1
+            for batch in batches:
+                rows = []
+                for event in batch:
+                    if event.session_id != record.session_id or event.sequence != expected:
+                        raise HarnessError("invalid-request", "the bundle's events are not its own")
+                    rows.append(event_row(event))
+                    expected += 1
+                try:
+                    connection.executemany(INSERT_EVENT, rows)
+                except sqlite3.IntegrityError:
+                    raise HarnessError(
+                        "invalid-request", "an event id of the bundle is already in the ledger"
+                    ) from None
+            connection.execute("COMMIT")
+        except sqlite3.Error:
+            rollback(connection)
+            raise HarnessError("ledger-failed", "the import could not be stored") from None
+        except BaseException:
+            rollback(connection)
+            raise
+        finally:
+            connection.close()
 
     def update_session(self, record: SessionRecord) -> None:
         if self._closed:

@@ -12,7 +12,7 @@ from harness_hookspecs import SessionRecord
 
 from ._base import STOP, Waiter, event_row, record_row
 
-_INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: Events go in multi-row INSERTs: each statement step releases and re-takes the GIL, and a
 #: thread re-taking it from a busy event loop can wait a whole switch interval (5 ms), so a step
 #: per row starves the writer thread. Up to :data:`EXACT_ROWS` rows are one statement of their
@@ -137,7 +137,7 @@ def write_each(
             fail("a session could not be stored (duplicate or unwritable)")
     for row in rows:
         try:
-            connection.execute(_INSERT_EVENT, row)
+            connection.execute(INSERT_EVENT, row)
         except (sqlite3.Error, ValueError):
             fail("an event could not be stored (duplicate sequence or event id)")
     for release in batch.releases:
