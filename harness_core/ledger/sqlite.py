@@ -153,6 +153,9 @@ class SqliteStore(QueuedWrites):
         self._owner_pid = 0
         self._owner_text = ""
         self._epochs: dict[str, int] = {}  # sessions this store claimed -> writer epoch
+        #: sessions an event of which could not be stored: no later event of theirs is written
+        #: (it would leave a gap) until the session is claimed again (a resume reads what is)
+        self._broken: set[str] = set()
         self._new: set[str] = set()  # sessions this store created and has not claimed yet
         self._renewed: dict[str, float] = {}  # when the writer last renewed each claim
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
@@ -460,10 +463,12 @@ class SqliteStore(QueuedWrites):
         # failure.
         try:
             connection.execute("BEGIN IMMEDIATE")
-            write_each(connection, batch, self._fence, self._fail)
+            write_each(connection, batch, self._fence, self._fail, self._broken)
             connection.execute("COMMIT")
         except sqlite3.Error:
             rollback(connection)
+            # none of the batch's events is stored: each session's next one would leave a gap
+            self._broken.update(row[0] for row in batch.rows)
             self._fail("the SQLite ledger could not be written")
 
     # -- ownership --------------------------------------------------------------------------
@@ -479,6 +484,7 @@ class SqliteStore(QueuedWrites):
         held = self._epochs.get(session_id)
         if held is not None:
             return held
+        self._broken.discard(session_id)  # claimed anew: it goes on from what is stored
         owner = self._owner()
         stamp = time.time()
         if session_id in self._new:
@@ -541,7 +547,15 @@ class SqliteStore(QueuedWrites):
         return bool(rows) and holder_alive(rows[0][0], rows[0][1], time.time())
 
     def _fence(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Any]:
-        """``rows`` less those of sessions another writer holds (inside the transaction)."""
+        """``rows`` less those of sessions another writer holds (inside the transaction), and
+        less those of a session an earlier event of which could not be stored (a full or
+        read-only disk): written after the gap, they would break its sequence."""
+        broken = self._broken
+        if broken:
+            kept = [row for row in rows if row[0] not in broken]
+            if len(kept) != len(rows):
+                self._fail("the SQLite ledger could not be written")
+                rows = kept
         refused: set[str] = set()
         now = time.time()
         me = self._owner()

@@ -124,10 +124,16 @@ def write(connection: sqlite3.Connection, batch: Batch, fence: Fence) -> None:
 
 
 def write_each(
-    connection: sqlite3.Connection, batch: Batch, fence: Fence, fail: Callable[[str], None]
+    connection: sqlite3.Connection,
+    batch: Batch,
+    fence: Fence,
+    fail: Callable[[str], None],
+    broken: set[str],
 ) -> None:
     """Like :func:`write`, one statement at a time, keeping every good one (a refused
-    statement doesn't end the transaction) and reporting the refused ones to ``fail``."""
+    statement doesn't end the transaction) and reporting the refused ones to ``fail``. A
+    session one event of which is refused gets no later event (added to ``broken``): its
+    sequence stays gap-free."""
     _insert_claims(connection, batch.claims)
     rows = fence(connection, batch.rows)
     for session in batch.sessions:
@@ -136,9 +142,12 @@ def write_each(
         except (sqlite3.Error, ValueError):
             fail("a session could not be stored (duplicate or unwritable)")
     for row in rows:
+        if row[0] in broken:
+            continue
         try:
             connection.execute(INSERT_EVENT, row)
         except (sqlite3.Error, ValueError):
+            broken.add(row[0])
             fail("an event could not be stored (duplicate sequence or event id)")
     for release in batch.releases:
         connection.execute(_RELEASE, (release.session_id, release.epoch))
