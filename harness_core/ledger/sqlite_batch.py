@@ -132,8 +132,8 @@ def write_each(
 ) -> None:
     """Like :func:`write`, one statement at a time, keeping every good one (a refused
     statement doesn't end the transaction) and reporting the refused ones to ``fail``. A
-    session one event of which is refused gets no later event (added to ``broken``): its
-    sequence stays gap-free."""
+    session one event of which could not be written (not a duplicate: a full disk...) gets no
+    later event (added to ``broken``): its sequence stays gap-free."""
     _insert_claims(connection, batch.claims)
     rows = fence(connection, batch.rows)
     for session in batch.sessions:
@@ -146,9 +146,11 @@ def write_each(
             continue
         try:
             connection.execute(INSERT_EVENT, row)
-        except (sqlite3.Error, ValueError):
-            broken.add(row[0])
+        except sqlite3.IntegrityError:  # its sequence is stored already (another writer's)
             fail("an event could not be stored (duplicate sequence or event id)")
+        except (sqlite3.Error, ValueError):  # not stored at all (a full disk...): a gap
+            broken.add(row[0])
+            fail("an event could not be stored")
     for release in batch.releases:
         connection.execute(_RELEASE, (release.session_id, release.epoch))
 
