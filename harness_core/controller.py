@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
@@ -58,7 +58,14 @@ from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .record_close import closing_events
 from .redaction import Redactor
-from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
+from .request_checks import (
+    is_uuid,
+    new_session_id,
+    ref_of,
+    require_asking,
+    require_dangerous_grant,
+    safe_hint,
+)
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
 from .session_start import attach_session, create_record
@@ -106,11 +113,14 @@ class Controller:
         command_policy: CommandPolicy | None = None,
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
+        dangerous_grant: bool | Collection[str] = False,
     ) -> None:
         """``permission_handler`` answers the harness's permission requests (see
         :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
         ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
-        ``budget`` limits every session (see :mod:`.budgets`)."""
+        ``budget`` limits every session (see :mod:`.budgets`); ``dangerous_grant`` lets
+        sessions take the ``dangerous`` posture: ``True`` for all, or the agents named
+        (otherwise it is ``policy-refused``)."""
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -131,6 +141,7 @@ class Controller:
             hook=self.plugins.pm.hook,
         )
         self.budget = Budget.of(budget)
+        self.dangerous_grant = dangerous_grant
         self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
         self.delivery = Delivery(
             self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
@@ -222,6 +233,7 @@ class Controller:
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
+        require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -312,6 +324,8 @@ class Controller:
         descriptor = self.describe(ref.provider)
         assert_supported(descriptor, ref.target, "resume")
         require_asking(descriptor, request.posture)
+        agent = request.agent or (record.agent if record is not None else None)
+        require_dangerous_grant(request.posture, agent, self.dangerous_grant)
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:

@@ -173,6 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 max_events_per_turn=args.max_events,
                 permission_handler=approver,
                 budget=budget_of(args),
+                dangerous_grant=bool(getattr(args, "grant_dangerous", False)),
             ) as controller,
             anyio.create_task_group() as tg,
         ):

@@ -21,7 +21,7 @@ from ..approvals import PendingApprovals
 from ..controller import Controller
 from ..record_close import close_from_anywhere
 from ..turn import Turn
-from .command import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY
 
 #: How long a follower sleeps when nothing woke it (events written by another process).
 POLL_SECONDS = 0.5
