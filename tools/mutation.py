@@ -82,7 +82,11 @@ GUARDS: dict[str, Guard] = {
     "budgets": Guard(
         "harness_core/budgets.py",
         "harness_core",
-        ("tests/approvals/test_policy_and_budget.py", "tests/approvals/test_controller_limits.py"),
+        (
+            "tests/approvals/test_budgets.py",
+            "tests/approvals/test_policy_and_budget.py",
+            "tests/approvals/test_controller_limits.py",
+        ),
     ),
     "command_policy": Guard(
         "harness_core/command_policy.py",
