@@ -8,7 +8,6 @@ import json
 import types
 
 import pytest
-
 from harness_hookspecs import Usage
 from harness_hookspecs import bounds as b
 
