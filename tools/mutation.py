@@ -91,7 +91,11 @@ GUARDS: dict[str, Guard] = {
     "command_policy": Guard(
         "harness_core/command_policy.py",
         "harness_core",
-        ("tests/approvals/test_policy_and_budget.py", "tests/approvals/test_seam.py"),
+        (
+            "tests/approvals/test_command_policy.py",
+            "tests/approvals/test_policy_and_budget.py",
+            "tests/approvals/test_seam.py",
+        ),
     ),
     "approvals": Guard(
         "harness_core/approvals.py",

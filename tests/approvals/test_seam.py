@@ -254,3 +254,19 @@ async def test_auto_asks_the_host_for_what_the_rules_ask_and_denies_with_the_rea
     # strict: nobody asked, no rule to quote
     decision, _ = await _resolve(Approvals(), _bash("pytest -q"), _Context("strict"))
     assert decision.reason == "no approver allowed the call"
+
+
+async def test_auto_judges_a_write_against_the_sessions_own_workspace():
+    """The command policy is asked with the session's workspace: the same path is inside one
+    session's and outside another's."""
+
+    def write(path: str) -> PermissionRequest:
+        return PermissionRequest.for_tool("Write", kind="write", path=path)
+
+    approvals = Approvals()
+    for mine, theirs in (("/srv/one", "/srv/two"), ("/srv/two", "/srv/one")):
+        context = _Context("auto", workspace=mine)
+        inside, _ = await _resolve(approvals, write(f"{mine}/notes.txt"), context)
+        assert inside.allowed and inside.source == "policy", mine
+        outside, _ = await _resolve(approvals, write(f"{theirs}/notes.txt"), context)
+        assert (outside.behavior, outside.source) == ("deny", "policy"), mine
