@@ -47,7 +47,7 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
-from .budgets import DEFAULT_OUTPUT_RETRIES, Budget
+from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .context import default_state_root
@@ -64,11 +64,14 @@ from .request_checks import (
     ref_of,
     require_asking,
     require_dangerous_grant,
+    require_same_workspace,
+    require_usage_for,
     safe_hint,
 )
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
 from .session_start import attach_session, create_record
+from .tool_hooks import AfterTool, ToolHook
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
 from .turn_start import begin_turn
 
@@ -114,6 +117,7 @@ class Controller:
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
         dangerous_grant: bool | Collection[str] = False,
+        tool_hooks: Sequence[ToolHook] = (),
     ) -> None:
         """Every argument is keyword-only; a controller is entered with ``async with``.
 
@@ -150,6 +154,8 @@ class Controller:
         :param dangerous_grant: lets sessions take the ``dangerous`` posture: ``True`` for
             all, or a collection of the agent names allowed (otherwise ``dangerous`` is
             ``policy-refused`` and nothing opens).
+        :param tool_hooks: the host's ``before_tool`` and ``after_tool`` callbacks with their
+            matchers (:mod:`.tool_hooks`).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
@@ -171,6 +177,7 @@ class Controller:
             timeout=permission_timeout,
             policy=command_policy or CommandPolicy(),
             hook=self.plugins.pm.hook,
+            hooks=tuple(tool_hooks),
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
@@ -178,6 +185,10 @@ class Controller:
         self.delivery = Delivery(
             self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
         )
+        #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
+        self.after_tool = AfterTool(tool_hooks, lambda: self._task_group)
+        if self.after_tool.hooks:
+            self.delivery.listeners.append(self.after_tool)
         self._deliver = self.delivery.deliver
         self._recorded = self.delivery.recorded
         self._flush = self.delivery.flush
@@ -266,6 +277,7 @@ class Controller:
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -358,6 +370,13 @@ class Controller:
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
+        if record is not None:
+            require_same_workspace(record.workspace, request.workspace)
+            if not limits.empty:  # a spent budget refuses here, before session.resumed
+                spent = SessionLimits(budget=limits)
+                spent.load(self.ledger.events(ref.session_id))
+                spent.before_turn(anyio.current_time())
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:

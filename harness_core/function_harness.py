@@ -213,8 +213,10 @@ class FunctionHarness:
                 if callable(transcript):
                     session.history = history_pairs(transcript())
             self._sessions[ref.session_id] = session
-        # The runtime may hand a resumed or re-attached session a new context.
+        # The runtime may hand a resumed or re-attached session a new context; the env is
+        # read again at each turn (the turn's MCP bridge token, HARNESS_MCP_TOKEN, is in it).
         session._context = context
+        session.env = context.env
         return session
 
     async def open_session(

@@ -44,6 +44,7 @@ from .context import RuntimeSessionContext
 from .delivery import Delivery
 from .diagnostics import harness_raised
 from .lineage import Lineage
+from .pricing import priced
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
     from .turn_protocol import StructuredTurn
@@ -476,6 +477,13 @@ class Turn:
                         outcome = await self.structured.settle(self, outcome)
                         iterator = self._iterator
                 else:
+                    if type(payload) is UsageReported and payload.usage.cost_usd is None:
+                        # tokens without cost: estimated from a price table (on a thread: the
+                        # table's first import takes a second or two)
+                        live = self._live
+                        payload = await anyio.to_thread.run_sync(
+                            priced, payload, live.context.model, live.descriptor.vendor
+                        )
                     self._adapter_events += 1
                     if self._max_events is not None and self._adapter_events > self._max_events:
                         outcome = TurnFailed(reason="limit-exceeded", hint="too many events")

@@ -308,6 +308,9 @@ class Usage:
     requests: int | None = field(default=None, validator=_bounds.non_negative_int)
     #: cost in US dollars, as the harness reported or estimated it
     cost_usd: float | None = field(default=None, validator=_bounds.non_negative_number)
+    #: ``cost_usd`` is the runtime's estimate from a price table (the provider reported
+    #: tokens, not cost), not the provider's own figure
+    cost_estimated: bool = field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 @frozen
