@@ -119,13 +119,44 @@ class Controller:
         dangerous_grant: bool | Collection[str] = False,
         tool_hooks: Sequence[ToolHook] = (),
     ) -> None:
-        """``permission_handler`` answers the harness's permission requests (see
-        :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
-        ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
-        ``budget`` limits every session (see :mod:`.budgets`); ``dangerous_grant`` lets
-        sessions take the ``dangerous`` posture: ``True`` for all, or the agents named
-        (otherwise it is ``policy-refused``); ``tool_hooks`` are the host's ``before_tool``
-        and ``after_tool`` callbacks (:mod:`.tool_hooks`)."""
+        """Every argument is keyword-only; a controller is entered with ``async with``.
+
+        :param plugins: the plugins to use (default: every installed entry point of the
+            ``harness_core`` group, :func:`get_plugins`; :func:`plugins_from` for an exact set).
+        :param ledger: a ``LedgerStore`` or a ledger URL (``memory:``, ``jsonl:DIR``,
+            ``sqlite:PATH``, a plugin's scheme); default ``$HARNESS_LEDGER``, else
+            ``sqlite:.harness/ledger.sqlite`` in the current directory.
+        :param state_dir: where each session's adapter keeps its durable state
+            (``<state_dir>/<harness>/<digest of the session id>``: native ids, transcripts;
+            a relative path is taken from the current directory at construction); default
+            ``$HARNESS_STATE_DIR``, else ``$XDG_STATE_HOME/harness-core`` (``~/.local/state``).
+            A resume in another process needs the same directory.
+        :param turn_timeout: default deadline of every turn, in seconds (``None``: none); a
+            turn past it ends ``turn.failed(timeout)``.
+        :param max_events_per_turn: default event-count limit of a turn
+            (``turn.failed(limit-exceeded)``).
+        :param env_passthrough: names of host environment variables passed to the processes
+            sessions spawn, on top of the minimal base (``PATH``, ``HOME``, ``LANG``, ...), the
+            sandbox's variables and the session's credentials; nothing else of the host's
+            environment reaches them.
+        :param permission_handler: the host's approver, ``async def handler(request) ->
+            PermissionDecision | None``, asked for each permission request of a turn (``None``
+            from it, or no handler: policy plugins and the posture decide; see
+            :mod:`.approvals`).
+        :param permission_timeout: seconds a request may wait for an answer; then it is
+            denied with ``source="timeout"``.
+        :param command_policy: the ``auto`` posture's command policy (default: the built-in
+            rules, :class:`~harness_core.command_policy.CommandPolicy`).
+        :param budget: limits of every session (a ``Budget`` or a mapping of its field names;
+            ``open_session(budget=...)`` can only tighten them; see :mod:`.budgets`).
+        :param host_tools: the host's own tools, offered to harnesses over each session's
+            loopback MCP bridge (with the ``register_host_tools`` hook's).
+        :param dangerous_grant: lets sessions take the ``dangerous`` posture: ``True`` for
+            all, or a collection of the agent names allowed (otherwise ``dangerous`` is
+            ``policy-refused`` and nothing opens).
+        :param tool_hooks: the host's ``before_tool`` and ``after_tool`` callbacks with their
+            matchers (:mod:`.tool_hooks`).
+        """
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -133,7 +164,9 @@ class Controller:
             else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
         )
         self._owns_ledger = ledger is None or isinstance(ledger, str)
-        self.state_root = Path(state_dir) if state_dir is not None else default_state_root()
+        # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
+        root = Path(state_dir) if state_dir is not None else default_state_root()
+        self.state_root = root.absolute()
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
         self.turn_timeout = turn_timeout

@@ -120,13 +120,19 @@ def believed(payload: Payload, cancel_requested: str | None) -> Payload:
 class TurnResult:
     """What :meth:`Controller.run_turn` returns once the turn has ended."""
 
+    #: the session the turn ran in
     session: SessionRef
     turn_id: str
-    status: str  # completed | failed | cancelled
+    #: ``completed``, ``failed`` or ``cancelled``: the type of the turn's one terminal event
+    status: str
+    #: every event of the turn as delivered, ``turn.started`` first, the terminal last
     events: tuple[Event, ...]
+    #: the final answer (``turn.completed.text``; ``None`` for a failed or cancelled turn)
     text: str | None = None
     #: the sum of the turn's usage reports (``None``: none reported, unknown)
     usage: Usage | None = None
+    #: the fixed reason of a failed turn (``turn.failed.reason``, one of the contract's
+    #: ``REASONS``); ``None`` otherwise
     reason: str | None = None
     #: the session's running total after this turn (every turn's usage, resumed ones too)
     session_usage: Usage | None = None
@@ -135,6 +141,7 @@ class TurnResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the turn completed."""
         return self.status == "completed"
 
 

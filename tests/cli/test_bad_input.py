@@ -21,7 +21,7 @@ CASES = [
     (["run", "nope", "hi"], "invalid-request: unknown harness 'nope' (installed: ", USAGE),
     (
         ["run", "echo", "hi", "--workspace", "/does/not/exist"],
-        "invalid-request: the workspace directory does not exist",
+        "invalid-request: the workspace /does/not/exist does not exist",
         USAGE,
     ),
     (
@@ -72,7 +72,7 @@ CASES = [
     ),
     (
         ["run", "claude-code", "hi", "--config", "cli_path=/no/such/claude"],
-        "provider-unavailable: the claude CLI was not found",
+        "provider-unavailable: cli_path '/no/such/claude' is not an executable file",
         UNAVAILABLE,
     ),
     (
@@ -95,12 +95,12 @@ CASES = [
     (["run", "echo", "a\x01b"], "invalid-request: the prompt contains control characters", USAGE),
     (
         ["run", "echo", "--prompt-file", "{tmp}/missing.txt"],
-        "invalid-request: the prompt file does not exist",
+        "invalid-request: cannot read the prompt file {tmp}/missing.txt (No such file or directory)",
         USAGE,
     ),
     (
         ["run", "echo", "--prompt-file", "{tmp}"],
-        "invalid-request: the prompt file is a directory",
+        "invalid-request: cannot read the prompt file {tmp} (Is a directory)",
         USAGE,
     ),
     (
@@ -114,8 +114,13 @@ CASES = [
         USAGE,
     ),
     (
+        ["import", "{tmp}/missing.json"],
+        "invalid-request: cannot read the bundle {tmp}/missing.json (No such file or directory)",
+        USAGE,
+    ),
+    (
         ["run", "echo", "hi", "--workspace", "{tmp}/prompt.txt"],
-        "invalid-request: the workspace is not a directory",
+        "invalid-request: the workspace {tmp}/prompt.txt is not a directory",
         USAGE,
     ),
     (
