@@ -67,7 +67,13 @@ def _session(tmp_path, budget, prompts):
 def _resumed(tmp_path, session_id, budget, prompts):
     async def main():
         async with _controller(tmp_path) as c:
-            ref = await c.resume_session(session_id, budget=budget)
+            before = len(c.ledger.events(session_id))
+            try:
+                ref = await c.resume_session(session_id, budget=budget)
+            except HarnessError as error:  # spent already: refused before session.resumed
+                assert error.reason == "limit-exceeded"
+                assert len(c.ledger.events(session_id)) == before
+                return [("refused", error.hint)]
             return await _turns(c, ref, prompts)
 
     return anyio.run(main)
