@@ -29,11 +29,12 @@ from .budgets import SessionLimits
 from .clock import now
 from .context import RuntimeSessionContext, make_state_dir, state_path
 from .credentials import resolve_credentials
-from .digests import sha1_hex
+from .delivery import Delivery
 from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
+from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
 from .turn import CLEANUP_GRACE, LiveSession, as_error
 
@@ -48,14 +49,15 @@ class SessionStarter(Protocol):
     approvals: Approvals
     host_tools: tuple[HostTool, ...]
     clock: Callable[[], float]
-    _call: HookCalls
-    _task_group: anyio.abc.TaskGroup | None
-    _live: dict[str, LiveSession]
+    call: HookCalls
+    delivery: Delivery
+    task_group: anyio.abc.TaskGroup | None
+    live_sessions: dict[str, LiveSession]
 
     @property
     def hook(self) -> Any: ...
 
-    async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None: ...
+    async def finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None: ...
 
 
 def create_record(
@@ -101,7 +103,7 @@ async def attach_session(
     # The state dir (CLI config, native session ids) is created before provisioning when a
     # sandbox may bind it writable. The direct sandbox (no provider named, no plugin
     # answering the hook) needs no request: the context creates the dir on first use.
-    if spec.provider is None and controller._call.sole("sandbox_provision") is not None:
+    if spec.provider is None and controller.call.sole("sandbox_provision") is not None:
         sandbox = direct_sandbox(spec, workspace)
     else:
         sandbox = await _provision(
@@ -125,7 +127,7 @@ async def attach_session(
     try:
         credentials = (
             await resolve_credentials(controller.hook, descriptor, agent, user)
-            if resolvers or not controller._call.sole("credentials_resolve")
+            if resolvers or not controller.call.sole("credentials_resolve")
             else {}  # nobody to ask
         )
         for credential in credentials.values():
@@ -142,14 +144,14 @@ async def attach_session(
             sandbox=sandbox,
             state_root=controller.state_root,
             redactor=redactor,
-            task_group=controller._task_group,
+            task_group=controller.task_group,
             env_passthrough=controller.env_passthrough,
             approvals=controller.approvals,
             ledger=controller.ledger,
         )
         if controller.plugins.host_tools or controller.host_tools:
             tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
-            context.bridge = await start_bridge(tools, config, controller._task_group)
+            context.bridge = await start_bridge(tools, config, controller.task_group)
         ref = await call(context)
         if not isinstance(ref, SessionRef):
             raise HarnessError("provider-failed", "the adapter returned no session ref")
@@ -157,7 +159,7 @@ async def attach_session(
             raise HarnessError("provider-failed", "the adapter returned a foreign session ref")
         if expect is not None and ref != expect:
             raise HarnessError("provider-failed", "the adapter changed the session ref")
-        if ref.session_id in controller._live:
+        if ref.session_id in controller.live_sessions:
             raise HarnessError("provider-failed", "the adapter reused a live session id")
     except BaseException as error:
         with anyio.CancelScope(shield=True):
@@ -165,7 +167,7 @@ async def attach_session(
                 await context.kill_processes("turn", CLEANUP_GRACE)
                 await context.kill_processes("session", CLEANUP_GRACE)
                 await context.close_bridge()
-            await controller._finalize_sandbox(sandbox, "failure")
+            await controller.finalize_sandbox(sandbox, "failure")
         if isinstance(error, Exception):
             raise as_error(error) from None
         raise
@@ -175,10 +177,12 @@ async def attach_session(
         descriptor=descriptor,
         context=context,
         sandbox=sandbox,
-        prefix="ev_" + sha1_hex(ref.session_id.encode())[:16] + "_",
+        recorder=SessionRecorder(
+            ref, ledger=controller.ledger, delivery=controller.delivery, redactor=redactor
+        ),
         limits=SessionLimits(started=controller.clock()),
     )
-    controller._live[ref.session_id] = live
+    controller.live_sessions[ref.session_id] = live
     return live
 
 
@@ -188,7 +192,7 @@ async def _provision(controller: SessionStarter, request: SandboxRequest) -> San
     if request.state_dir is not None:
         make_state_dir(request.state_dir)
     try:
-        sandbox: SandboxHandle = await controller._call("sandbox_provision", request=request)
+        sandbox: SandboxHandle = await controller.call("sandbox_provision", request=request)
     except HarnessError:
         raise
     except Exception:

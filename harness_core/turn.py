@@ -10,7 +10,7 @@ active slot); iterating the turn hands the events out once the ledger made them 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -28,6 +28,7 @@ from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
     Payload,
+    RunTurnRequest,
     SandboxHandle,
     SessionRef,
     TurnCancelled,
@@ -41,7 +42,8 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 from .delivery import Delivery
-from .lineage import Lineage
+from .hook_calls import HookCalls
+from .recorder import SessionRecorder
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
     from .turn_protocol import StructuredTurn
@@ -57,7 +59,9 @@ class TurnOwner(Protocol):
 
     ledger: LedgerStore
     delivery: Delivery
-    _task_group: anyio.abc.TaskGroup | None
+    #: lifecycle hooks, by the fast path (see :class:`~harness_core.hook_calls.HookCalls`)
+    call: HookCalls
+    task_group: anyio.abc.TaskGroup | None
     #: the running backend's Event and CancelScope classes (``anyio.Event()`` looks the
     #: backend up on every call; the class taken once is ~0.7 us cheaper per object)
     event_class: Callable[[], anyio.Event]
@@ -65,16 +69,6 @@ class TurnOwner(Protocol):
     #: ``anyio.current_time`` and ``anyio.get_cancelled_exc_class()``, looked up once
     clock: Callable[[], float]
     cancelled_class: type[BaseException] | None
-
-    @property
-    def hook(self) -> Any:
-        """The plugins' hook relay (a structured-output retry starts a new attempt with it)."""
-
-    def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event: ...
-
-    async def _deliver(self, *, seen: bool = False) -> None: ...
-
-    async def _flush(self) -> None: ...
 
 
 def as_error(error: BaseException) -> HarnessError:
@@ -139,13 +133,12 @@ class LiveSession:
     descriptor: HarnessDescriptor
     context: RuntimeSessionContext
     sandbox: SandboxHandle
-    prefix: str
-    next_sequence: int = 1
+    #: the session's one write path: every event of it is recorded there
+    recorder: SessionRecorder
     active: Turn | None = None
     outcome: str = "success"
     closed: bool = False
     limits: SessionLimits = field(factory=SessionLimits)
-    lineage: Lineage = field(factory=Lineage)
     #: the turn a dead process left open that this resume keeps for its retry (:mod:`.retry`)
     retrying: str | None = None
 
@@ -172,7 +165,9 @@ class Turn:
         self.controller = controller
         self.session = live.ref
         self.turn_id = turn_id
-        self._live = live
+        #: the session the turn runs in, and its recorder (every event of the turn goes there)
+        self.live = live
+        self.recorder = live.recorder
         self._iterator = iterator
         self._deadline = deadline
         self._max_events = max_events
@@ -242,7 +237,7 @@ class Turn:
                     # wait for then covers it too (a short turn: one commit less).
                     await checkpoint()
                 covered = len(self.events)
-                await self.controller._deliver(seen=True)
+                await self.recorder.deliver(seen=True)
                 self._durable = covered
             pending.popleft()
             self._delivered += 1
@@ -255,11 +250,66 @@ class Turn:
 
     def start(self) -> None:
         """Start the producer (once the adapter's iterator is in place)."""
-        group = self.controller._task_group
+        group = self.controller.task_group
         if group is None:
             raise HarnessError("invalid-request", "use the Controller with `async with`")
         self._started = True
         group.start_soon(self._produce)
+
+    async def begin(self, opening: Payload, request: RunTurnRequest, *, inline: bool) -> None:
+        """Record the turn's opening event, open the adapter's stream and start the producer
+        (unless ``inline``: :meth:`run_inline` drives it). A turn the adapter refuses ends here
+        with ``turn.failed``."""
+        self._record(opening)
+        context = self.live.context
+        if context.bridge is not None:
+            # The run's bridge token (the session has host tools): revoked in _finish.
+            context.begin_bridge_run(self.turn_id, self.record_side_event, self._deadline)
+        try:
+            self._open_stream(request)
+            if not inline:
+                self.start()
+        except Exception as error:
+            failure = as_error(error)
+            await self._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+
+    async def next_attempt(
+        self, prompt: str, retry: Payload, *, output_schema: Mapping[str, Any] | None = None
+    ) -> int:
+        """Start the turn's next attempt with the adapter (same turn id: one turn to everyone):
+        close this attempt's stream, stop its processes, release held-back text, record
+        ``retry`` (a child of ``turn.started``) and open the new stream. Returns how many
+        events the turn holds before the new attempt's first. Raises when the adapter gives
+        no stream (the caller then ends the turn)."""
+        live = self.live
+        with anyio.CancelScope(shield=True):
+            aclose = getattr(self._iterator, "aclose", None)
+            if aclose is not None:
+                with anyio.move_on_after(5):
+                    try:
+                        await aclose()
+                    except Exception:
+                        pass
+            await live.context.kill_processes("turn", CLEANUP_GRACE)
+        self._release_carry()
+        self.recorder.lineage.expect(self.events[0].event_id if self.events else None)
+        self._record(retry)
+        before = len(self.events)
+        self._open_stream(
+            RunTurnRequest(
+                session=live.ref, turn_id=self.turn_id, prompt=prompt, output_schema=output_schema
+            )
+        )
+        return before
+
+    def _open_stream(self, request: RunTurnRequest) -> None:
+        """The adapter's event stream for ``request``: the one route, for every attempt."""
+        iterator = self.controller.call(
+            "harness_run_turn", request=request, context=self.live.context
+        )
+        if iterator is None or not hasattr(iterator, "__anext__"):
+            raise HarnessError("provider-failed", "the adapter returned no event stream")
+        self._iterator = iterator
 
     @property
     def settled(self) -> bool:
@@ -312,7 +362,7 @@ class Turn:
         """Inline: what was recorded goes to the observers and the caller now."""
         delivery = self.controller.delivery
         if delivery.instant and delivery.observed:
-            await self.controller._deliver()
+            await self.recorder.deliver()
         self._give_out()
 
     def _give_out(self) -> None:
@@ -342,7 +392,7 @@ class Turn:
         return True
 
     def _record(self, payload: Payload) -> Event:
-        event = self.controller._emit(self._live, self.turn_id, payload)
+        event = self.recorder.record(self.turn_id, payload)
         self.events.append(event)
         self._pending.append(event)
         if self._ready is not None:
@@ -411,7 +461,7 @@ class Turn:
         cancelled = self.controller.cancelled_class or anyio.get_cancelled_exc_class()
         iterator = self._iterator
         pending = self._pending
-        redactor = self._live.context.redactor
+        redactor = self.live.context.redactor
         delivery = self.controller.delivery
         outcome: Payload | None = None
         deadline = self._deadline
@@ -459,7 +509,7 @@ class Turn:
                     else:
                         self._record(payload)
                     if outcome is None and type(payload) is UsageReported:
-                        crossed = self._live.limits.add(payload.usage, self.controller.clock())
+                        crossed = self.live.limits.add(payload.usage, self.controller.clock())
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
@@ -477,7 +527,7 @@ class Turn:
         """Record, holding back the tail of streamed text that could start a secret."""
         if isinstance(payload, MessageDelta):
             text = self._carry + payload.text
-            keep = self._live.context.redactor.hold_back(text)
+            keep = self.live.context.redactor.hold_back(text)
             self._carry = text[len(text) - keep :]
             if len(text) > keep:
                 self._record(MessageDelta(text=text[: len(text) - keep]))
@@ -503,10 +553,10 @@ class Turn:
         if self.terminal is not None:
             return
         # Revoked first: no bridged call can record an event after the terminal one.
-        self._live.context.end_bridge_run(self.turn_id)
+        self.live.context.end_bridge_run(self.turn_id)
         self._release_carry()
         self.terminal = self._record(terminal)
-        live = self._live
+        live = self.live
         live.outcome = _OUTCOMES[terminal.TYPE]
         aclose = getattr(self._iterator, "aclose", None)
         # An async generator that ran to its end (ag_frame None) has nothing to close.
@@ -530,12 +580,12 @@ class Turn:
             )
             self._let_go()
             covered = len(self.events)
-            await self.controller._flush()
+            await self.recorder.flush()
             self._durable = covered  # the terminal's delivery needs no flush of its own
 
     def _let_go(self) -> None:
         """The session is free for its next turn."""
-        live = self._live
+        live = self.live
         live.context.deadline = None
         if live.context.recorder == self.record_runtime:
             live.context.turn_id, live.context.recorder = None, None
@@ -583,7 +633,7 @@ class Turn:
             reason=terminal.payload.reason
             if terminal is not None and isinstance(terminal.payload, TurnFailed)
             else None,
-            session_usage=self._live.limits.usage,
+            session_usage=self.live.limits.usage,
             output=terminal.payload.output
             if terminal is not None and isinstance(terminal.payload, TurnCompleted)
             else None,
@@ -602,6 +652,19 @@ _STATUSES = {
     TurnFailed.TYPE: "failed",
     TurnCancelled.TYPE: "cancelled",
 }
+
+
+def end_interrupted(live: LiveSession, turn_id: str) -> None:
+    """End turn ``turn_id``, which a dead process left open, as ``turn.failed(interrupted)``."""
+    live.recorder.record(turn_id, TurnFailed(reason="interrupted"))
+
+
+def end_unretried(live: LiveSession, turn_id: str | None = None) -> None:
+    """A turn kept open for a retry that did not come (another turn ``turn_id``, a close) ends
+    now (see :mod:`.retry`)."""
+    if live.retrying not in (None, turn_id):
+        end_interrupted(live, live.retrying)
+    live.retrying = None
 
 
 class NotStarted:

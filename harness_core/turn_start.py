@@ -9,12 +9,11 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnFailed, TurnStarted
+from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnStarted
 
-from .lineage import check_parent
 from .request_checks import safe_hint
 from .retry import opening_event
-from .turn import LiveSession, NotStarted, Turn, TurnOwner, as_error
+from .turn import LiveSession, NotStarted, Turn, TurnOwner, end_unretried
 
 
 class TurnStarter(TurnOwner, Protocol):
@@ -22,10 +21,6 @@ class TurnStarter(TurnOwner, Protocol):
 
     turn_timeout: float | None
     max_events_per_turn: int | None
-
-    def _call(self, name: str, **kwargs: Any) -> Any: ...
-
-    def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None: ...
 
 
 async def begin_turn(
@@ -57,7 +52,7 @@ async def begin_turn(
         from .turn_protocol import structured_turn
 
         structured = structured_turn(live.descriptor, output_schema, output_retries)
-    check_parent(live.prefix, live.next_sequence, parent_event_id)
+    live.recorder.check_parent(parent_event_id)
     try:
         request = RunTurnRequest(
             session=live.ref,
@@ -90,20 +85,7 @@ async def begin_turn(
     live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
     turn.structured = structured
     if live.retrying is not None:
-        controller._end_unretried(live, turn_id)
-    live.lineage.expect(parent_event_id)
-    turn._record(opening)
-    if live.context.bridge is not None:
-        # The run's bridge token (the session has host tools): revoked in Turn._finish.
-        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
-    try:
-        iterator = controller._call("harness_run_turn", request=request, context=live.context)
-        if iterator is None or not hasattr(iterator, "__anext__"):
-            raise HarnessError("provider-failed", "the adapter returned no event stream")
-        turn._iterator = iterator
-        if not inline:
-            turn.start()
-    except Exception as error:
-        failure = as_error(error)
-        await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+        end_unretried(live, turn_id)
+    live.recorder.lineage.expect(parent_event_id)
+    await turn.begin(opening, request, inline=inline)
     return turn

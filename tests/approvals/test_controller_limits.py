@@ -216,7 +216,7 @@ def test_a_cost_budget_crossed_mid_turn_ends_it_and_kills_its_process(tmp_path):
     async def main():
         async with _controller(tmp_path, budget={"max_cost_usd": 0.1}) as c:
             ref = await c.open_session(harness="spender", workspace=str(tmp_path))
-            live = c._live[ref.session_id]
+            live = c.live(ref.session_id)
             with anyio.fail_after(20):
                 result = await c.run_turn(ref, "hang")
             assert live.context.turn_processes == []
@@ -309,7 +309,7 @@ def test_a_resumed_session_keeps_its_wall_clock_from_its_opening(tmp_path):
     async def resume(limit):
         async with _controller(tmp_path) as c:
             ref = await c.resume_session(session_id, budget={"max_wall_clock": limit})
-            elapsed = anyio.current_time() - c._live[session_id].limits.started
+            elapsed = anyio.current_time() - c.live(session_id).limits.started
             try:
                 return elapsed, await c.run_turn(ref, "b")
             except HarnessError as error:

@@ -206,7 +206,7 @@ class CliUnderTest:
             async with self.controller(turn_timeout=timeout) as c:
                 ref = await self._open(c, config, **open_kwargs)
                 result = await c.run_turn(ref, prompt)
-                assert c._live[ref.session_id].context.turn_processes == []
+                assert c.live(ref.session_id).context.turn_processes == []
                 return result
 
         started = time.monotonic()
@@ -223,7 +223,7 @@ class CliUnderTest:
             async with self.controller(turn_timeout=timeout) as c:
                 ref = await self._open(c, config)
                 result = await c.run_turn(ref, prompt)
-                processes = c._live[ref.session_id].context.session_processes
+                processes = c.live(ref.session_id).context.session_processes
                 self.session_leader = processes[0].pid if processes else None
             return ref, result
 
@@ -248,7 +248,7 @@ class CliUnderTest:
                 async with c.turn(ref, "hang please") as turn:
                     async for event in turn:
                         if event.type == "status":
-                            context = c._live[ref.session_id].context
+                            context = c.live(ref.session_id).context
                             with anyio.fail_after(30):  # the CLI is talking to the model
                                 while not server.model_requests():
                                     await anyio.sleep(0.05)
