@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import attrs
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -56,7 +57,7 @@ from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .redaction import Redactor
 from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
 from .retry import dangling_turn, recovered
-from .session_start import attach_session, create_record
+from .session_start import SessionFields, attach_session, create_record
 from .turn import (
     CLEANUP_GRACE,
     LiveSession,
@@ -66,7 +67,7 @@ from .turn import (
     end_interrupted,
     end_unretried,
 )
-from .turn_start import begin_turn
+from .turn_start import TurnOptions, begin_turn
 
 PROVIDER_CANCEL_WAIT = 1.0
 #: How long a clean-up hook (an adapter's close, a sandbox's finalize) may take.
@@ -227,18 +228,9 @@ class Controller:
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
-            session_id=proposed,
-            target=request.target,
-            workspace=request.workspace,
-            model=request.model,
-            posture=request.posture,
-            spec=request.sandbox,
-            agent=request.agent,
-            user=request.user,
-            config=request.config,
-            call=lambda context: self.call(
-                "harness_open_session", request=request, context=context
-            ),
+            proposed,
+            SessionFields.of(request, request.target),
+            lambda context: self.call("harness_open_session", request=request, context=context),
         )
         live.limits.budget = limits
         create_record(self.ledger, live.ref, request)
@@ -326,16 +318,9 @@ class Controller:
         ref = request.session
         live = await self._attach(
             descriptor,
-            session_id=ref.session_id,
-            target=ref.target,
-            workspace=request.workspace,
-            model=request.model,
-            posture=request.posture,
-            spec=request.sandbox,
-            agent=request.agent,
-            user=request.user,
-            config=request.config,
-            call=lambda ctx: self.call("harness_resume_session", request=request, context=ctx),
+            ref.session_id,
+            SessionFields.of(request, ref.target),
+            lambda ctx: self.call("harness_resume_session", request=request, context=ctx),
             expect=ref,
         )
         if record is None:
@@ -351,9 +336,16 @@ class Controller:
         recorder.record(None, SessionResumed(provider=ref.provider, target=ref.target))
         return live
 
-    async def _attach(self, descriptor: HarnessDescriptor, **options: Any) -> LiveSession:
+    async def _attach(
+        self,
+        descriptor: HarnessDescriptor,
+        session_id: str,
+        fields: SessionFields,
+        call: Callable[[Any], Any],
+        expect: SessionRef | None = None,
+    ) -> LiveSession:
         """:func:`~.session_start.attach_session` for this controller."""
-        return await attach_session(self, descriptor, **options)
+        return await attach_session(self, descriptor, session_id, fields, call, expect)
 
     # -- turns ------------------------------------------------------------------------------
 
@@ -395,19 +387,10 @@ class Controller:
         ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
         turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """
-        turn = await begin_turn(
-            self,
-            self.live(session),
-            prompt,
-            timeout=timeout,
-            max_events=max_events,
-            turn_id=turn_id,
-            attempt=attempt,
-            output_schema=output_schema,
-            output_retries=output_retries,
-            parent_event_id=parent_event_id,
-            inline=False,
+        options = TurnOptions(
+            timeout, max_events, turn_id, attempt, output_schema, output_retries, parent_event_id
         )
+        turn = await begin_turn(self, self.live(session), prompt, options, inline=False)
         try:
             yield turn
         finally:
@@ -434,25 +417,20 @@ class Controller:
         """Run a turn to its terminal event and return the result (events included; with an
         ``output_schema``, the decision as ``result.output``)."""
         live = self.live(session)
-        options: dict[str, Any] = {
-            "timeout": timeout,
-            "max_events": max_events,
-            "turn_id": turn_id,
-            "attempt": attempt,
-            "output_schema": output_schema,
-            "output_retries": output_retries,
-            "parent_event_id": parent_event_id,
-        }
+        options = TurnOptions(
+            timeout, max_events, turn_id, attempt, output_schema, output_retries, parent_event_id
+        )
         if not (self.delivery.instant or (on_event is None and not self.delivery.observed)):
             # Events reach the caller and observers only once durable: the producer and the
             # iterator group the commits (see Turn).
-            async with self.turn(live.ref.session_id, prompt, **options) as turn:
+            keywords = attrs.asdict(options, recurse=False)
+            async with self.turn(live.ref.session_id, prompt, **keywords) as turn:
                 async for event in turn:
                     if on_event is not None:
                         on_event(event)
             return turn.result()
         # Nothing to wait for between events: the caller's task drives the turn.
-        turn = await begin_turn(self, live, prompt, inline=True, **options)
+        turn = await begin_turn(self, live, prompt, options, inline=True)
         await turn.run_inline(on_event)
         return turn.result()
 

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
+from attrs import frozen
 from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnStarted
 
+from .budgets import DEFAULT_OUTPUT_RETRIES
 from .request_checks import safe_hint
 from .retry import opening_event
 from .turn import LiveSession, NotStarted, Turn, TurnOwner, end_unretried
@@ -23,18 +25,26 @@ class TurnStarter(TurnOwner, Protocol):
     max_events_per_turn: int | None
 
 
+@frozen
+class TurnOptions:
+    """How one turn runs: the keywords of :meth:`Controller.turn` and :meth:`Controller.run_turn`
+    (see there), as one value."""
+
+    timeout: float | None = None
+    max_events: int | None = None
+    turn_id: str | None = None
+    attempt: int = 1
+    output_schema: Mapping[str, Any] | None = None
+    output_retries: int = DEFAULT_OUTPUT_RETRIES
+    parent_event_id: str | None = None
+
+
 async def begin_turn(
     controller: TurnStarter,
     live: LiveSession,
     prompt: str,
+    options: TurnOptions,
     *,
-    timeout: float | None,
-    max_events: int | None,
-    turn_id: str | None,
-    attempt: int,
-    output_schema: Mapping[str, Any] | None,
-    output_retries: int,
-    parent_event_id: str | None,
     inline: bool,
 ) -> Turn:
     """The session's new active turn, ``turn.started`` recorded and the adapter's stream in
@@ -44,6 +54,7 @@ async def begin_turn(
         raise HarnessError("turn-active")
     clock = controller.clock()
     live.limits.before_turn(clock)
+    turn_id, output_schema = options.turn_id, options.output_schema
     retried = turn_id is not None
     # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
     turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
@@ -51,8 +62,8 @@ async def begin_turn(
     if output_schema is not None:  # the structured turn's module only for a turn that has one
         from .turn_protocol import structured_turn
 
-        structured = structured_turn(live.descriptor, output_schema, output_retries)
-    live.recorder.check_parent(parent_event_id)
+        structured = structured_turn(live.descriptor, output_schema, options.output_retries)
+    live.recorder.check_parent(options.parent_event_id)
     try:
         request = RunTurnRequest(
             session=live.ref,
@@ -65,9 +76,9 @@ async def begin_turn(
     opening: Payload = TurnStarted(prompt=prompt)
     if retried:
         opening = await anyio.to_thread.run_sync(
-            opening_event, controller.ledger, live.ref.session_id, turn_id, attempt, prompt
+            opening_event, controller.ledger, live.ref.session_id, turn_id, options.attempt, prompt
         )
-    timeout = timeout if timeout is not None else controller.turn_timeout
+    timeout = options.timeout if options.timeout is not None else controller.turn_timeout
     deadline = clock + timeout if timeout is not None else None
     deadline, limit_hint = live.limits.deadline(deadline)
     live.context.deadline = deadline
@@ -77,7 +88,7 @@ async def begin_turn(
         turn_id,
         NotStarted(),
         deadline,
-        max_events if max_events is not None else controller.max_events_per_turn,
+        options.max_events if options.max_events is not None else controller.max_events_per_turn,
     )
     live.active = turn
     turn.limit_hint = limit_hint
@@ -86,6 +97,6 @@ async def begin_turn(
     turn.structured = structured
     if live.retrying is not None:
         end_unretried(live, turn_id)
-    live.recorder.lineage.expect(parent_event_id)
+    live.recorder.lineage.expect(options.parent_event_id)
     await turn.begin(opening, request, inline=inline)
     return turn

@@ -32,7 +32,7 @@ import psycopg
 import psycopg_pool
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from harness_core.ledger._base import (
+from harness_core.ledger.base import (
     CONFLICT,
     EVENT_COLUMNS,
     GAP,
