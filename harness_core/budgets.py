@@ -8,6 +8,8 @@ limit ends the turn ``turn.failed(limit-exceeded)``, its processes killed, the h
 limit). A controller's budget and a session's combine to the tighter of each limit.
 
 Usage adds up field by field; a field no report knew stays ``None`` (unknown), never ``0``.
+A sum saturates at the contract's bound (``MAX_SAFE_INTEGER`` tokens, ``COST_USD_MAX``): each
+report is valid, so their total is recorded, exported and still binds a budget, never refused.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import anyio
 import attrs
 from attrs import frozen
 from harness_hookspecs import HarnessError, Usage
+from harness_hookspecs.bounds import COST_USD_MAX, MAX_SAFE_INTEGER
 
 _INT_LIMITS = ("max_turns", "max_input_tokens", "max_output_tokens", "max_tokens")
 _NUMBER_LIMITS = ("max_wall_clock", "max_cost_usd")
@@ -112,10 +115,15 @@ class Budget:
 
 
 _USAGE_FIELDS = tuple(a.name for a in attrs.fields(Usage))
+#: the largest value each field may sum to (the contract's bound for that field)
+_USAGE_CEILINGS = {
+    name: COST_USD_MAX if name == "cost_usd" else MAX_SAFE_INTEGER for name in _USAGE_FIELDS
+}
 
 
 def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
-    """``total + more`` field by field; a field unknown to both stays unknown."""
+    """``total + more`` field by field, saturating at the contract's bound; a field unknown
+    to both stays unknown."""
     if more is None:
         return total
     if total is None:
@@ -123,7 +131,7 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
     values: dict[str, Any] = {}
     for name in _USAGE_FIELDS:
         a, b = getattr(total, name), getattr(more, name)
-        values[name] = a if b is None else b if a is None else a + b
+        values[name] = a if b is None else b if a is None else min(a + b, _USAGE_CEILINGS[name])
     return Usage(**values)
 
 

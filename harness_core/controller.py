@@ -51,6 +51,7 @@ from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .context import default_state_root
 from .delivery import Delivery
+from .diagnostics import log_directory
 from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
@@ -122,6 +123,8 @@ class Controller:
         )
         self._owns_ledger = ledger is None or isinstance(ledger, str)
         self.state_root = Path(state_dir) if state_dir is not None else default_state_root()
+        #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
+        self.log_directory = log_directory(self.ledger, self.state_root)
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)

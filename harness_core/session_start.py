@@ -32,6 +32,7 @@ from .clock import now
 from .context import RuntimeSessionContext, make_state_dir, state_path
 from .credentials import resolve_credentials
 from .delivery import Delivery
+from .diagnostics import harness_raised
 from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
@@ -47,6 +48,8 @@ class SessionStarter(Protocol):
     plugins: Plugins
     ledger: LedgerStore
     state_root: Path
+    #: where the session logs go (:mod:`.diagnostics`)
+    log_directory: Path
     env_passthrough: tuple[str, ...]
     approvals: Approvals
     host_tools: tuple[HostTool, ...]
@@ -143,6 +146,13 @@ async def attach_session(
                 await context.close_bridge()
             await controller.finalize_sandbox(sandbox, "failure")
         if isinstance(error, Exception):
+            harness_raised(
+                error,
+                directory=controller.log_directory,
+                session_id=session_id,
+                harness=descriptor.provider,
+                redact=redactor.text,
+            )
             raise as_error(error) from None
         raise
     context.session_id = ref.session_id

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -42,6 +43,7 @@ from harness_hookspecs.events import PAYLOAD_TYPES
 from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 from .delivery import Delivery
+from .diagnostics import harness_raised
 from .hook_calls import HookCalls
 from .recorder import SessionRecorder
 
@@ -59,6 +61,8 @@ class TurnOwner(Protocol):
 
     ledger: LedgerStore
     delivery: Delivery
+    #: where the session logs go (:mod:`.diagnostics`)
+    log_directory: Path
     #: lifecycle hooks, by the fast path (see :class:`~harness_core.hook_calls.HookCalls`)
     call: HookCalls
     task_group: anyio.abc.TaskGroup | None
@@ -270,6 +274,7 @@ class Turn:
             if not inline:
                 self.start()
         except Exception as error:
+            self.log_raised(error)
             failure = as_error(error)
             await self._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
 
@@ -382,6 +387,19 @@ class Turn:
                     self._caller_error = error
                     raise
 
+    def log_raised(self, error: BaseException) -> None:
+        """What the harness raised, with its traceback, to the session's diagnostic log (the
+        turn's record keeps the fixed reason only)."""
+        live = self.live
+        harness_raised(
+            error,
+            directory=self.controller.log_directory,
+            session_id=live.ref.session_id,
+            harness=live.ref.provider,
+            turn_id=self.turn_id,
+            redact=live.context.redactor.text,
+        )
+
     def record_side_event(self, payload: Payload) -> bool:
         """Record an event from outside the adapter's stream (the MCP bridge's tool calls) in
         this turn, in sequence; False once the terminal event is recorded."""
@@ -489,6 +507,7 @@ class Turn:
                 except cancelled:
                     raise
                 except BaseException as error:  # a harness raising SystemExit: its failure
+                    self.log_raised(error)
                     failure = harness_failure(error)
                     outcome = TurnFailed(reason=failure.reason, hint=failure.hint)
                     break
@@ -513,6 +532,16 @@ class Turn:
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
+        if (
+            outcome is not None
+            and deadline is not None
+            and self._cancel_by is None
+            and self.controller.clock() >= deadline
+        ):
+            # The deadline passed while the harness held the loop (a function that blocks has
+            # no checkpoint for the scope to interrupt): its late answer is still a timeout.
+            outcome = None
+            scope.cancel()
         if scope.cancel_called and outcome is None:
             if self._cancel_by is not None:
                 return TurnCancelled(by=self._cancel_by)

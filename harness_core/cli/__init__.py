@@ -159,6 +159,8 @@ def _main(argv: Sequence[str] | None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(errors="backslashreplace")
+    if os.environ.get("HARNESS_DEBUG"):
+        _debug_logging()
     try:
         arguments = sys.argv[1:] if argv is None else list(argv)
         command = next((a for a in arguments if not a.startswith("-")), "")
@@ -199,6 +201,17 @@ def _main(argv: Sequence[str] | None) -> int:
         from .errors import internal
 
         return internal(error)
+
+
+def _debug_logging() -> None:
+    """``HARNESS_DEBUG=1``: the runtime's log records (a harness's traceback) on stderr too."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("harness: debug: %(name)s: %(message)s"))
+    debug_logger = logging.getLogger("harness_core")
+    debug_logger.addHandler(handler)
+    debug_logger.setLevel(logging.DEBUG)
 
 
 def _quiet_stdout() -> None:

@@ -262,3 +262,34 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def session_log_path(url: str | None, session_id: str) -> Any:
+    """The diagnostic log file of ``session_id`` in the ledger at ``url`` (it may not exist)."""
+    from ..context import default_state_root
+    from ..diagnostics import log_directory_for_url, session_log
+
+    return session_log(log_directory_for_url(ledger_url(url), default_state_root()), session_id)
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    """``harness logs ID``: the session's diagnostic log (see :mod:`harness_core.diagnostics`)."""
+    path = session_log_path(args.ledger, args.session)
+    try:
+        text = path.read_text(encoding="utf-8", errors="backslashreplace")
+    except FileNotFoundError:
+        with _reading(args.ledger) as store:
+            if store is None or store.get_session(args.session) is None:
+                raise HarnessError("session-not-found") from None
+        text = None
+    except OSError as error:
+        raise CliError(
+            "invalid-request", f"cannot read the log {path} ({error.strerror or error})"
+        ) from None
+    if args.json:
+        print_json({"session_id": args.session, "path": str(path), "log": text})
+    elif text is None:
+        print(f"nothing was logged for session {args.session} (no {path})", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK

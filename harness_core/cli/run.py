@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
+from ..diagnostics import session_log
 from ..digests import sha256_hex
 from .approve import TerminalApprover, open_terminal
 from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
@@ -39,21 +40,32 @@ def _active_pid(state_root: Path, session_id: str) -> tuple[int, str] | None:
     """The pid of the ``harness run`` running a turn in the session, if it still lives.
 
     A run killed with -9 leaves its file, and its pid may now be another process's: only the
-    process that wrote the file (same pid and ``/proc`` start time) counts.
+    process that wrote the file (same pid and ``/proc`` start time) counts. A run writes its
+    file whole (a rename), so one that cannot be read is stale too; a stale file is removed.
     """
     from ..ledger.owner import same_process
 
     path = active_file(state_root, session_id)
     try:
-        info = json.loads(path.read_text())
+        info = json.loads(path.read_bytes())
         pid = int(info["pid"])
         alive = same_process(pid, info.get("start"))
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
         return None
+    except (ValueError, KeyError, TypeError, IndexError):
+        alive = False
     if not alive:
         path.unlink(missing_ok=True)
         return None
     return pid, str(info.get("turn_id", "?"))
+
+
+def _write_active(path: Path, record: dict[str, Any]) -> None:
+    """Write the active file whole: a run killed mid-write leaves no half file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(record))
+    os.replace(partial, path)
 
 
 class _Printer:
@@ -294,13 +306,14 @@ async def _run_turn(
         else:
             printer.event(event)  # e.g. a dead run's turn the resume ended as interrupted
     active = active_file(controller.state_root, ref.session_id)
+    log = session_log(controller.log_directory, ref.session_id)
+    logged = _size(log)
     started = time.monotonic()
     async with controller.turn(ref, prompt, **structured) as turn:
         running["turn"] = turn
         if signalled.is_set():
             await controller.cancel_turn(ref, turn.turn_id)
-        active.parent.mkdir(parents=True, exist_ok=True)
-        active.write_text(json.dumps(_active_record(turn.turn_id)))
+        _write_active(active, _active_record(turn.turn_id))
         try:
             async for event in turn:
                 if event.type != "turn.started" or printer.mode != "readable":
@@ -317,7 +330,18 @@ async def _run_turn(
     if structured and result.status == "completed":
         printer.output(result.output)
     printer.summary(result, seconds)
+    if result.status == "failed" and _size(log) > logged:
+        # What the harness raised is not in the record (fixed reasons only): say where it is.
+        sys.stderr.write(f"diagnostic log: {log} (harness logs {ref.session_id})\n")
+        sys.stderr.flush()
     return result
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:

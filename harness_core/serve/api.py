@@ -8,6 +8,7 @@ HTTP status per reason; nothing raw (provider text, tracebacks) reaches a respon
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..number_checks import positive_number
 from ..serialize import descriptor_to_dict, event_to_dict, record_to_dict
 from .auth import bearer_matches
 from .runner import Server
@@ -37,14 +39,24 @@ STATUS = {
 }
 OPEN_FIELDS = ("harness", "target", "workspace", "model", "posture", "agent", "user", "config")
 MAX_LIMIT = 10_000
+#: How deep a request body may nest arrays and objects (a session's config is the deepest part)
+MAX_DEPTH = 32
 
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def error_response(error: HarnessError) -> JSONResponse:
+def error_response(error: HarnessError, status: int | None = None) -> JSONResponse:
     body = {"error": {"reason": error.reason, "message": error.message, "hint": error.hint}}
     headers = {"WWW-Authenticate": "Bearer"} if error.reason == "authentication-required" else None
-    return JSONResponse(body, status_code=STATUS.get(error.reason, 500), headers=headers)
+    code = status or STATUS.get(error.reason, 500)
+    return JSONResponse(body, status_code=code, headers=headers)
+
+
+class BodyTooLarge(HarnessError):
+    """A request body past the server's ``max_body``: ``invalid-request``, answered 413."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__("invalid-request", f"the body is larger than {limit} bytes")
 
 
 def server_of(request: Request) -> Server:
@@ -64,23 +76,96 @@ def guarded(handler: Handler, *, changes_state: bool) -> Handler:
                     "authentication-required", "send Authorization: Bearer <serve token>"
                 )
             return await handler(request)
+        except BodyTooLarge as error:
+            return error_response(error, 413)
         except HarnessError as error:
             return error_response(error)
 
     return endpoint
 
 
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, read only up to ``limit`` bytes (``BodyTooLarge`` past it): a huge
+    body is refused as it arrives, never buffered whole."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise BodyTooLarge(limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("a number past any float")
+    return value
+
+
+def _too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests arrays/objects more than ``limit`` deep (no recursion)."""
+    level: list[tuple[Any, int]] = [(value, 1)]
+    while level:
+        item, depth = level.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        )
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                level.append((child, depth + 1))
+    return False
+
+
 async def json_body(request: Request) -> dict[str, Any]:
-    raw = await request.body()
+    """The body as one JSON object: strict JSON (no NaN/Infinity, no number past a float),
+    at most ``max_body`` bytes and ``MAX_DEPTH`` levels; anything else is ``invalid-request``."""
+    raw = await read_body(request, server_of(request).max_body)
     if not raw:
         return {}
     try:
-        body = json.loads(raw)
-    except ValueError:
+        body = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise HarnessError("invalid-request", f"the body nests deeper than {MAX_DEPTH}") from None
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise HarnessError("invalid-request", "the body is not JSON") from None
     if not isinstance(body, dict):
         raise HarnessError("invalid-request", "the body must be a JSON object")
+    if _too_deep(body, MAX_DEPTH):
+        raise HarnessError("invalid-request", f"the body nests deeper than {MAX_DEPTH}")
     return body
+
+
+def text_field(body: dict[str, Any], name: str, *, required: bool = False) -> str | None:
+    """``body[name]`` as non-empty text, ``None`` when absent and optional."""
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise HarnessError("invalid-request", f"{name} must be non-empty text")
+    return value
+
+
+def number_field(body: dict[str, Any], name: str, *, seconds: bool = False) -> float | None:
+    """``body[name]`` checked by the CLI's own validator (``None`` when absent)."""
+    value = body.get(name)
+    if value is None:
+        return None
+    try:
+        if isinstance(value, str):  # JSON has numbers: text is the CLI's form only
+            raise ValueError("must be a JSON number")
+        return positive_number(value, seconds=seconds)
+    except ValueError as error:
+        raise HarnessError("invalid-request", f"{name} {error}") from None
 
 
 def int_param(request: Request, name: str, default: int | None, maximum: int) -> int | None:
@@ -169,9 +254,17 @@ async def open_session(request: Request) -> Response:
     unknown = sorted(set(body) - set(OPEN_FIELDS))
     if unknown:
         raise HarnessError("invalid-request", f"unknown field {unknown[0]!r}"[:240])
+    fields: dict[str, Any] = {}
+    for name in OPEN_FIELDS:
+        if name != "config" and name in body:
+            fields[name] = text_field(body, name, required=name == "harness")
     if not isinstance(body.get("harness"), str):
         raise HarnessError("invalid-request", "harness (a name) is required")
-    fields = dict(body)
+    config = body.get("config")
+    if config is not None:
+        if not isinstance(config, dict):
+            raise HarnessError("invalid-request", "config must be a JSON object")
+        fields["config"] = config
     fields["workspace"] = os.path.abspath(fields.get("workspace") or os.getcwd())
     server = server_of(request)
     ref = await server.controller.open_session(**fields)
@@ -183,15 +276,14 @@ async def run_turn(request: Request) -> Response:
     prompt = body.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         raise HarnessError("invalid-request", "prompt (non-empty text) is required")
-    timeout = body.get("timeout")
-    if timeout is not None and (
-        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
-    ):
-        raise HarnessError("invalid-request", "timeout must be a positive number of seconds")
+    timeout = number_field(body, "timeout", seconds=True)
+    stream = body.get("stream", True)
+    if not isinstance(stream, bool):
+        raise HarnessError("invalid-request", "stream must be true or false")
     server = server_of(request)
     session_id = request.path_params["id"]
     turn = await server.start_turn(session_id, prompt, timeout)
-    if body.get("stream", True) is False:
+    if stream is False:
         return JSONResponse({"turn_id": turn.turn_id}, status_code=202)
     started = turn.events[0].sequence
     return sse_response(follow(server, session_id, started - 1, turn_id=turn.turn_id))
@@ -211,7 +303,9 @@ async def approve(request: Request) -> Response:
     optional ``reason`` shown to the harness on a deny)."""
     body = await json_body(request)
     request_id, decision = body.get("request_id"), body.get("decision")
-    if not isinstance(request_id, str) or decision not in ("allow", "deny"):
+    if not isinstance(request_id, str) or not isinstance(decision, str):
+        raise HarnessError("invalid-request", "request_id and decision (allow|deny) are required")
+    if decision not in ("allow", "deny"):
         raise HarnessError("invalid-request", "request_id and decision (allow|deny) are required")
     reason = body.get("reason")
     if reason is not None and not isinstance(reason, str):

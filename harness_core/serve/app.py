@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from ..approvals import PendingApprovals
 from ..controller import Controller
 from . import api, viewer
+from .command import DEFAULT_MAX_BODY
 from .runner import Server
 
 STATIC = Path(__file__).with_name("static")
@@ -93,10 +94,12 @@ async def serve(
     token: str,
     ready: Callable[[str, Any], None] | None = None,
     handle_signals: bool = False,
+    max_body: int = DEFAULT_MAX_BODY,
 ) -> None:
     """Serve until told to exit (SIGINT/SIGTERM with ``handle_signals``, or ``should_exit`` on
     the handle passed to ``ready(url, handle)``); running turns are then cancelled (recorded as
-    ``turn.cancelled``) and the controller, left by the caller, kills their processes."""
+    ``turn.cancelled``) and the controller, left by the caller, kills their processes.
+    ``max_body``: the largest request body read, in bytes (a larger one is a 413)."""
     import uvicorn
 
     sock = bind(host, port)
@@ -108,6 +111,7 @@ async def serve(
             task_group=task_group,
             token=token,
             approvals=approval_queue(controller),
+            max_body=max_body,
         )
         if state.approvals is not None:  # a request waiting for the viewer wakes its followers
             state.approvals.on_request = lambda request: state.hub.notify(request.session_id or "")

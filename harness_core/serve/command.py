@@ -7,6 +7,9 @@ import sys
 from typing import Any
 
 DEFAULT_PORT = 8421
+#: The largest request body ``harness serve`` reads (a prompt of the contract's largest text,
+#: 1 MiB characters, fits even as ``\uXXXX`` escapes); a larger one is refused with 413.
+DEFAULT_MAX_BODY = 8 * 1024 * 1024
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="read the bearer token from this environment variable (default: a new random one)",
     )
     parser.add_argument("--timeout", type=_positive, help="default turn deadline in seconds")
+    parser.add_argument(
+        "--max-body",
+        type=_byte_count,
+        metavar="BYTES",
+        default=DEFAULT_MAX_BODY,
+        help=f"largest request body accepted, in bytes (default {DEFAULT_MAX_BODY}: 413 past it)",
+    )
 
 
 def _port(text: str) -> int:
@@ -34,13 +44,21 @@ def _port(text: str) -> int:
 
 
 def _positive(text: str) -> float:
+    from ..number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError("a positive number of seconds")
-    return value
+        return positive_number(text, seconds=True)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _byte_count(text: str) -> int:
+    from ..number_checks import whole_number
+
+    try:
+        return whole_number(text, 1)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def main(args: argparse.Namespace) -> int:
@@ -79,6 +97,7 @@ def main(args: argparse.Namespace) -> int:
                 token=token,
                 ready=ready,
                 handle_signals=True,
+                max_body=args.max_body,
             )
 
     try:

@@ -20,6 +20,7 @@ from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, Us
 from ..approvals import PendingApprovals
 from ..controller import Controller
 from ..turn import Turn
+from .command import DEFAULT_MAX_BODY
 
 #: How long a follower sleeps when nothing woke it (events written by another process).
 POLL_SECONDS = 0.5
@@ -91,6 +92,8 @@ class Server:
     #: the permission requests waiting for an answer from the approve endpoint
     approvals: PendingApprovals | None = None
     summaries: dict[str, Summary] = field(factory=dict)
+    #: the largest request body read, in bytes (``harness serve --max-body``); 413 past it
+    max_body: int = DEFAULT_MAX_BODY
 
     @property
     def ledger(self) -> Any:

@@ -5,6 +5,7 @@ the conformance kit, which judge values against the same limits (``is_name``, ``
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import attrs
@@ -16,6 +17,8 @@ _CONTROL_EXCEPT_WS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._:-]*$")
 
 MAX_SAFE_INTEGER = 2**53 - 1
+#: The largest ``cost_usd`` a usage report (or a sum of them) may hold: any finite number.
+COST_USD_MAX = sys.float_info.max
 STATUS_MAX = 240
 PROVIDER_MAX = 64
 SESSION_ID_MAX = 1024
@@ -84,7 +87,7 @@ def non_negative_number(instance: Any, attribute: attrs.Attribute[Any], value: A
         return
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{attribute.name} must be a number")
-    if not 0 <= value < float("inf"):
+    if not 0 <= value <= COST_USD_MAX:
         raise ValueError(f"{attribute.name} must be non-negative and finite")
 
 

@@ -1,10 +1,14 @@
 """The docs site: every hookspec documented (as datasette's tests/test_docs.py checks its
-hooks), the guides naming every hook and CLI command, and `mkdocs build --strict` passing."""
+hooks), the API reference listing every public name, the CLI reference every command and option,
+the guides naming every hook, and `mkdocs build --strict` passing."""
 
 from __future__ import annotations
 
+import argparse
+import html
+import importlib
 import importlib.util
-import shutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +28,24 @@ def load_reference():
 
 reference = load_reference()
 HOOKS = reference.hookspecs()
+MODULES = reference.public_modules()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The site, built once with ``mkdocs build --strict`` (the API pages take ~10 s)."""
+    if importlib.util.find_spec("mkdocstrings_handlers.python") is None:
+        pytest.skip("needs mkdocs and mkdocstrings-python (the dev or docs extra)")
+    site = tmp_path_factory.mktemp("docs") / "site"
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return site
 
 
 def test_the_contract_has_hookspecs():
@@ -43,36 +65,82 @@ def test_every_hookspec_is_documented(module, name, function):
     assert f"| `{name}` |" in guide, f"hook {name} is missing from the plugin-author guide's table"
 
 
-def test_every_cli_command_is_in_the_cli_reference():
-    from harness_core.cli import build_parser
+def test_the_public_modules_are_found():
+    # the runtime, the contract and every plugin's top-level package, each with an __all__
+    assert {"harness_core", "harness_hookspecs", "harness_core.conformance"} <= set(MODULES)
+    for package, distribution in reference.distribution_modules().items():
+        assert MODULES.get(package), f"{distribution}: {package} declares no __all__"
 
-    parser = build_parser()
-    commands = next(a for a in parser._actions if hasattr(a, "choices") and a.choices).choices
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_the_reference_lists_exactly_the_modules_all(module):
+    # what the page is generated from is what the module exports
+    assert list(importlib.import_module(module).__all__) == MODULES[module]
+    page = reference.api_pages()[reference.page_path(module)]
+    assert f"::: {module}" in page
+
+
+def anchors(site: Path, module: str) -> set[str]:
+    text = (site / "reference" / "api" / module / "index.html").read_text()
+    return {html.unescape(a) for a in re.findall(r'id="([^"]+)"', text)}
+
+
+def test_every_public_name_is_on_its_reference_page(site):
+    missing = {}
+    for module, names in MODULES.items():
+        found = anchors(site, module)
+        absent = [name for name in names if f"{module}.{name}" not in found]
+        if absent:
+            missing[module] = absent
+    assert not missing, f"public names missing from the API reference: {missing}"
+    index = (site / "reference" / "python-api" / "index.html").read_text()
+    for module in MODULES:
+        assert f"api/{module}/" in index, module
+
+
+def text_of(site: Path, module: str, name: str) -> str:
+    """The rendered text of one object's section on its module's page."""
+    page = (site / "reference" / "api" / module / "index.html").read_text()
+    start = page.index(f'id="{module}.{name}"')
+    end = page.find('<h2 id="', start + 1)
+    body = re.sub(r"<[^>]+>", "", page[start : end if end > 0 else None])
+    return re.sub(r"\s+", " ", html.unescape(body))
+
+
+def test_constructors_and_fields_are_in_the_reference(site):
+    controller = text_of(site, "harness_core", "Controller")
+    for parameter in ("env_passthrough", "command_policy", "state_dir", "permission_handler"):
+        assert f"{parameter}:" in controller, parameter
+    usage = text_of(site, "harness_hookspecs", "Usage")
+    assert "input_tokens: int | None = None" in usage and "cost_usd" in usage
+
+
+def test_every_cli_command_and_option_is_in_the_cli_reference():
+    parser = reference.cli_parser()
     text = reference.cli_reference()
-    for name in commands:
-        assert f"## `harness {name}`" in text
+    commands = reference.subcommands(parser)
+    assert {"run", "sessions", "serve", "cancel"} <= set(commands)
+    for name, sub in commands.items():
+        assert f"### `harness {name}`" in text
+        section = text.split(f"### `harness {name}`", 1)[1].split("\n### ", 1)[0]
+        for action in sub._actions:
+            if action.help == argparse.SUPPRESS:
+                continue
+            row = next(
+                (
+                    line
+                    for line in section.splitlines()
+                    if line.startswith(f"| `{reference._cell(reference._invocation(action))}`")
+                ),
+                None,
+            )
+            assert row is not None, (
+                f"harness {name}: {action.option_strings or action.dest} is not documented"
+            )
+            assert reference._cell(reference._action_help(action)) in row
 
 
-def test_api_reference_covers_the_controller():
-    text = reference.api_reference()
-    for method in ("open_session", "turn", "run_turn", "cancel_turn", "close_session"):
-        assert f"### `Controller.{method}`" in text
-    assert "### `Plugins.register`" in text
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("mkdocs") is None, reason="needs mkdocs (the dev or docs extra)"
-)
-def test_the_site_builds_strict(tmp_path):
-    site = tmp_path / "site"
-    result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+def test_the_site_builds_strict(site):
     for page in (
         "index.html",
         "reference/hooks/index.html",
@@ -81,10 +149,16 @@ def test_the_site_builds_strict(tmp_path):
         "host-apps/index.html",
         "plugin-authors/index.html",
         "serve/index.html",
+        "ledger/index.html",
         "images/viewer-session.png",
     ):
         assert (site / page).exists(), page
     hooks_page = (site / "reference/hooks/index.html").read_text()
     for _, name, _ in HOOKS:
         assert f'id="{name}"' in hooks_page
-    shutil.rmtree(site)
+
+
+def test_every_page_is_in_the_nav():
+    config = (ROOT / "mkdocs.yml").read_text()
+    for page in DOCS.glob("*.md"):
+        assert f" {page.name}" in config, f"{page.name} is not in the mkdocs nav"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from argparse import ArgumentTypeError
 from collections.abc import Callable
 
@@ -10,36 +9,33 @@ LEDGER_HELP = "ledger URL (default: $HARNESS_LEDGER or sqlite:.harness/ledger.sq
 
 
 def positive_seconds(text: str) -> float:
+    from ...number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        raise ArgumentTypeError("must be a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentTypeError("must be a positive number of seconds")
-    return value
+        return positive_number(text, seconds=True)
+    except ValueError as error:
+        raise ArgumentTypeError(str(error)) from None
 
 
 def positive_number(text: str) -> float:
+    from ...number_checks import positive_number
+
     try:
-        value = float(text)
-    except ValueError:
-        raise ArgumentTypeError("must be a number") from None
-    if not math.isfinite(value) or value <= 0:
-        raise ArgumentTypeError("must be a positive number")
-    return value
+        return positive_number(text)
+    except ValueError as error:
+        raise ArgumentTypeError(str(error)) from None
 
 
 def count(minimum: int) -> Callable[[str], int]:
     """A whole number of at least ``minimum``."""
 
     def parse(text: str) -> int:
+        from ...number_checks import whole_number
+
         try:
-            value = int(text)
-        except ValueError:
-            raise ArgumentTypeError("must be a whole number") from None
-        if value < minimum:
-            raise ArgumentTypeError(f"must be at least {minimum}")
-        return value
+            return whole_number(text, minimum)
+        except ValueError as error:
+            raise ArgumentTypeError(str(error)) from None
 
     parse.__name__ = "count"
     return parse

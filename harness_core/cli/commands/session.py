@@ -1,4 +1,4 @@
-"""``harness close`` and ``harness cancel``: a session after ``harness run``."""
+"""``harness close``, ``logs`` and ``cancel``: a session after ``harness run``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ def register_commands(commands: Any) -> None:
         "close a session (after harness run without --close)",
         lazy("run", "cmd_close"),
         _close_arguments,
+        json_help=JSON_LINES,
+    )
+    commands.add(
+        "logs",
+        "print a session's diagnostic log (what a failing harness raised, with its traceback)",
+        lazy("reading", "cmd_logs"),
+        _close_arguments,  # the same: SESSION and --ledger
         json_help=JSON_LINES,
     )
     commands.add(

@@ -10,6 +10,8 @@ import anyio
 
 from harness_core import FunctionSession, Message, harness
 
+__all__ = ["echo"]
+
 
 @harness("echo", display_name="Echo", features=("resume", "cancel", "permissions"))
 async def echo(message: Message, session: FunctionSession) -> AsyncIterator[str]:

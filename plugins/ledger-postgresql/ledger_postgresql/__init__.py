@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from .schema import CHANNEL, SCHEMA_VERSION
 
+TYPE_CHECKING = False  # the store (and psycopg) load on first use of the name, below
+if TYPE_CHECKING:
+    from .store import PostgresStore
+
 __all__ = ["CHANNEL", "SCHEMA_VERSION", "PostgresStore"]
 
 
