@@ -18,8 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..approvals import PendingApprovals
 from ..controller import Controller
-from . import api, viewer
-from .command import DEFAULT_MAX_BODY
+from . import DEFAULT_MAX_BODY, api, viewer
 from .runner import Server
 
 STATIC = Path(__file__).with_name("static")

@@ -20,7 +20,7 @@ from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, Us
 from ..approvals import PendingApprovals
 from ..controller import Controller
 from ..turn import Turn
-from .command import DEFAULT_MAX_BODY
+from . import DEFAULT_MAX_BODY
 
 #: How long a follower sleeps when nothing woke it (events written by another process).
 POLL_SECONDS = 0.5
