@@ -37,7 +37,7 @@ def test_the_server_and_its_tools_are_gone_after_the_turn(cli, ending):
 
     async def main(server):
         async with cli.controller(turn_timeout=45 if ending == "timeout" else 90) as c:
-            ref = await cli._open(c, cli.config(cli.url(server)))
+            ref = await cli.open_session(c, cli.config(cli.url(server)))
             context = c.live(ref.session_id).context
             prefix = f"{proctree.owner()}/{context.tag_prefix}"
             seen: list[int] = []

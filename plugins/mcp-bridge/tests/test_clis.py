@@ -78,9 +78,7 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
 
     async def lookup(arguments):
         context = state["controller"].live(state["session"]).context
-        token = (
-            context.bridge._session_token if harness.session_lived else context._turn_env[TOKEN_ENV]
-        )
+        token = context.bridge.session_token() if harness.session_lived else context.env[TOKEN_ENV]
         processes = context.session_processes if harness.session_lived else context.turn_processes
         seen.append(
             {
