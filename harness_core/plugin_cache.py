@@ -165,7 +165,7 @@ def build() -> Listing:
 def _commands(plugins: Plugins) -> dict[str, tuple[list[list[Any]], bool]]:
     """Each plugin's ``harness`` commands ``[name, help, json_help]`` and whether it adds
     ``harness run`` options (a plugin whose ``register_commands`` fails adds none)."""
-    from .cli.commands import CommandSet, add_from_plugins
+    from .command_registry import CommandSet, add_from_plugins
 
     found: dict[str, tuple[list[list[Any]], bool]] = {}
     for name in plugins.info:
