@@ -62,7 +62,7 @@ class SessionRecorder:
             sequence,
             ref.session_id,
             turn_id,
-            ref.provider,
+            ref.harness,
             now(),
             payload.TYPE,
             payload,
