@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
@@ -55,9 +55,18 @@ from .diagnostics import log_directory
 from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
+from .record_close import closing_events
 from .redaction import Redactor
-from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
+from .request_checks import (
+    is_uuid,
+    new_session_id,
+    ref_of,
+    require_asking,
+    require_dangerous_grant,
+    safe_hint,
+)
 from .retry import dangling_turn, recovered
+from .session_config import resolved_config, stored_config
 from .session_start import SessionFields, attach_session, create_record
 from .turn import (
     CLEANUP_GRACE,
@@ -90,6 +99,7 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.posture,
         record.agent,
         record.user,
+        record.config,
     )
 
 
@@ -110,11 +120,14 @@ class Controller:
         command_policy: CommandPolicy | None = None,
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
+        dangerous_grant: bool | Collection[str] = False,
     ) -> None:
         """``permission_handler`` answers the harness's permission requests (see
         :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
         ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
-        ``budget`` limits every session (see :mod:`.budgets`)."""
+        ``budget`` limits every session (see :mod:`.budgets`); ``dangerous_grant`` lets
+        sessions take the ``dangerous`` posture: ``True`` for all, or the agents named
+        (otherwise it is ``policy-refused``)."""
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -135,6 +148,7 @@ class Controller:
             hook=self.plugins.pm.hook,
         )
         self.budget = Budget.of(budget)
+        self.dangerous_grant = dangerous_grant
         #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
         #: plugin wraps it (the fast path every module of the runtime calls hooks through)
         self.call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
@@ -228,6 +242,7 @@ class Controller:
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
+        require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -236,7 +251,9 @@ class Controller:
             lambda context: self.call("harness_open_session", request=request, context=context),
         )
         live.limits.budget = limits
-        create_record(self.ledger, live.ref, request)
+        create_record(
+            self.ledger, live.ref, request, stored_config(request.config, live.context.redactor)
+        )
         self.ledger.claim(live.ref.session_id)
         live.recorder.record(
             None,
@@ -264,7 +281,9 @@ class Controller:
         """Reattach to a session from its complete ref (or its id, looked up in the ledger);
         ``budget`` as for :meth:`open_session` (what the session used before counts).
         ``retrying``: the turn id the caller retries next, kept open if a dead process left it
-        so (its retry ends it once; see :mod:`.retry`)."""
+        so (its retry ends it once; see :mod:`.retry`). The session's record gives what
+        ``fields`` leave out: its workspace, model, posture, agent, user and config (a config
+        key given again replaces its own; a secret is resolved again from its reference)."""
         limits = self.budget if budget is None else self.budget.tighter(Budget.of(budget))
         record = self.ledger.get_session(
             session if isinstance(session, str) else ref_of(session).session_id
@@ -280,6 +299,11 @@ class Controller:
             if record is not None:
                 fields.setdefault("agent", record.agent)
                 fields.setdefault("user", record.user)
+                # the config it was opened with, each key given again replacing its own
+                fields["config"] = {
+                    **resolved_config(record.config),
+                    **(fields.get("config") or {}),
+                }
             try:
                 request = ResumeSessionRequest(session=session, **fields)
             except (TypeError, ValueError) as error:
@@ -299,6 +323,8 @@ class Controller:
         descriptor = self.describe(ref.harness)
         assert_supported(descriptor, ref.target, "resume")
         require_asking(descriptor, request.posture)
+        agent = request.agent or (record.agent if record is not None else None)
+        require_dangerous_grant(request.posture, agent, self.dangerous_grant)
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
@@ -327,7 +353,9 @@ class Controller:
             expect=ref,
         )
         if record is None:
-            create_record(self.ledger, ref, request)
+            create_record(
+                self.ledger, ref, request, stored_config(request.config, live.context.redactor)
+            )
         recorder = live.recorder
         recorder.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
         # A turn a dead process left open (we hold the claim: its owner is gone) gets its end,
@@ -465,7 +493,9 @@ class Controller:
     # -- close ------------------------------------------------------------------------------
 
     async def close_session(self, session: SessionRef | str) -> None:
-        """Close a session: idempotent; a closed session refuses turns with ``session-closed``."""
+        """Close a session: idempotent; a closed session refuses turns with ``session-closed``.
+        A session not live here is closed in the ledger alone (its harness is not started; a
+        turn its dead owner left open ends ``interrupted``)."""
         session_id = session if isinstance(session, str) else session.session_id
         live = self.live_sessions.get(session_id)
         if live is None:
@@ -474,7 +504,8 @@ class Controller:
                 raise HarnessError("session-not-found")
             if record.status == "closed":
                 return
-            raise HarnessError("invalid-request", "resume the session before closing it")
+            await self._close_record(record)
+            return
         if live.closed:
             return
         # Shielded, so a cancelled caller still closes the session whole - unless nothing in
@@ -493,6 +524,23 @@ class Controller:
         # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
         # closed session, and its exit does not release it twice.
         self.live_sessions.pop(session_id, None)
+
+    async def _close_record(self, record: SessionRecord) -> None:
+        """Close a session no live process holds without starting its harness (see
+        :mod:`.record_close`); ``session-busy`` while its owner lives."""
+        session_id = record.session_id
+        with self.scope_class(shield=True):
+            self.ledger.claim(session_id)
+            try:
+                events = closing_events(self.ledger, record)
+                self.ledger.append(events)
+                for event in events:
+                    self.delivery.recorded(event)
+                self.ledger.update_session(closed_record(record, now()))
+                await self.delivery.deliver()
+                await self.delivery.flush()
+            finally:
+                self.ledger.release(session_id)
 
     def _close_may_wait(self, live: LiveSession) -> bool:
         """Whether closing ``live`` can wait for anything but its clean-up hooks: a turn to end,

@@ -14,14 +14,9 @@ from harness_hookspecs import Event, HarnessError, LedgerStore, Payload, Session
 
 from .clock import now
 from .delivery import Delivery
-from .digests import sha1_hex
+from .digests import event_id_prefix
 from .lineage import Lineage
 from .redaction import Redactor
-
-
-def event_id_prefix(session_id: str) -> str:
-    """The prefix of a session's event ids (``ev_<16 hex digits of its id's SHA-1>_``)."""
-    return "ev_" + sha1_hex(session_id.encode())[:16] + "_"
 
 
 class SessionRecorder:

@@ -66,9 +66,13 @@ class SessionStarter(Protocol):
 
 
 def create_record(
-    ledger: LedgerStore, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
+    ledger: LedgerStore,
+    ref: SessionRef,
+    request: OpenSessionRequest | ResumeSessionRequest,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """Record a new (or a resumed-anew) session as open."""
+    """Record a new (or a resumed-anew) session as open; ``config``: the request's config as
+    the record keeps it (secrets as references, see :mod:`.session_config`)."""
     stamp = now()
     ledger.create_session(
         SessionRecord(
@@ -81,6 +85,7 @@ def create_record(
             posture=request.posture,
             agent=request.agent,
             user=request.user,
+            config=config or {},
         )
     )
 

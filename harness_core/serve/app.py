@@ -18,7 +18,8 @@ from starlette.staticfiles import StaticFiles
 
 from ..approvals import PendingApprovals
 from ..controller import Controller
-from . import DEFAULT_MAX_BODY, api, viewer
+from . import api, viewer
+from .limits import DEFAULT_MAX_BODY
 from .runner import Server
 
 STATIC = Path(__file__).with_name("static")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from . import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY
 
 DEFAULT_PORT = 8421
 

@@ -44,6 +44,7 @@ DEFAULT_COMMANDS = (
     "session",
     "reading",
     "bundle",
+    "policy",
     "conformance",
     "tools",
 )

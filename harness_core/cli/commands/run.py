@@ -33,6 +33,11 @@ def add_arguments(p: ArgumentParser) -> None:
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument("--model")
     p.add_argument("--posture", choices=("strict", "auto", "dangerous"), help="default: auto")
+    p.add_argument(
+        "--grant-dangerous",
+        action="store_true",
+        help="grant this run the dangerous posture (refused without it)",
+    )
     _sandbox_arguments(p)
     p.add_argument("--agent", help="who the session runs for (agent-level credential grants)")
     p.add_argument("--user", help="the user the agent works for (agent-user workspaces)")
