@@ -11,9 +11,10 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-# Loaded from harness_fake_model on first use (its __all__).
+# Loaded from harness_fake_model on first use (its __all__). Not in this module's __all__: they
+# are the fake model's (documented with it), reached here as attributes.
 REEXPORTED = "ErrorReply FakeModelServer Match RecordedRequest Step ToolCall Usage load_script main"
-__all__ = [*REEXPORTED.split(), "FakeModelNotInstalled", "INSTALL_HINT", "load"]
+__all__ = ["INSTALL_HINT", "REEXPORTED", "FakeModelNotInstalled", "load"]
 
 INSTALL_HINT = (
     "the fake model server is not installed: "
