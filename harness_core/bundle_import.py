@@ -56,7 +56,7 @@ def parse_bundle(text: str | bytes) -> Bundle:
         raise HarnessError("invalid-request", "the bundle holds a malformed record")
     session_id = record.ref.session_id
     for expected, event in enumerate(events, 1):
-        if event.session_id != session_id or event.harness != record.ref.harness:
+        if event.session_id != session_id or event.harness != record.ref.provider:
             raise HarnessError("invalid-request", "the bundle holds another session's event")
         if event.sequence != expected:
             raise HarnessError("invalid-request", "the bundle's event sequence has a gap")
@@ -113,6 +113,6 @@ def load_bundle_file(path: str) -> Bundle:
 def summary(bundle: Bundle) -> dict[str, Any]:
     return {
         "session_id": bundle.record.ref.session_id,
-        "harness": bundle.record.ref.harness,
+        "harness": bundle.record.ref.provider,
         "events": len(bundle.events),
     }

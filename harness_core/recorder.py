@@ -57,7 +57,7 @@ class SessionRecorder:
             sequence,
             ref.session_id,
             turn_id,
-            ref.harness,
+            ref.provider,
             now(),
             payload.TYPE,
             payload,

@@ -30,7 +30,7 @@ def require_asking(descriptor: HarnessDescriptor, posture: str) -> None:
     ask (rather than run unchecked)."""
     if posture == "strict" and "permissions" not in descriptor.features:
         raise HarnessError(
-            "unsupported-feature", f"{descriptor.harness} cannot ask the host (strict posture)"
+            "unsupported-feature", f"{descriptor.provider} cannot ask the host (strict posture)"
         )
 
 

@@ -48,7 +48,7 @@ from .hook_calls import HookCalls
 from .recorder import SessionRecorder
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
-    from .structured_output import StructuredTurn
+    from .turn_protocol import StructuredTurn
 
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).
@@ -395,7 +395,7 @@ class Turn:
             error,
             directory=self.controller.log_directory,
             session_id=live.ref.session_id,
-            harness=live.ref.harness,
+            harness=live.ref.provider,
             turn_id=self.turn_id,
             redact=live.context.redactor.text,
         )
@@ -517,7 +517,7 @@ class Turn:
                     outcome = believed(payload, self._cancel_by or self.cancel_requested)
                     if self.structured is not None:
                         # None: the answer was malformed and a retry now runs in this turn.
-                        outcome = await self.structured.decide(self, outcome)
+                        outcome = await self.structured.settle(self, outcome)
                         iterator = self._iterator
                 else:
                     self._adapter_events += 1

@@ -80,7 +80,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         print_json(descriptor_to_dict(descriptor))
         return EXIT_OK
     rows = [
-        ["provider", descriptor.harness],
+        ["provider", descriptor.provider],
         ["name", descriptor.display_name or "-"],
         ["version", descriptor.version or "-"],
         ["vendor", descriptor.vendor or "-"],

@@ -127,8 +127,8 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
             store.close()
     if record is None:
         raise HarnessError("session-not-found")
-    if harness is not None and record.ref.harness != harness:
-        raise CliError("invalid-request", f"the session belongs to harness {record.ref.harness!r}")
+    if harness is not None and record.ref.provider != harness:
+        raise CliError("invalid-request", f"the session belongs to harness {record.ref.provider!r}")
     if _active_pid(default_state_root(), args.session) is not None:
         raise HarnessError(
             "turn-active", f"a harness run is running a turn in it (harness cancel {args.session})"
@@ -267,7 +267,7 @@ def structured_options(args: argparse.Namespace) -> dict[str, Any]:
         if args.output_retries is not None:
             raise CliError("invalid-request", "--output-retries needs --output-schema")
         return {}
-    from ..structured_output import MAX_OUTPUT_RETRIES  # a structured turn's module: only for one
+    from ..turn_protocol import MAX_OUTPUT_RETRIES  # a structured turn's module: only for one
     from .schema_file import read_output_schema
 
     options: dict[str, Any] = {"output_schema": read_output_schema(args.output_schema)}
