@@ -47,7 +47,7 @@ from harness_hookspecs import (
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
-from .budgets import DEFAULT_OUTPUT_RETRIES, Budget
+from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .context import default_state_root
@@ -64,11 +64,14 @@ from .request_checks import (
     ref_of,
     require_asking,
     require_dangerous_grant,
+    require_same_workspace,
+    require_usage_for,
     safe_hint,
 )
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
 from .session_start import attach_session, create_record
+from .tool_hooks import AfterTool, ToolHook
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
 from .turn_start import begin_turn
 
@@ -114,13 +117,46 @@ class Controller:
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
         dangerous_grant: bool | Collection[str] = False,
+        tool_hooks: Sequence[ToolHook] = (),
     ) -> None:
-        """``permission_handler`` answers the harness's permission requests (see
-        :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
-        ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
-        ``budget`` limits every session (see :mod:`.budgets`); ``dangerous_grant`` lets
-        sessions take the ``dangerous`` posture: ``True`` for all, or the agents named
-        (otherwise it is ``policy-refused``)."""
+        """Every argument is keyword-only; a controller is entered with ``async with``.
+
+        :param plugins: the plugins to use (default: every installed entry point of the
+            ``harness_core`` group, :func:`get_plugins`; :func:`plugins_from` for an exact set).
+        :param ledger: a ``LedgerStore`` or a ledger URL (``memory:``, ``jsonl:DIR``,
+            ``sqlite:PATH``, a plugin's scheme); default ``$HARNESS_LEDGER``, else
+            ``sqlite:.harness/ledger.sqlite`` in the current directory.
+        :param state_dir: where each session's adapter keeps its durable state
+            (``<state_dir>/<harness>/<digest of the session id>``: native ids, transcripts;
+            a relative path is taken from the current directory at construction); default
+            ``$HARNESS_STATE_DIR``, else ``$XDG_STATE_HOME/harness-core`` (``~/.local/state``).
+            A resume in another process needs the same directory.
+        :param turn_timeout: default deadline of every turn, in seconds (``None``: none); a
+            turn past it ends ``turn.failed(timeout)``.
+        :param max_events_per_turn: default event-count limit of a turn
+            (``turn.failed(limit-exceeded)``).
+        :param env_passthrough: names of host environment variables passed to the processes
+            sessions spawn, on top of the minimal base (``PATH``, ``HOME``, ``LANG``, ...), the
+            sandbox's variables and the session's credentials; nothing else of the host's
+            environment reaches them.
+        :param permission_handler: the host's approver, ``async def handler(request) ->
+            PermissionDecision | None``, asked for each permission request of a turn (``None``
+            from it, or no handler: policy plugins and the posture decide; see
+            :mod:`.approvals`).
+        :param permission_timeout: seconds a request may wait for an answer; then it is
+            denied with ``source="timeout"``.
+        :param command_policy: the ``auto`` posture's command policy (default: the built-in
+            rules, :class:`~harness_core.command_policy.CommandPolicy`).
+        :param budget: limits of every session (a ``Budget`` or a mapping of its field names;
+            ``open_session(budget=...)`` can only tighten them; see :mod:`.budgets`).
+        :param host_tools: the host's own tools, offered to harnesses over each session's
+            loopback MCP bridge (with the ``register_host_tools`` hook's).
+        :param dangerous_grant: lets sessions take the ``dangerous`` posture: ``True`` for
+            all, or a collection of the agent names allowed (otherwise ``dangerous`` is
+            ``policy-refused`` and nothing opens).
+        :param tool_hooks: the host's ``before_tool`` and ``after_tool`` callbacks with their
+            matchers (:mod:`.tool_hooks`).
+        """
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -128,7 +164,9 @@ class Controller:
             else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
         )
         self._owns_ledger = ledger is None or isinstance(ledger, str)
-        self.state_root = Path(state_dir) if state_dir is not None else default_state_root()
+        # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
+        root = Path(state_dir) if state_dir is not None else default_state_root()
+        self.state_root = root.absolute()
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
         self.turn_timeout = turn_timeout
@@ -139,6 +177,7 @@ class Controller:
             timeout=permission_timeout,
             policy=command_policy or CommandPolicy(),
             hook=self.plugins.pm.hook,
+            hooks=tuple(tool_hooks),
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
@@ -146,6 +185,10 @@ class Controller:
         self.delivery = Delivery(
             self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
         )
+        #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
+        self.after_tool = AfterTool(tool_hooks, lambda: self._task_group)
+        if self.after_tool.hooks:
+            self.delivery.listeners.append(self.after_tool)
         self._deliver = self.delivery.deliver
         self._recorded = self.delivery.recorded
         self._flush = self.delivery.flush
@@ -234,6 +277,7 @@ class Controller:
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -326,6 +370,13 @@ class Controller:
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
+        if record is not None:
+            require_same_workspace(record.workspace, request.workspace)
+            if not limits.empty:  # a spent budget refuses here, before session.resumed
+                spent = SessionLimits(budget=limits)
+                spent.load(self.ledger.events(ref.session_id))
+                spent.before_turn(anyio.current_time())
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:

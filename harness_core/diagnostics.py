@@ -21,6 +21,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from harness_hookspecs import HarnessError
+
 from .digests import sha256_hex
 
 __all__ = [
@@ -118,11 +120,14 @@ def harness_raised(
     turn_id: str | None = None,
     redact: Any = None,
 ) -> None:
-    """Log what a harness raised (class, message, traceback) to the session's file.
+    """Log what a harness raised (class, message, traceback) to the session's file. A
+    ``HarnessError`` is not: it is the harness's own answer, recorded with its reason and hint.
 
     ``redact`` (``str -> str``, the session's redactor) is applied to the whole text, so a
     credential the exception happens to quote never reaches the file or the host's handlers.
     """
+    if isinstance(error, HarnessError):
+        return
     where = f"in turn {turn_id}" if turn_id else "opening the session"
     text = "".join(traceback.format_exception(type(error), error, error.__traceback__)).rstrip()
     if redact is not None:

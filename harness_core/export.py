@@ -46,6 +46,16 @@ def open_turn(store: LedgerStore, session_id: str) -> str | None:
     return "running" if store.claimed(session_id) else "interrupted"
 
 
+def session_state(status: str, turn: str | None) -> str:
+    """What a session is doing, for people: ``running`` (a turn is under way in a live
+    process), ``idle`` (open, waiting for its next turn - every ``harness run`` without
+    ``--close`` leaves one so, resumable), or ``closed``. ``turn`` is :func:`open_turn`'s answer
+    (a turn a dead process left open makes the session idle: its next resume ends that turn)."""
+    if status == "closed":
+        return "closed"
+    return "running" if turn == "running" else "idle"
+
+
 def usage_dict(usage: Usage | None) -> dict[str, Any] | None:
     """Summed usage as JSON (``None``: nothing reported; a ``None`` field: unknown)."""
     return None if usage is None else attrs.asdict(usage)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.abc
 from harness_hookspecs import HarnessError, HostTool
+from harness_hookspecs.host_tools import ToolCaller
 
 if TYPE_CHECKING:
     from harness_mcp_bridge import Bridge
@@ -31,7 +32,10 @@ def merge_tools(registered: Iterable[HostTool], explicit: Sequence[HostTool]) ->
 
 
 async def start_bridge(
-    tools: Sequence[HostTool], config: Mapping[str, Any], task_group: anyio.abc.TaskGroup | None
+    tools: Sequence[HostTool],
+    config: Mapping[str, Any],
+    task_group: anyio.abc.TaskGroup | None,
+    caller: ToolCaller | None = None,
 ) -> Bridge | None:
     """Start the session's bridge if it selects any tool (``config["mcp_loopback"]``)."""
     if not tools:
@@ -50,7 +54,7 @@ async def start_bridge(
         return None
     if task_group is None:
         raise HarnessError("invalid-request", "the controller is not running (use async with)")
-    bridge = Bridge(selected, limits=Limits.from_config(settings))
+    bridge = Bridge(selected, limits=Limits.from_config(settings), caller=caller)
     try:
         await task_group.start(bridge.run)
     except HarnessError:

@@ -188,7 +188,7 @@ async def spawn(
     if _SETPRIV is not None:
         # setpriv reports a missing program as exit 127, not as an error we can map: look first.
         if _resolve(command[0], env, cwd) is None:
-            raise HarnessError("provider-unavailable", "the harness command was not found")
+            raise HarnessError("provider-unavailable", not_found(command[0]))
         command = [_SETPRIV, "--pdeathsig", "KILL", "--", *command]
     stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
     try:
@@ -203,11 +203,17 @@ async def spawn(
         )
     except FileNotFoundError:
         stderr_file.close()
-        raise HarnessError("provider-unavailable", "the harness command was not found") from None
+        raise HarnessError("provider-unavailable", not_found(argv[0])) from None
     except OSError:
         stderr_file.close()
         raise HarnessError("provider-unavailable", "the harness command could not start") from None
     return Process(process, stderr_file, tag)
+
+
+def not_found(program: str) -> str:
+    """The hint of a command that is not there: which one, and where it was looked for."""
+    where = "is not an executable file" if os.sep in program else "was not found on PATH"
+    return f"the harness command {program[-160:]!r} {where}"
 
 
 def _resolve(program: str, env: Mapping[str, str], cwd: str | None) -> str | None:

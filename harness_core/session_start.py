@@ -22,6 +22,7 @@ from harness_hookspecs import (
     SessionRecord,
     SessionRef,
 )
+from harness_hookspecs.host_tools import ToolCaller
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import Approvals
@@ -157,7 +158,14 @@ async def attach_session(
         )
         if controller.plugins.host_tools or controller.host_tools:
             tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
-            context.bridge = await start_bridge(tools, config, controller._task_group)
+            caller = ToolCaller(
+                session_id=session_id,
+                harness=descriptor.provider,
+                agent=agent,
+                user=user,
+                posture=posture,
+            )
+            context.bridge = await start_bridge(tools, config, controller._task_group, caller)
         ref = await call(context)
         if not isinstance(ref, SessionRef):
             raise HarnessError("provider-failed", "the adapter returned no session ref")

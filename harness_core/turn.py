@@ -44,6 +44,7 @@ from .context import RuntimeSessionContext
 from .delivery import Delivery
 from .diagnostics import harness_raised
 from .lineage import Lineage
+from .pricing import priced
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
     from .turn_protocol import StructuredTurn
@@ -119,13 +120,19 @@ def believed(payload: Payload, cancel_requested: str | None) -> Payload:
 class TurnResult:
     """What :meth:`Controller.run_turn` returns once the turn has ended."""
 
+    #: the session the turn ran in
     session: SessionRef
     turn_id: str
-    status: str  # completed | failed | cancelled
+    #: ``completed``, ``failed`` or ``cancelled``: the type of the turn's one terminal event
+    status: str
+    #: every event of the turn as delivered, ``turn.started`` first, the terminal last
     events: tuple[Event, ...]
+    #: the final answer (``turn.completed.text``; ``None`` for a failed or cancelled turn)
     text: str | None = None
     #: the sum of the turn's usage reports (``None``: none reported, unknown)
     usage: Usage | None = None
+    #: the fixed reason of a failed turn (``turn.failed.reason``, one of the contract's
+    #: ``REASONS``); ``None`` otherwise
     reason: str | None = None
     #: the session's running total after this turn (every turn's usage, resumed ones too)
     session_usage: Usage | None = None
@@ -134,6 +141,7 @@ class TurnResult:
 
     @property
     def ok(self) -> bool:
+        """Whether the turn completed."""
         return self.status == "completed"
 
 
@@ -469,6 +477,13 @@ class Turn:
                         outcome = await self.structured.settle(self, outcome)
                         iterator = self._iterator
                 else:
+                    if type(payload) is UsageReported and payload.usage.cost_usd is None:
+                        # tokens without cost: estimated from a price table (on a thread: the
+                        # table's first import takes a second or two)
+                        live = self._live
+                        payload = await anyio.to_thread.run_sync(
+                            priced, payload, live.context.model, live.descriptor.vendor
+                        )
                     self._adapter_events += 1
                     if self._max_events is not None and self._adapter_events > self._max_events:
                         outcome = TurnFailed(reason="limit-exceeded", hint="too many events")

@@ -36,6 +36,7 @@ from harness_hookspecs import (
 )
 
 from .budgets import DEFAULT_OUTPUT_RETRIES  # defined there: the controller needs no more of this
+from .schema_check import foreign_keywords
 
 if TYPE_CHECKING:
     import jsonschema  # imported where a schema is compiled: a third of the controller's import
@@ -43,7 +44,9 @@ if TYPE_CHECKING:
 #: Seconds an attempt's processes get to exit before the retry (as at the turn's end).
 CLEANUP_GRACE = 0.25
 MAX_OUTPUT_RETRIES = 10
-_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_FENCED_BLOCK = re.compile(
+    r"^```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```[ \t]*$", re.DOTALL | re.MULTILINE
+)
 _SAFE_PATH = re.compile(r"[^A-Za-z0-9_.\-\[\]$]")
 
 
@@ -85,30 +88,53 @@ def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
         raise HarnessError(
             "invalid-request", "the output schema is not a valid JSON Schema"
         ) from None
+    foreign = foreign_keywords(schema, cls)
+    if foreign:
+        raise HarnessError(
+            "invalid-request", f"the output schema is not a JSON Schema (key {foreign[0][:40]!r})"
+        )
     validator: jsonschema.protocols.Validator = cls(schema)
     return validator
 
 
 def parse_answer(text: str | None) -> tuple[bool, Any]:
-    """The JSON value in an answer's text (whole, fenced, or the outermost object in prose)."""
+    """The JSON value of an answer, strictly: the whole text, else its one fenced block, else
+    the last complete top-level object or array in the prose (never a span cut from the first
+    ``{`` to the last ``}``, which joins quoted JSON and prose into something else)."""
     if text is None:
         return False, None
     body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    for candidate in (body, _outer_object(body)):
-        if candidate:
-            try:
-                return True, json.loads(candidate)
-            except ValueError:
-                continue
-    return False, None
+    try:
+        return True, json.loads(body)
+    except ValueError:
+        pass
+    blocks = _FENCED_BLOCK.findall(body)
+    if len(blocks) == 1:
+        try:
+            return True, json.loads(blocks[0].strip())
+        except ValueError:
+            return False, None  # the one block the model fenced is not JSON
+    values = _top_level_values(body)
+    return (True, values[-1]) if values else (False, None)
 
 
-def _outer_object(text: str) -> str | None:
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else None
+def _top_level_values(text: str) -> list[Any]:
+    """Every complete JSON object or array in ``text`` that no other one contains, in order."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    index = 0
+    while True:
+        starts = [i for i in (text.find("{", index), text.find("[", index)) if i >= 0]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            index = start + 1
+            continue
+        found.append(value)
+        index = end
 
 
 def _schema_names(schema: Any, names: set[str]) -> set[str]:

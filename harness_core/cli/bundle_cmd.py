@@ -46,20 +46,32 @@ def add_commands(sub: Any, command: Any, ledger_help: str) -> None:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..bundle_import import import_bundle, load_bundle_file, parse_bundle, summary
+    import os
+
+    from ..bundle_import import import_bundle, load_bundle_file, spool, summary
+    from ..context import default_state_root
     from ..ledger import open_ledger
     from ..plugins import get_plugins
+    from ..redaction import Redactor, add_known_secrets
     from .ledger_read import ledger_url
 
-    if args.bundle == "-":
-        bundle = parse_bundle(sys.stdin.buffer.read())
-    else:
-        bundle = load_bundle_file(args.bundle)
-    store = open_ledger(ledger_url(args.ledger), schemes=get_plugins().ledger_schemes)
+    spooled = spool(sys.stdin.buffer) if args.bundle == "-" else None
     try:
-        import_bundle(store, bundle)
+        bundle = load_bundle_file(spooled or args.bundle)
+        plugins = get_plugins()
+        # the host's redaction, as a live session of this host would get it
+        redactor = Redactor()
+        add_known_secrets(redactor, plugins.credential_resolvers.values())
+        store = open_ledger(ledger_url(args.ledger), schemes=plugins.ledger_schemes)
+        try:
+            import_bundle(
+                store, bundle, redactor=redactor, journal=default_state_root() / "imports"
+            )
+        finally:
+            store.close()
     finally:
-        store.close()
+        if spooled is not None:
+            os.unlink(spooled)
     facts = summary(bundle)
     if args.json:
         print_json(facts)
@@ -71,8 +83,9 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from harness_hookspecs import HarnessError
 
-    from .ledger_read import open_for_reading
+    from .ledger_read import open_for_reading, resolve_session
 
+    resolve_session(args)
     store = open_for_reading(args.ledger)
     try:
         if store is None or store.get_session(args.session) is None:

@@ -7,6 +7,7 @@ Exit codes (also in the README):
 1     the turn ran and failed (``turn.failed``), or conformance checks failed
 2     bad input or a refused request: unknown harness, bad option, no such session, policy...
 69    something the command needs is unavailable: the harness CLI, credentials, the sandbox
+      (also a ``run`` whose turn failed ``authentication-required`` or ``provider-unavailable``)
 74    the ledger could not be read or written
 70    an internal error (a bug): set ``HARNESS_DEBUG=1`` for the traceback
 130   the turn was cancelled (Ctrl-C, SIGTERM, ``harness cancel``)
@@ -42,6 +43,12 @@ class CliError(HarnessError):
         super().__init__(reason)
         self.hint = hint.replace("\n", " ") if hint else None
         Exception.__init__(self, str(self))
+
+
+def file_error(what: str, path: str, error: OSError) -> CliError:
+    """``invalid-request`` naming the file and the OS's reason: ``cannot read the prompt file
+    notes.md (No such file or directory)``."""
+    return CliError("invalid-request", f"{what} {path[-200:]} ({error.strerror or error})")
 
 
 def exit_code_for(reason: str) -> int:
@@ -97,6 +104,7 @@ __all__ = [
     "EXIT_USAGE",
     "CliError",
     "exit_code_for",
+    "file_error",
     "internal",
     "report",
     "unwrap",

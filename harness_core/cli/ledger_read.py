@@ -19,6 +19,7 @@ from ..ledger import DEFAULT_LEDGER_URL, ENV_LEDGER, open_ledger, path_of
 from ..ledger._base import event_from_row
 from ..ledger.sqlite import _SELECT_EVENTS, SCHEMA_VERSION
 from ..serialize import loads_record
+from .errors import CliError
 
 #: Event types whose text ``harness sessions -q`` searches (prompts and answers).
 SEARCHED_TYPES = ("turn.started", "message.delta", "message.completed", "turn.completed")
@@ -42,6 +43,64 @@ def open_for_reading(url: str | None) -> Any | None:
     if scheme == "jsonl" and not os.path.isdir(path_of(url, "jsonl")):
         return None
     return open_ledger(url, schemes=get_plugins().ledger_schemes)
+
+
+#: A prefix shorter than this is taken as a whole id (git takes 4 too).
+MIN_PREFIX = 4
+#: Candidates an ambiguous prefix lists, at most.
+SHOWN_CANDIDATES = 5
+
+
+def expand_session_id(url: str | None, text: str) -> str:
+    """The full id of the session ``text`` names: itself when a session has that id, else the
+    one session whose id starts with it (git style). An ambiguous prefix is
+    ``invalid-request`` listing the candidates; no match leaves ``text`` as it is (the command
+    then says ``session-not-found``)."""
+    if len(text) < MIN_PREFIX:
+        return text
+    store = open_for_reading(url)
+    if store is None:
+        return text
+    try:
+        if store.get_session(text) is not None:
+            return text
+        starting = getattr(store, "ids_starting", None)
+        if starting is not None:
+            matches: list[str] = starting(text, SHOWN_CANDIDATES + 1)
+        else:  # a store without the range query: its listing
+            ids = sorted(r.session_id for r in store.list_sessions())
+            matches = [i for i in ids if i.startswith(text)][: SHOWN_CANDIDATES + 1]
+    finally:
+        store.close()
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        shown = ", ".join(matches[:SHOWN_CANDIDATES])
+        more = ", ..." if len(matches) > SHOWN_CANDIDATES else ""
+        raise CliError(
+            "invalid-request", f"the session id prefix {text!r} is ambiguous: {shown}{more}"
+        )
+    return text
+
+
+def resolve_session(args: Any) -> None:
+    """``args.session`` (an id or a unique prefix of one) made the full id, in place."""
+    if getattr(args, "session", None):
+        args.session = expand_session_id(getattr(args, "ledger", None), args.session)
+
+
+def latest_open_session(url: str | None) -> str:
+    """The id of the newest session in the ledger that is not closed (``--continue``)."""
+    store = open_for_reading(url)
+    try:
+        records = store.list_sessions() if store is not None else []
+    finally:
+        if store is not None:
+            store.close()
+    for record in records:  # newest first
+        if record.status != "closed":
+            return str(record.session_id)
+    raise CliError("session-not-found", f"no open session to continue in {ledger_url(url)}")
 
 
 class ReadOnlySqlite:
@@ -111,6 +170,15 @@ class ReadOnlySqlite:
     def get_session(self, session_id: str) -> SessionRecord | None:
         rows = self._rows("SELECT record FROM sessions WHERE session_id = ?", (session_id,))
         return loads_record(rows[0][0]) if rows else None
+
+    def ids_starting(self, prefix: str, limit: int) -> list[str]:
+        """Session ids that start with ``prefix`` (a range scan of the primary key)."""
+        rows = self._rows(
+            "SELECT session_id FROM sessions WHERE session_id >= ? AND session_id < ? "
+            "ORDER BY session_id LIMIT ?",
+            (prefix, prefix + "\U0010ffff", limit),
+        )
+        return [row[0] for row in rows]
 
     def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
         rows = self._rows(

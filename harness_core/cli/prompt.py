@@ -15,7 +15,7 @@ from typing import Any
 
 from harness_hookspecs._bounds import TEXT_MAX, has_control
 
-from .errors import CliError
+from .errors import CliError, file_error
 
 #: Read at most this much (bytes) from stdin or a file: the prompt bound plus UTF-8 headroom.
 _READ_LIMIT = TEXT_MAX * 4 + 1
@@ -62,12 +62,8 @@ def _read_source(source: str) -> str:
         else:
             with open(source, "rb") as handle:
                 data = handle.read(_READ_LIMIT)
-    except IsADirectoryError:
-        raise CliError("invalid-request", "the prompt file is a directory") from None
-    except FileNotFoundError:
-        raise CliError("invalid-request", "the prompt file does not exist") from None
-    except OSError:
-        raise CliError("invalid-request", "the prompt file cannot be read") from None
+    except OSError as error:
+        raise file_error("cannot read the prompt file", source, error) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
@@ -91,9 +87,9 @@ def parse_pairs(items: Sequence[str], option: str) -> dict[str, Any]:
 def check_workspace(path: str | None) -> str:
     workspace = os.path.abspath(path or os.getcwd())
     if not os.path.exists(workspace):
-        raise CliError("invalid-request", "the workspace directory does not exist")
+        raise CliError("invalid-request", f"the workspace {workspace[-200:]} does not exist")
     if not os.path.isdir(workspace):
-        raise CliError("invalid-request", "the workspace is not a directory")
+        raise CliError("invalid-request", f"the workspace {workspace[-200:]} is not a directory")
     return workspace
 
 

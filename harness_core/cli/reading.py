@@ -18,8 +18,8 @@ from typing import Any
 from harness_hookspecs import HarnessError
 
 from . import DEFAULT_SESSIONS_LIMIT
-from .errors import EXIT_OK, CliError
-from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading
+from .errors import EXIT_OK, CliError, file_error
+from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading, resolve_session
 from .output import Out, print_json, print_json_lines
 from .view import clip, cost_text, format_event
 
@@ -86,7 +86,7 @@ def _matches(store: Any, session_id: str, needle: str) -> bool:
 
 
 def cmd_sessions(args: argparse.Namespace) -> int:
-    from ..export import open_turn
+    from ..export import open_turn, session_state
     from ..serialize import record_to_dict
 
     since = parse_since(args.since) if args.since else None
@@ -123,10 +123,17 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         )
         # An open session whose last turn has no end: "running" while its process lives,
         # "interrupted" when a dead process left it (the next resume records that).
-        rows = [
-            {**record_to_dict(r), **summaries[r.session_id], "turn": open_turn(store, r.session_id)}
-            for r in shown
-        ]
+        rows = []
+        for r in shown:
+            turn = open_turn(store, r.session_id)
+            rows.append(
+                {
+                    **record_to_dict(r),
+                    **summaries[r.session_id],
+                    "turn": turn,
+                    "state": session_state(r.status, turn),
+                }
+            )
     if args.json:
         print_json_lines(rows)
         return EXIT_OK
@@ -153,7 +160,7 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
             [
                 row["ref"]["session_id"],
                 row["ref"]["provider"],
-                row["turn"] or row["status"],
+                row["state"] + (" (interrupted)" if row["turn"] == "interrupted" else ""),
                 str(row["turns"]),
                 tokens,
                 cost_text(usage["cost_usd"]),
@@ -164,7 +171,7 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
     headers = [
         "SESSION",
         "HARNESS",
-        "STATUS",
+        "STATE",
         "TURNS",
         "TOKENS IN/OUT",
         "COST",
@@ -195,6 +202,7 @@ def _totals(rows: list[dict[str, Any]]) -> str:
 def cmd_events(args: argparse.Namespace) -> int:
     from ..serialize import event_to_dict
 
+    resolve_session(args)
     with _reading(args.ledger) as store:
         if store is None or store.get_session(args.session) is None:
             raise HarnessError("session-not-found")
@@ -242,6 +250,7 @@ def _follow_events(store: Any, args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from ..export import export_session
 
+    resolve_session(args)
     with _reading(args.ledger) as store:
         if store is None:
             raise HarnessError("session-not-found")
@@ -252,8 +261,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         try:
             with open(args.output, "w", encoding="utf-8", errors="backslashreplace") as handle:
                 handle.write(text)
-        except OSError:
-            raise CliError("invalid-request", "the output file cannot be written") from None
+        except OSError as error:
+            raise file_error("cannot write the output file", args.output, error) from None
         count = len(bundle.get("events", []))
         if args.json:
             print_json({"path": args.output, "events": count})
@@ -274,6 +283,7 @@ def session_log_path(url: str | None, session_id: str) -> Any:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     """``harness logs ID``: the session's diagnostic log (see :mod:`harness_core.diagnostics`)."""
+    resolve_session(args)
     path = session_log_path(args.ledger, args.session)
     try:
         text = path.read_text(encoding="utf-8", errors="backslashreplace")
@@ -283,9 +293,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
                 raise HarnessError("session-not-found") from None
         text = None
     except OSError as error:
-        raise CliError(
-            "invalid-request", f"cannot read the log {path} ({error.strerror or error})"
-        ) from None
+        raise file_error("cannot read the log", str(path), error) from None
     if args.json:
         print_json({"session_id": args.session, "path": str(path), "log": text})
     elif text is None:

@@ -14,9 +14,18 @@ from typing import TYPE_CHECKING, Any
 from ..diagnostics import session_log
 from ..digests import sha256_hex
 from .approve import TerminalApprover, open_terminal
-from .errors import EXIT_CANCELLED, EXIT_OK, EXIT_TURN_FAILED, CliError
+from .errors import (
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_TURN_FAILED,
+    EXIT_UNAVAILABLE,
+    CliError,
+    exit_code_for,
+)
 from .output import Out, print_json
 from .prompt import check_names, check_workspace, parse_pairs, read_prompt, sandbox_spec
+from .status_line import TICK as STATUS_TICK
+from .status_line import StatusLine, wanted
 from .view import RunView, format_event
 
 if TYPE_CHECKING:
@@ -75,6 +84,26 @@ class _Printer:
         # goes to stderr with the rest.
         structured = getattr(args, "output_schema", None) is not None
         self.view = RunView(Out(sys.stderr if structured else sys.stdout), Out(sys.stderr))
+        #: The live line while a turn is silent (readable, stderr a terminal, no y/n prompts).
+        self.status: StatusLine | None = None
+        if self.mode == "readable" and not getattr(args, "approve", False) and wanted(sys.stderr):
+            self.status = StatusLine(sys.stderr, colour=self.view.chrome.rich)
+        # The answer on the same terminal: the line may only be drawn at a line's start.
+        self._shared = structured or wanted(sys.stdout)
+
+    def tick(self) -> None:
+        if self.status is not None:
+            self.status.tick(may_draw=self.view.at_line_start or not self._shared)
+
+    async def ticking(self) -> None:
+        """Redraw the status line until cancelled (nothing to do without one)."""
+        import anyio
+
+        if self.status is None:
+            return
+        while True:
+            await anyio.sleep(STATUS_TICK)
+            self.tick()
 
     def session(self, event: Event) -> None:
         if self.mode == "json":
@@ -87,6 +116,9 @@ class _Printer:
             self.view.session(event)
 
     def event(self, event: Event) -> None:
+        if self.status is not None:
+            self.status.erase()
+            self.status.note(event)
         if self.mode == "json":
             from ..serialize import event_to_dict
 
@@ -105,6 +137,9 @@ class _Printer:
             sys.stdout.flush()
 
     def summary(self, result: Any, seconds: float) -> None:
+        if self.status is not None:
+            self.status.erase()
+            self.status = None
         if self.mode == "readable":
             self.view.summary(result.status, result.usage, seconds)
 
@@ -140,7 +175,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from ..controller import Controller
     from ..plugin_cache import plugins_for
+    from .ledger_read import resolve_session
 
+    resolve_session(args)
     prompt = read_prompt(args)
     structured = structured_options(args)
     from .ledger_read import ledger_url
@@ -212,7 +249,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             return EXIT_OK
         # 130 only when the host interrupted the turn; a harness ending it itself is a failure.
         by = getattr(result.events[-1].payload, "by", None) if result.events else None
-        return EXIT_CANCELLED if by == "host" else EXIT_TURN_FAILED
+        if by == "host":
+            return EXIT_CANCELLED
+        # A turn that could not run for want of credentials or the CLI: 69, as a refused open.
+        unavailable = exit_code_for(result.reason or "") == EXIT_UNAVAILABLE
+        return EXIT_UNAVAILABLE if unavailable else EXIT_TURN_FAILED
 
     code: int = anyio.run(main)
     return code
@@ -287,6 +328,8 @@ async def _run_turn(
     shown: int,
     structured: dict[str, Any],
 ) -> Any:
+    import anyio
+
     controller.ledger.flush()
     for event in controller.events(ref.session_id, after=shown):
         if event.type in ("session.opened", "session.resumed"):
@@ -303,10 +346,15 @@ async def _run_turn(
             await controller.cancel_turn(ref, turn.turn_id)
         _write_active(active, _active_record(turn.turn_id))
         try:
-            async for event in turn:
-                if event.type != "turn.started" or printer.mode != "readable":
-                    printer.event(event)
+            async with anyio.create_task_group() as ticking:
+                ticking.start_soon(printer.ticking)
+                async for event in turn:
+                    if event.type != "turn.started" or printer.mode != "readable":
+                        printer.event(event)
+                ticking.cancel_scope.cancel()
         finally:
+            if printer.status is not None:
+                printer.status.erase()
             active.unlink(missing_ok=True)
             running.pop("turn", None)
     result = turn.result()
@@ -334,7 +382,9 @@ def _size(path: Path) -> int:
 
 def cmd_cancel(args: argparse.Namespace) -> int:
     from ..context import default_state_root
+    from .ledger_read import resolve_session
 
+    resolve_session(args)
     found = _active_pid(default_state_root(), args.session)
     if found is None:
         raise CliError("turn-not-found", "no harness run is running a turn in that session")
@@ -351,16 +401,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_close(args: argparse.Namespace) -> int:
-    """Close a session left open by ``harness run``: resume it, then close it (idempotent);
-    when its harness cannot start again, close it in the ledger alone."""
+    """Close a session left open by ``harness run`` (idempotent). It is closed in the ledger
+    alone - ``session.closed`` and nothing else (no ``session.resumed``): the ``harness run``
+    that held it already released its harness, processes and sandbox when it ended, and a turn
+    a killed run left open ends ``interrupted`` (see :mod:`harness_core.record_close`)."""
     import anyio
 
     from ..controller import Controller
-    from ..record_close import close_from_anywhere
+    from .ledger_read import resolve_session
+
+    resolve_session(args)
 
     async def close() -> None:
         async with Controller(ledger=args.ledger) as controller:
-            await close_from_anywhere(controller, args.session)
+            await controller.close_session(args.session)
 
     if known_session(args).status == "closed":
         outcome = "was already closed"

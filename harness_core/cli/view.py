@@ -169,6 +169,11 @@ class RunView:
         elif isinstance(p, ev.SessionClosed):
             self._note("session closed", "dim")
 
+    @property
+    def at_line_start(self) -> bool:
+        """Whether the answer's last line is complete (a status line would not cut into it)."""
+        return self._at_line_start
+
     def summary(self, status: str, usage: Usage | None, seconds: float) -> None:
         self._end_text()
         style = {"completed": "bold green", "cancelled": "bold yellow"}.get(status, "bold red")

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..export import session_state
 from ..number_checks import positive_number
 from ..serialize import descriptor_to_dict, event_to_dict, record_to_dict
 from .auth import bearer_matches
@@ -64,17 +65,24 @@ def server_of(request: Request) -> Server:
     return server
 
 
+def token_problem(header: str | None) -> str:
+    """Why a change was refused: no token at all, or one that is not this server's."""
+    if not header or not header.lower().startswith("bearer "):
+        return (
+            "the bearer token is missing: send Authorization: Bearer <the token harness "
+            "serve printed at start>"
+        )
+    return "the bearer token is invalid: it is not the token this harness serve printed at start"
+
+
 def guarded(handler: Handler, *, changes_state: bool) -> Handler:
     """Map HarnessError to a JSON error; demand the bearer token for a state change."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            if changes_state and not bearer_matches(
-                request.headers.get("authorization"), server_of(request).token
-            ):
-                raise HarnessError(
-                    "authentication-required", "send Authorization: Bearer <serve token>"
-                )
+            header = request.headers.get("authorization")
+            if changes_state and not bearer_matches(header, server_of(request).token):
+                raise HarnessError("authentication-required", token_problem(header))
             return await handler(request)
         except BodyTooLarge as error:
             return error_response(error, 413)
@@ -213,6 +221,8 @@ async def session_view(server: Server, session_id: str) -> dict[str, Any]:
         "output_tokens": summary.output_tokens,
         "cost_usd": summary.cost_usd,
         "last_turn": last_turn,
+        # running / idle / closed (see harness_core.export.session_state)
+        "state": session_state(record.status, "running" if last_turn == "running" else None),
         "last_sequence": summary.last_sequence,
         "updated_at": summary.updated_at or record.updated_at,
         "running_turn": running.turn_id if running is not None else None,

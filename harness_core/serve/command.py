@@ -102,6 +102,9 @@ def main(args: argparse.Namespace) -> int:
     try:
         anyio.run(run)
     except OSError as error:
-        sys.stderr.write(f"harness: error: invalid-request: cannot listen ({error.strerror})\n")
+        reason = error.strerror or type(error).__name__
+        sys.stderr.write(
+            f"harness: error: invalid-request: cannot listen on {args.host}:{args.port} ({reason})\n"
+        )
         return 2
     return 0

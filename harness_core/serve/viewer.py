@@ -74,9 +74,10 @@ def _number(value: Any) -> str:
 
 
 def status_of(view: dict[str, Any]) -> str:
+    """running / idle / closed (a turn running here counts before the ledger says so)."""
     if view["running_turn"]:
         return "running"
-    return str(view["status"])
+    return str(view["state"])
 
 
 # -- sessions list ------------------------------------------------------------------------------

@@ -308,15 +308,16 @@ def test_a_resumed_session_keeps_its_wall_clock_from_its_opening(tmp_path):
 
     async def resume(limit):
         async with _controller(tmp_path) as c:
-            ref = await c.resume_session(session_id, budget={"max_wall_clock": limit})
-            elapsed = anyio.current_time() - c._live[session_id].limits.started
+            before = len(c.ledger.events(session_id))
             try:
-                return elapsed, await c.run_turn(ref, "b")
-            except HarnessError as error:
-                return elapsed, error
+                ref = await c.resume_session(session_id, budget={"max_wall_clock": limit})
+            except HarnessError as error:  # spent already: refused before session.resumed
+                assert len(c.ledger.events(session_id)) == before
+                return None, error
+            elapsed = anyio.current_time() - c._live[session_id].limits.started
+            return elapsed, await c.run_turn(ref, "b")
 
-    elapsed, refused = anyio.run(resume, 1.0)
-    assert 1.2 <= elapsed < 30, elapsed
+    _, refused = anyio.run(resume, 1.0)
     assert isinstance(refused, HarnessError), refused
     assert (refused.reason, refused.hint) == ("limit-exceeded", "max_wall_clock 1s exceeded")
     elapsed, result = anyio.run(resume, 60.0)

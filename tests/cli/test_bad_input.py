@@ -21,7 +21,7 @@ CASES = [
     (["run", "nope", "hi"], "invalid-request: unknown harness 'nope' (installed: ", USAGE),
     (
         ["run", "echo", "hi", "--workspace", "/does/not/exist"],
-        "invalid-request: the workspace directory does not exist",
+        "invalid-request: the workspace /does/not/exist does not exist",
         USAGE,
     ),
     (
@@ -30,6 +30,16 @@ CASES = [
         USAGE,
     ),
     (["run", "echo", "hi", "--session", "nosuch"], "session-not-found: no such session", USAGE),
+    (
+        ["run", "echo", "hi", "--posture", "dangerous", "--network", "none"],
+        "policy-refused: the dangerous posture is not granted to this session",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--max-cost", "0.0001"],
+        "unsupported-feature: echo reports no usage, so max_cost_usd cannot bind",
+        USAGE,
+    ),
     (
         ["run", "echo", "hi", "--max-cost", "-1"],
         "invalid-request: argument --max-cost: must be a positive number",
@@ -62,7 +72,7 @@ CASES = [
     ),
     (
         ["run", "claude-code", "hi", "--config", "cli_path=/no/such/claude"],
-        "provider-unavailable: the claude CLI was not found",
+        "provider-unavailable: cli_path '/no/such/claude' is not an executable file",
         UNAVAILABLE,
     ),
     (
@@ -85,12 +95,12 @@ CASES = [
     (["run", "echo", "a\x01b"], "invalid-request: the prompt contains control characters", USAGE),
     (
         ["run", "echo", "--prompt-file", "{tmp}/missing.txt"],
-        "invalid-request: the prompt file does not exist",
+        "invalid-request: cannot read the prompt file {tmp}/missing.txt (No such file or directory)",
         USAGE,
     ),
     (
         ["run", "echo", "--prompt-file", "{tmp}"],
-        "invalid-request: the prompt file is a directory",
+        "invalid-request: cannot read the prompt file {tmp} (Is a directory)",
         USAGE,
     ),
     (
@@ -104,8 +114,13 @@ CASES = [
         USAGE,
     ),
     (
+        ["import", "{tmp}/missing.json"],
+        "invalid-request: cannot read the bundle {tmp}/missing.json (No such file or directory)",
+        USAGE,
+    ),
+    (
         ["run", "echo", "hi", "--workspace", "{tmp}/prompt.txt"],
-        "invalid-request: the workspace is not a directory",
+        "invalid-request: the workspace {tmp}/prompt.txt is not a directory",
         USAGE,
     ),
     (
@@ -242,6 +257,8 @@ def test_refusals_record_nothing_in_an_existing_session(cli_env, tmp_path):
     assert opened.returncode == 0, opened.stderr
     session_id = json.loads(opened.stdout.splitlines()[0])["session_id"]
     before = run(["events", session_id, "--json"], cli_env, tmp_path).stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     for argv, reason in (
         (["run", "echo", "", "--session", session_id], "invalid-request: the prompt is empty"),
         (
@@ -249,6 +266,14 @@ def test_refusals_record_nothing_in_an_existing_session(cli_env, tmp_path):
             "invalid-request: the session belongs to harness 'echo'",
         ),
         (["run", "echo", "hi", "--session", session_id, "--timeout", "0"], "invalid-request"),
+        (
+            ["run", "echo", "hi", "--session", session_id, "--workspace", str(elsewhere)],
+            "invalid-request: the session was recorded for another workspace",
+        ),
+        (
+            ["run", "echo", "hi", "--session", session_id, "--max-turns", "1"],
+            "limit-exceeded: max_turns 1 reached",
+        ),
     ):
         out = run(argv, cli_env, tmp_path)
         assert out.returncode == USAGE and out.stderr.startswith("harness: error: " + reason)

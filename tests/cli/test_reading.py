@@ -49,10 +49,10 @@ def test_sessions_table_totals_filters_and_search(ledger):
     env, ids = ledger
     table = harness(env, "sessions")
     header, *rows = table.stdout.splitlines()
-    assert header.split()[:4] == ["SESSION", "HARNESS", "STATUS", "TURNS"]
+    assert header.split()[:4] == ["SESSION", "HARNESS", "STATE", "TURNS"]
     assert len(rows) == 3
     (paid_row,) = [r for r in rows if r.startswith(ids["paid"])]
-    assert paid_row.split()[1:6] == ["stdio-jsonl", "open", "2", "200/20", "$1.00"]
+    assert paid_row.split()[1:6] == ["stdio-jsonl", "idle", "2", "200/20", "$1.00"]
     assert table.stderr == "3 sessions, 4 turns, 200 in / 20 out tokens, $1.00\n"
 
     everything = sessions(env)

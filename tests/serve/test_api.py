@@ -50,6 +50,9 @@ def test_every_state_change_needs_the_token(serve, workspace_dir):
                 status, answer = server.call("POST", path, body, token=token)
                 assert status == 401, (path, token, answer)
                 assert answer["error"]["reason"] == "authentication-required"
+                # the hint says which: no token sent, or one that is not this server's
+                which = "invalid" if token else "missing"
+                assert answer["error"]["hint"].startswith(f"the bearer token is {which}")
             status, _ = server.call(
                 "POST", path, body, token=False, headers={"Authorization": f"Basic {server.token}"}
             )

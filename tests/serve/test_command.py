@@ -57,6 +57,28 @@ def stop(process):
             process.kill()
 
 
+def test_a_busy_port_is_one_line_naming_the_address_and_the_os_reason(cli_env, tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        run = subprocess.run(
+            [*harness_cmd(), "serve", "--port", str(port)],
+            cwd=tmp_path,
+            env=cli_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 2
+    assert run.stderr == (
+        f"harness: error: invalid-request: cannot listen on 127.0.0.1:{port} "
+        "(Address already in use)\n"
+    )
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc/net/tcp")
 def test_serve_binds_loopback_by_default_and_prints_the_token(cli_env, tmp_path):
     process, lines = start(cli_env, tmp_path)

@@ -166,7 +166,7 @@ def test_sessions_list_shows_totals(serve, workspace_dir, browser):
         page.goto(server.url)
         row = page.locator("table.sessions tbody tr").first
         cells = [cell.inner_text() for cell in row.locator("td").all()]
-        assert cells[0] == session_id[:13] and cells[1] == "scripted" and cells[2] == "open"
+        assert cells[0] == session_id[:13] and cells[1] == "scripted" and cells[2] == "idle"
         assert cells[3] == "1" and cells[4] == "completed"
         assert cells[5] == "120 / 30" and cells[6] == "$0.0021"
         row.locator("a").click()

@@ -233,7 +233,7 @@ class Live {
     badge.className = "badge " + status;
     badge.textContent = status;
     if (this.running === turn.dataset.turn) this.running = null;
-    this.setStatus("open");
+    this.setStatus("idle");
     this.showCancel();
   }
 

@@ -9,6 +9,7 @@ base (:mod:`.stream`), safe names and prompts (:mod:`.safe`), common session set
 (``harness_hookspecs``) and anyio only.
 """
 
+from .classify import auth_hint
 from .describe import cli_descriptor, local_descriptor
 from .endpoint import endpoint_reachable, preflight
 from .locate import (
@@ -17,6 +18,9 @@ from .locate import (
     cli_details,
     command_of,
     find_cli,
+    located,
+    located_command,
+    not_found,
     require_cli,
     version_sync,
     version_via,
@@ -33,6 +37,7 @@ __all__ = [
     "NativeSession",
     "Sessions",
     "api_key",
+    "auth_hint",
     "base_url",
     "bridge_of",
     "check_cli",
@@ -48,6 +53,9 @@ __all__ = [
     "int_setting",
     "json_object",
     "local_descriptor",
+    "located",
+    "located_command",
+    "not_found",
     "opencode_mcp",
     "positive_cost",
     "preflight",

@@ -12,6 +12,17 @@ from typing import Any
 UNAVAILABLE = frozenset({408, 429, 502, 503, 504, 529})
 
 
+def auth_hint(cli: str, key_var: str | None) -> str:
+    """The hint of an ``authentication-required`` failure: how ``cli`` gets credentials (the
+    adapters never read the host's environment themselves; credentials-env injects the key)."""
+    if key_var is None:
+        return f"{cli} has no valid credentials: grant them (credentials-env, grants.toml)"
+    return (
+        f"{cli} has no valid credentials: set {key_var} (credentials-env passes it to the "
+        "session) or grant it in grants.toml"
+    )
+
+
 def reason_from(
     status: Any,
     text: str,

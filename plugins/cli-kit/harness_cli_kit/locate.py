@@ -56,11 +56,26 @@ def find_cli(config: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
+def not_found(name: str, config: Mapping[str, Any] | None = None, setting: str = "cli_path") -> str:
+    """The hint of a CLI :func:`find_cli` did not find: the command, where it looked, and the
+    config ``setting`` that names another one."""
+    configured = (config or {}).get("cli_path")
+    if isinstance(configured, str) and configured:
+        return f"cli_path {configured[-160:]!r} is not an executable file"
+    dirs = os.environ.get(CLI_PATH_ENV, "")
+    where = f"{CLI_PATH_ENV}={dirs}" if dirs else f"{CLI_PATH_ENV} (not set)"
+    text = f"{name[:60]} was not found on PATH or in {where}; install it or set {setting}"
+    if len(text) > 240:  # a long HARNESS_CLI_PATH: keep the sentence, clip the list
+        keep = 240 - (len(text) - len(dirs)) - 3
+        text = text.replace(dirs, dirs[:keep] + "...")
+    return text
+
+
 def require_cli(name: str) -> str:
     """:func:`find_cli` without config, or ``provider-unavailable``."""
     path = find_cli({}, name)
     if path is None:
-        raise HarnessError("provider-unavailable", f"{name} is not installed")
+        raise HarnessError("provider-unavailable", not_found(name))
     return path
 
 
@@ -78,6 +93,23 @@ def command_of(config: Mapping[str, Any], default: list[str]) -> list[str]:
     if not isinstance(raw, list | tuple) or not raw or not all(isinstance(a, str) for a in raw):
         raise HarnessError("invalid-request", "command must be a string or a list of strings")
     return list(raw)
+
+
+def located(argv: list[str], setting: str = "command") -> list[str]:
+    """``argv`` with its program found as every CLI is (``PATH``, then ``HARNESS_CLI_PATH``); a
+    program that is nowhere is ``provider-unavailable`` naming it and where it was looked for."""
+    program = argv[0]
+    if os.sep in program:  # a path (perhaps relative to the workspace): spawning checks it
+        return argv
+    path = find_cli({}, program)
+    if path is None:
+        raise HarnessError("provider-unavailable", not_found(program, setting=setting))
+    return [path, *argv[1:]]
+
+
+def located_command(config: Mapping[str, Any], default: str) -> list[str]:
+    """:func:`command_of` (the config's ``command``, else ``default``), :func:`located`."""
+    return located(command_of(config, [default]))
 
 
 def parse_version(output: bytes) -> str | None:
@@ -196,7 +228,7 @@ async def check_cli(context: SessionContext, binary: str, env: Mapping[str, str]
     """The session's CLI (config, ``PATH``, test location), checked to report a version."""
     path = find_cli(context.config, binary)
     if path is None:
-        raise HarnessError("provider-unavailable", f"the {binary} CLI was not found")
+        raise HarnessError("provider-unavailable", not_found(binary, context.config))
     if await version_via(context, path, env) is None:
         raise HarnessError("provider-unavailable", f"the {binary} CLI did not report a version")
     return path

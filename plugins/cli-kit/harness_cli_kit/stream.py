@@ -15,6 +15,8 @@ from typing import Any
 import anyio
 from harness_hookspecs import Payload, ProcessHandle, TurnFailed, Usage, UsageReported
 
+from .classify import auth_hint
+
 #: A line longer than this is garbage, not parsed (a CLI's event lines are far shorter).
 MAX_LINE = 8 * 1024 * 1024
 #: Hints for the reasons a stream classifies (the CLI's own text is never forwarded).
@@ -42,7 +44,8 @@ def usage_report(fields: Mapping[str, int | None], **extra: Any) -> UsageReporte
     ``extra``: ``requests``, ``cost_usd``."""
     if all(value is None for value in fields.values()):
         return None
-    return UsageReported(usage=Usage(**fields, **extra))
+    counts: dict[str, Any] = dict(fields)
+    return UsageReported(usage=Usage(**counts, **extra))
 
 
 #: The contract's token counts, in the order :func:`usage_of` takes their native names.
@@ -85,6 +88,8 @@ class JsonLinesStream:
     max_line = MAX_LINE
     #: The CLI's name in hints ("claude exited with status 1").
     cli = "the CLI"
+    #: The variable the CLI's key is injected as, named in an ``authentication-required`` hint.
+    key_var: str | None = None
 
     def __init__(self) -> None:
         #: A fixed reason that ends the turn now (the rest of the stream is not read).
@@ -131,6 +136,8 @@ class JsonLinesStream:
 
     def failed(self, reason: str) -> TurnFailed:
         """A classified failure with a fixed hint."""
+        if reason == "authentication-required":
+            return TurnFailed(reason=reason, hint=auth_hint(self.cli, self.key_var))
         return TurnFailed(
             reason=reason, hint=HINTS.get(reason, f"{self.cli} reported a model error")
         )

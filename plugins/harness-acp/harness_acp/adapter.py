@@ -28,9 +28,16 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectSendStream
-from harness_cli_kit import NativeSession, bridge_of, preflight, require_workspace, usage_of
+from harness_cli_kit import (
+    NativeSession,
+    bridge_of,
+    located,
+    preflight,
+    require_workspace,
+    usage_of,
+)
 from harness_cli_kit.calls import audit_summary, permission_request
-from harness_cli_kit.classify import reason_from
+from harness_cli_kit.classify import auth_hint, reason_from
 from harness_cli_kit.safe import is_safe_name
 from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
@@ -319,13 +326,14 @@ class AcpAdapter:
         home.mkdir(parents=True, exist_ok=True)
         launch = self.agent.setup(context, home)
         session.base_url = launch.base_url
+        argv = located(launch.argv)
         # An inherited IS_SANDBOX=1 makes Claude Code (as root) skip its permission prompts,
         # and claude-code-acp then fails session/new: blank it unless the config sets it.
         env = {"IS_SANDBOX": "", **launch.env}
         if context.workspace:
             env["PWD"] = context.workspace
         process = await context.spawn(
-            launch.argv, env=env, cwd=context.workspace, stdin=True, lifetime="session"
+            argv, env=env, cwd=context.workspace, stdin=True, lifetime="session"
         )
         session.process = process
         await anyio.to_thread.run_sync(_load_sdk)  # while the agent starts up
@@ -358,6 +366,14 @@ class AcpAdapter:
         session.mcp_http = bool(isinstance(mcp, Mapping) and mcp.get("http"))
         return result if isinstance(result, dict) else {}
 
+    def _hint(self, reason: str, otherwise: str) -> str:
+        """An ``authentication-required`` failure names where the agent's key comes from."""
+        if reason != "authentication-required":
+            return otherwise
+        return auth_hint(
+            self.agent.command[0] if self.agent.command else "the agent", self.agent.key_var
+        )
+
     async def _request(
         self, session: _Session, method: str, params: Any, timeout: float | None = None
     ) -> Any:
@@ -372,7 +388,8 @@ class AcpAdapter:
                 "provider-unavailable", f"the agent did not answer {method}"
             ) from None
         except RequestError as error:
-            raise HarnessError(classify_error(error), f"the agent refused {method}") from None
+            reason = classify_error(error)
+            raise HarnessError(reason, self._hint(reason, f"the agent refused {method}")) from None
         except ConnectionError:
             raise HarnessError("provider-failed", "the agent exited") from None
 
@@ -497,7 +514,9 @@ class AcpAdapter:
                         continue
                     finished = True
                     if kind == "error":
-                        yield TurnFailed(reason=value, hint="the agent reported a failure")
+                        yield TurnFailed(
+                            reason=value, hint=self._hint(value, "the agent reported a failure")
+                        )
                         return
                     result = value if isinstance(value, Mapping) else {}
                     if turn.text:

@@ -36,6 +36,8 @@ class AgentSpec:
     tested: str | None = None
     #: Verified to call host tools over HTTP MCP (``mcpServers`` in ``session/new``).
     mcp: bool = False
+    #: The variable its key is injected as (named when the agent says it has no credentials).
+    key_var: str | None = None
 
 
 def _command(context: SessionContext, default: tuple[str, ...]) -> list[str]:
@@ -175,11 +177,24 @@ AGENTS: dict[str, AgentSpec] = {
             claude_code,
             "@zed-industries/claude-code-acp 0.16.2",
             mcp=True,
+            key_var="ANTHROPIC_API_KEY",
         ),
         AgentSpec(
-            "codex", "Codex (ACP)", ("codex-acp",), codex, "@zed-industries/codex-acp 0.16.0"
+            "codex",
+            "Codex (ACP)",
+            ("codex-acp",),
+            codex,
+            "@zed-industries/codex-acp 0.16.0",
+            key_var="OPENAI_API_KEY",
         ),
-        AgentSpec("cline", "Cline (ACP)", ("cline", "--acp"), cline, "cline 3.0.65"),
+        AgentSpec(
+            "cline",
+            "Cline (ACP)",
+            ("cline", "--acp"),
+            cline,
+            "cline 3.0.65",
+            key_var="CLINE_API_KEY",
+        ),
         AgentSpec("custom", "Any ACP agent", (), custom),
     )
 }

@@ -60,7 +60,11 @@ _UNREACHABLE = re.compile(
     r"Unable to connect|ETIMEDOUT|timed out|Request timed out",
     re.I,
 )
-_AUTH = re.compile(r"authenticat|invalid api key|401", re.I)
+#: "Not logged in · Please run /login" is Claude Code's answer when it has no key at all.
+_AUTH = re.compile(r"authenticat|invalid api key|401|not logged in|/login\b", re.I)
+#: The ``error`` of Claude Code's own (synthetic) assistant message that means the key is
+#: missing or rejected (claude 2.x; the text beside it is the CLI's, never forwarded).
+_AUTH_ERRORS = frozenset({"authentication_failed"})
 #: Claude retries these; any 5xx means the endpoint is down or overloaded.
 _UNAVAILABLE = frozenset({408, 429, 529, *range(500, 600)})
 
@@ -84,6 +88,7 @@ class ClaudeStream(JsonLinesStream):
     """Turns ``claude -p --output-format stream-json --verbose`` lines into payloads (pure)."""
 
     cli = "claude"
+    key_var = "ANTHROPIC_API_KEY"
 
     def __init__(self, expected: str | None = None, approver: Approver | None = None) -> None:
         super().__init__()
@@ -117,6 +122,9 @@ class ClaudeStream(JsonLinesStream):
         if kind == "stream_event" and main:
             return self._stream_event(data.get("event"))
         if kind == "assistant":
+            if data.get("error") in _AUTH_ERRORS:
+                self.failure = "authentication-required"  # will not get better: end now
+                return []
             return self._assistant(data.get("message"), main)
         if kind == "user":
             return self._user(data.get("message"), data.get("tool_result_meta"))

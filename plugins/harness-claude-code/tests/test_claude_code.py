@@ -155,9 +155,28 @@ def test_api_retry_on_401_ends_the_turn_at_once():
     payloads = parse_stream(lines, exit_code=0)
     assert payloads == [
         TurnFailed(
-            reason="authentication-required", hint="the model endpoint rejected the credentials"
+            reason="authentication-required",
+            hint="claude has no valid credentials: set ANTHROPIC_API_KEY (credentials-env "
+            "passes it to the session) or grant it in grants.toml",
         )
     ]
+
+
+def test_not_logged_in_is_authentication_required_not_a_model_error():
+    """What claude 2.x prints with no key and no login (its synthetic message and result)."""
+    lines = [
+        b'{"type":"system","subtype":"init","session_id":"s1","model":"claude-opus-5-5"}',
+        b'{"type":"assistant","session_id":"s1","error":"authentication_failed",'
+        b'"is_api_error_message":true,"message":{"model":"<synthetic>","role":"assistant",'
+        b'"content":[{"type":"text","text":"Not logged in \\u00b7 Please run /login"}]}}',
+        b'{"type":"result","subtype":"success","is_error":true,"api_error_status":null,'
+        b'"result":"Not logged in \\u00b7 Please run /login","terminal_reason":"api_error"}',
+    ]
+    payloads = parse_stream(lines, exit_code=1)
+    assert isinstance(payloads[-1], TurnFailed)
+    assert payloads[-1].reason == "authentication-required"
+    assert "ANTHROPIC_API_KEY" in (payloads[-1].hint or "")
+    assert "login" not in repr(payloads).lower()  # the CLI's text stays in the adapter
 
 
 @pytest.mark.parametrize(

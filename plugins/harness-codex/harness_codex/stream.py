@@ -50,7 +50,12 @@ APPROVALS = {
 #: Older (v1) approval requests: same meaning, other answer words.
 LEGACY_APPROVALS = {"execCommandApproval": "shell", "applyPatchApproval": "apply_patch"}
 
-_AUTH = re.compile(r"\b(401|403)\b|Unauthorized|Forbidden|invalid api key|authenticat", re.I)
+#: "Missing environment variable": the provider's ``env_key`` is empty (no key was injected).
+_AUTH = re.compile(
+    r"\b(401|403)\b|Unauthorized|Forbidden|invalid api key|authenticat|"
+    r"Missing environment variable",
+    re.I,
+)
 _UNAVAILABLE = re.compile(
     r"\b(408|429|5\d\d)\b|Too Many Requests|high demand|exceeded retry limit|overloaded|"
     r"server error|Service Unavailable|Bad Gateway|Gateway Timeout|waiting for network|"
@@ -106,6 +111,7 @@ class CodexStream(JsonLinesStream):
     """One turn's app-server conversation (parsing is pure; :meth:`respond` writes)."""
 
     cli = "codex"
+    key_var = "OPENAI_API_KEY"
 
     def __init__(
         self,

@@ -36,6 +36,7 @@ from harness_cli_kit import (
     bridge_of,
     command_of,
     extra_env,
+    located_command,
     opencode_mcp,
     preflight,
     require_workspace,
@@ -101,7 +102,11 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         key = api_key(context, "OPENAI_API_KEY")
         model = context.model or context.config.get("model")
         if not isinstance(model, str) or not model:
-            raise HarnessError("invalid-request", "opencode needs a model (request or config)")
+            raise HarnessError(
+                "invalid-request",
+                "opencode needs a model: --model PROVIDER/MODEL (e.g. --model "
+                "openai/gpt-4.1-mini), the session's model, or config model",
+            )
         return url, key, model
 
     def _write_config(
@@ -177,7 +182,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         password = secrets.token_urlsafe(24)
         context.add_secret(password)
         env = {**self._env(context, home, config_path, key), "OPENCODE_SERVER_PASSWORD": password}
-        argv = [*command_of(context.config, [self.name]), "serve"]
+        argv = [*located_command(context.config, self.name), "serve"]
         argv += ["--hostname", "127.0.0.1", "--port", "0"]
         process = await context.spawn(argv, env=env, cwd=workspace)
         yield Status(message="opencode started")

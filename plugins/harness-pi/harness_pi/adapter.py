@@ -23,7 +23,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness_cli_kit import NativeSession, api_key, base_url, bridge_of, command_of, extra_env
+from harness_cli_kit import (
+    NativeSession,
+    api_key,
+    base_url,
+    bridge_of,
+    command_of,
+    extra_env,
+    located_command,
+)
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import HarnessError, SessionContext
 
@@ -51,6 +59,11 @@ def asks_host(posture: str) -> bool:
     return posture != "dangerous"
 
 
+def key_var_of(api: str) -> str:
+    """The injected variable holding the key for ``api`` (its ``*_BASE_URL`` beside it)."""
+    return "ANTHROPIC_API_KEY" if api == "anthropic-messages" else "OPENAI_API_KEY"
+
+
 class PiAdapter(PerTurnCliAdapter):
     """``pi``: the Pi coding agent, one RPC-mode process per turn, resume by native session
     id, tool calls approved through the host (the shipped approval extension)."""
@@ -71,12 +84,15 @@ class PiAdapter(PerTurnCliAdapter):
         api = str(context.config.get("api", "openai-completions"))
         if api not in APIS:
             raise HarnessError("invalid-request", "api must be one of " + ", ".join(APIS))
-        vendor = "ANTHROPIC" if api == "anthropic-messages" else "OPENAI"
-        url = base_url(context, f"{vendor}_BASE_URL")
-        key = api_key(context, f"{vendor}_API_KEY")
+        url = base_url(context, key_var_of(api).replace("_API_KEY", "_BASE_URL"))
+        key = api_key(context, key_var_of(api))
         model = context.model or context.config.get("model")
         if not isinstance(model, str) or not model:
-            raise HarnessError("invalid-request", "pi needs a model (request or config)")
+            raise HarnessError(
+                "invalid-request",
+                "pi needs a model: --model MODEL (e.g. --model gpt-4.1-mini), the session's "
+                "model, or config model",
+            )
         return url, key, model, api
 
     def _write_agent_dir(
@@ -107,7 +123,7 @@ class PiAdapter(PerTurnCliAdapter):
         home = Path(context.state_dir) / "home"
         agent = home / ".pi" / "agent"
         self._write_agent_dir(context, agent, url, model, api)
-        argv = [*command_of(context.config, [self.name]), "--mode", "rpc"]
+        argv = [*located_command(context.config, self.name), "--mode", "rpc"]
         if url:
             argv += ["--provider", PROVIDER_ID, "--model", model]
         else:
@@ -136,6 +152,7 @@ class PiAdapter(PerTurnCliAdapter):
             **extra_env(context.config),
         }
         stream = PiStream(approver=context.request_permission if asking else None)
+        stream.key_var = key_var_of(api)
         # RPC mode reads the prompt as JSON on stdin: no argv parsing ('@file', '-flag').
         return CliTurn(
             argv,

@@ -47,7 +47,8 @@ TOOL_SUMMARIES = {
     "mcp": "used an MCP tool (pi-mcp-adapter)",
 }
 _STATUS = re.compile(r"^\s*(\d{3})\b")
-_AUTH = re.compile(r"unauthori[sz]ed|invalid api key|authentication", re.I)
+#: "No API key found for <provider>": Pi's refusal of a prompt it has no key for.
+_AUTH = re.compile(r"unauthori[sz]ed|invalid api key|authentication|no api key", re.I)
 _UNREACHABLE = re.compile(
     r"connection error|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|fetch failed|unable to connect|"
     r"cannot connect|socket hang up|ETIMEDOUT|network",
@@ -123,7 +124,8 @@ class PiStream(JsonLinesStream):
             if isinstance(sid, str) and sid and self.session_id is None:
                 self.session_id = sid
         elif data.get("id") == rpc.PROMPT_ID and data.get("success") is not True:
-            self.failure = "provider-failed"  # pi refused the prompt (its text stays here)
+            # pi refused the prompt (its text is read here, and stays here)
+            self.failure = classify(data.get("error"))
 
     def _finish(self, call_id: str, name: str, data: Mapping[str, Any]) -> list[Payload]:
         if call_id in self._denied and call_id not in self._tools.completed:
