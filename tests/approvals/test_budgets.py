@@ -65,9 +65,15 @@ def _session(tmp_path, budget, prompts):
 
 
 def _resumed(tmp_path, session_id, budget, prompts):
+    """The outcomes of ``prompts`` after a resume; a spent budget may refuse the resume itself
+    (then that refusal is the one outcome)."""
+
     async def main():
         async with _controller(tmp_path) as c:
-            ref = await c.resume_session(session_id, budget=budget)
+            try:
+                ref = await c.resume_session(session_id, budget=budget)
+            except HarnessError as error:
+                return [("refused", error.hint)]
             return await _turns(c, ref, prompts)
 
     return anyio.run(main)
