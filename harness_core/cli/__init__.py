@@ -228,6 +228,12 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     )
     p.add_argument("session")
     p.add_argument("--ledger", help=ledger_help)
+    _command(
+        sub,
+        "doctor",
+        "what is installed and will work: harness CLIs, versions, credentials, sandboxes",
+        _lazy("doctor", "cmd_doctor"),
+    )
     p = _command(
         sub,
         "logs",
