@@ -2,6 +2,9 @@
 
 In order:
 
+0. the host's ``before_tool`` hooks (:mod:`.tool_hooks`): a deny stands; an allow skips the
+   asking (a command-policy deny still stands); :data:`~.tool_hooks.ASK` asks the host even
+   where the posture would allow;
 1. the posture: ``dangerous`` allows without asking; ``auto`` runs the command policy
    (:mod:`harness_core.command_policy`), whose ``allow``/``deny`` verdicts answer at once
    (``source="policy"``) and whose ``ask`` verdict goes on like ``strict`` (its reason kept
@@ -37,6 +40,8 @@ from harness_hookspecs import (
 )
 
 from .command_policy import CommandPolicy
+from .tool_hooks import ASK, ToolHook
+from .tool_hooks import call as call_hook
 
 #: Seconds a request waits for an answer when the controller names none.
 DEFAULT_PERMISSION_TIMEOUT = 300.0
@@ -52,6 +57,8 @@ class Approvals:
     timeout: float = DEFAULT_PERMISSION_TIMEOUT
     policy: CommandPolicy = attrs.field(factory=CommandPolicy)
     hook: Any = None
+    #: the host's :class:`~.tool_hooks.ToolHook` s (``before_tool`` ones answer first)
+    hooks: tuple[ToolHook, ...] = ()
 
     async def resolve(
         self,
@@ -87,6 +94,13 @@ class Approvals:
         return decision
 
     async def _decide(self, request: PermissionRequest, context: Any) -> PermissionDecision:
+        hooked: PermissionDecision | str | None = None
+        if self.hooks:
+            hooked = _HOOK_TIMED_OUT
+            with anyio.move_on_after(self.timeout):
+                hooked = await self._before_tool(request)
+            if isinstance(hooked, PermissionDecision) and not hooked.allowed:
+                return hooked  # a hook's deny (or its timeout) stands, whatever the posture
         posture = getattr(context, "posture", "strict")
         if posture == "dangerous":
             return PermissionDecision("allow", source="policy")
@@ -97,12 +111,35 @@ class Approvals:
             )
             if verdict == "deny":
                 return PermissionDecision("deny", reason=why, source="policy")
-            if verdict == "allow":
+            if verdict == "allow" and hooked != ASK:
+                if isinstance(hooked, PermissionDecision):
+                    return hooked
                 return PermissionDecision("allow", source="policy")
             asked_because = why
+        if isinstance(hooked, PermissionDecision):
+            return hooked  # the host's hook allowed it: nobody else is asked
         with anyio.move_on_after(self.timeout):
             return await self._ask(request, context, asked_because)
         return PermissionDecision("deny", reason="no answer in time", source="timeout")
+
+    async def _before_tool(self, request: PermissionRequest) -> PermissionDecision | str | None:
+        """The first matching ``before_tool`` hook's answer (a decision, :data:`ASK`, or
+        ``None``); a hook that fails or answers something else denies."""
+        for hook in self.hooks:
+            if hook.event != "before_tool" or not hook.matches_request(request):
+                continue
+            try:
+                answer = await call_hook(hook.callback, request)
+            except Exception:
+                return PermissionDecision("deny", reason="a before_tool hook failed", source="host")
+            if answer is None:
+                continue
+            if answer == ASK:
+                return ASK
+            if isinstance(answer, PermissionDecision):
+                return attrs.evolve(answer, source="host")
+            return PermissionDecision("deny", reason="a before_tool hook failed", source="host")
+        return None
 
     def _policy_for(self, context: Any) -> CommandPolicy:
         """The session's own ``command_policy`` config, else the controller's."""
@@ -138,6 +175,7 @@ class Approvals:
 
 
 _FAILED = PermissionDecision("deny", reason="the approver failed")
+_HOOK_TIMED_OUT = PermissionDecision("deny", reason="no answer in time", source="timeout")
 
 
 async def answer_of(call: Callable[[], Any]) -> PermissionDecision | None:

@@ -114,7 +114,7 @@ class Budget:
         return None
 
 
-_USAGE_FIELDS = tuple(a.name for a in attrs.fields(Usage))
+_USAGE_FIELDS = tuple(a.name for a in attrs.fields(Usage) if a.name != "cost_estimated")
 #: the largest value each field may sum to (the contract's bound for that field)
 _USAGE_CEILINGS = {
     name: COST_USD_MAX if name == "cost_usd" else MAX_SAFE_INTEGER for name in _USAGE_FIELDS
@@ -132,6 +132,8 @@ def add_usage(total: Usage | None, more: Usage | None) -> Usage | None:
     for name in _USAGE_FIELDS:
         a, b = getattr(total, name), getattr(more, name)
         values[name] = a if b is None else b if a is None else min(a + b, _USAGE_CEILINGS[name])
+    # a total with an estimated part is an estimate
+    values["cost_estimated"] = total.cost_estimated or more.cost_estimated
     return Usage(**values)
 
 

@@ -1,121 +1,338 @@
 """Load an exported session bundle (:mod:`harness_core.export`) into a ledger.
 
 Ids are kept (the session id, every event id and sequence), so an export imported into an empty
-ledger exports equal again. The whole bundle is checked before anything is written: a bundle
-that is not JSON (truncated), of another format or version, whose events are not this session's
-gap-free sequence 1..N, or whose session id is already in the ledger is refused with one
-``invalid-request`` line and the ledger is left as it was. An import killed midway is finished by
-running it again (see :func:`import_bundle`).
+ledger exports equal again. The bundle is read as a stream, twice, in bounded memory (one event
+at a time, never the whole file): a first pass checks all of it - a bundle that is not JSON
+(truncated), of another format or version, whose events are not this session's gap-free
+sequence 1..N, or whose session id is already in the ledger is refused with one
+``invalid-request`` line and nothing written - and takes its SHA-256 digest; the second pass
+writes it.
+
+All or nothing: a store that can (:class:`ImportsAtomically`, the SQLite store) writes the
+record and every event in one transaction, so an import that fails (an event id another
+session holds) or is killed leaves nothing behind, and importing the bundle again starts anew.
+Any other store gets a journalled import: the bundle's digest is recorded (``journal``, a file
+under the state directory) before the first write and removed after the last; an import killed
+midway is finished by importing the *same* bundle again (same digest) - never another bundle,
+such as an extension of a stored session.
+
+The host's redaction is applied to what is imported: an event string or config value holding a
+credential this host knows (or a key shape) is stored redacted, as a live session's would be.
 """
 
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, Protocol, runtime_checkable
 
 import attrs
 from harness_hookspecs import Event, HarnessError, LedgerStore, SessionRecord
 
 from .export import EXPORT_FORMAT, EXPORT_VERSION
-from .serialize import event_from_dict, event_to_dict, record_from_dict
+from .redaction import Redactor
+from .serialize import event_from_dict, record_from_dict
+from .session_config import stored_config
+
+#: Events written per batch (the only events held in memory at once while writing).
+BATCH = 512
+#: The largest single JSON value (an event) the reader holds; past it the bundle is refused.
+VALUE_MAX = 64 * 1024 * 1024
+_CHUNK = 1024 * 1024
+
+
+@runtime_checkable
+class ImportsAtomically(Protocol):
+    """A ledger store that writes a new session and all its events in one transaction."""
+
+    def import_session(self, record: SessionRecord, batches: Iterable[Sequence[Event]]) -> None:
+        """Write ``record`` and every event of ``batches`` (in order) all or nothing;
+        ``invalid-request`` when the session id or an event id is already in the ledger."""
 
 
 @attrs.frozen
 class Bundle:
-    """A checked bundle, ready to write."""
+    """A checked bundle: its record, its event count and digest, and where to read it again."""
 
     record: SessionRecord
-    events: tuple[Event, ...]
+    count: int
+    digest: str
+    path: str
+
+    def events(self) -> Iterator[Event]:
+        """The bundle's events, read again from its file (checked by :func:`load_bundle_file`;
+        a file changed since is ``invalid-request`` at its end)."""
+        digest = hashlib.sha256()
+        with open(self.path, "rb") as handle:
+            for row in _walk(_Reader(handle, digest.update), lambda _key, _value: None):
+                yield event_from_dict(row)
+        if digest.hexdigest() != self.digest:
+            raise HarnessError("invalid-request", "the bundle file changed while importing")
 
 
-def parse_bundle(text: str | bytes) -> Bundle:
-    """Check a bundle's text; ``invalid-request`` with a one-line hint when it is unusable."""
+class _Bad(Exception):
+    pass
+
+
+class _Reader:
+    """JSON values read one at a time from a binary file, in bounded memory."""
+
+    def __init__(self, handle: IO[bytes], seen: Callable[[bytes], object]) -> None:
+        self._handle = handle
+        self._seen = seen
+        self._decode = codecs.getincrementaldecoder("utf-8")().decode
+        self._decoder = json.JSONDecoder()
+        self.buffer = ""
+        self.pos = 0
+        self.eof = False
+
+    def fill(self) -> bool:
+        if self.eof:
+            return False
+        data = self._handle.read(_CHUNK)
+        self._seen(data)
+        self.eof = not data
+        try:
+            text = self._decode(data, final=self.eof)
+        except UnicodeDecodeError:
+            raise _Bad from None
+        if len(self.buffer) - self.pos > VALUE_MAX:
+            raise _Bad
+        self.buffer = self.buffer[self.pos :] + text
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        while True:
+            buffer, pos = self.buffer, self.pos
+            while pos < len(buffer) and buffer[pos] in " \t\n\r":
+                pos += 1
+            self.pos = pos
+            if pos < len(buffer):
+                return buffer[pos]
+            if not self.fill():
+                return ""
+
+    def take(self, char: str) -> None:
+        if self.peek() != char:
+            raise _Bad
+        self.pos += 1
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                value, end = self._decoder.raw_decode(self.buffer, self.pos)
+            except ValueError:
+                if not self.fill():
+                    raise _Bad from None
+                continue
+            if end == len(self.buffer) and not self.eof and self.fill():
+                continue  # a number may go on in the next chunk
+            self.pos = end
+            return value
+
+
+def _walk(reader: _Reader, top: Callable[[str, Any], None]) -> Iterator[Any]:
+    """The rows of the bundle's ``events`` array, one at a time; every other top-level value
+    goes to ``top`` (an array's elements are read one by one and dropped: ``turns`` may be as
+    large as the events)."""
     try:
-        data = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+        reader.take("{")
+        keys: set[str] = set()
+        if reader.peek() == "}":
+            reader.take("}")
+        else:
+            while True:
+                key = reader.value()
+                if not isinstance(key, str) or key in keys:
+                    raise _Bad
+                keys.add(key)
+                reader.take(":")
+                if reader.peek() == "[":
+                    reader.take("[")
+                    if reader.peek() == "]":
+                        reader.take("]")
+                    else:
+                        while True:
+                            item = reader.value()
+                            if key == "events":
+                                yield item
+                            following = reader.peek()
+                            reader.take(following if following in ",]" else ",")
+                            if following == "]":
+                                break
+                    top(key, [] if key != "events" else None)
+                else:
+                    top(key, reader.value())
+                following = reader.peek()
+                reader.take(following if following in ",}" else ",")
+                if following == "}":
+                    break
+        if reader.peek() != "":
+            raise _Bad
+    except _Bad:
         raise HarnessError("invalid-request", "the bundle is not JSON (truncated?)") from None
-    if not isinstance(data, Mapping) or data.get("format") != EXPORT_FORMAT:
-        raise HarnessError("invalid-request", f"the file is not a {EXPORT_FORMAT} bundle")
-    if data.get("version") != EXPORT_VERSION:
-        raise HarnessError(
-            "invalid-request", f"bundle version {data.get('version')!r} is not {EXPORT_VERSION}"
-        )
-    rows = data.get("events")
-    if not isinstance(rows, list):
-        raise HarnessError("invalid-request", "the bundle has no event list")
-    try:
-        session = data.get("session")
-        if not isinstance(session, Mapping):
-            raise HarnessError("invalid-request", "the bundle has no session record")
-        record = record_from_dict(session)
-        events = tuple(event_from_dict(row) for row in rows if isinstance(row, Mapping))
-    except HarnessError:
-        raise HarnessError("invalid-request", "the bundle holds a malformed record") from None
-    if len(events) != len(rows):
-        raise HarnessError("invalid-request", "the bundle holds a malformed record")
-    session_id = record.ref.session_id
-    for expected, event in enumerate(events, 1):
-        if event.session_id != session_id or event.harness != record.ref.provider:
-            raise HarnessError("invalid-request", "the bundle holds another session's event")
-        if event.sequence != expected:
-            raise HarnessError("invalid-request", "the bundle's event sequence has a gap")
-    if len({event.event_id for event in events}) != len(events):
-        raise HarnessError("invalid-request", "the bundle repeats an event id")
-    return Bundle(record=record, events=events)
-
-
-def import_bundle(store: LedgerStore, bundle: Bundle) -> None:
-    """Write ``bundle`` into ``store``; refused (nothing written) if its session id is there.
-
-    The one exception is an import that was interrupted (the process killed between its
-    writes): the ledger then holds the bundle's own record and a strict prefix of its events,
-    and importing the same bundle again writes the rest. A session the ledger got any other way
-    holds at least as many events as a bundle exported from it, so it is never "finished".
-    """
-    session_id = bundle.record.ref.session_id
-    record = store.get_session(session_id)
-    stored = (
-        store.events(session_id) if record is not None or store.last_sequence(session_id) else ()
-    )
-    if record is None and not stored:
-        store.create_session(bundle.record)
-    elif not _interrupted_import_of(bundle, record, stored):
-        raise HarnessError("invalid-request", "the ledger already has this session id")
-    rest = bundle.events[len(stored) :]
-    if rest:
-        store.append(rest)
-    store.flush()
-
-
-def _interrupted_import_of(
-    bundle: Bundle, record: SessionRecord | None, stored: Sequence[Event]
-) -> bool:
-    return (
-        record == bundle.record
-        and len(stored) < len(bundle.events)
-        and all(
-            event_to_dict(mine) == event_to_dict(theirs)
-            for mine, theirs in zip(stored, bundle.events, strict=False)
-        )
-    )
 
 
 def load_bundle_file(path: str) -> Bundle:
+    """Check the bundle at ``path`` (one streamed pass); ``invalid-request`` with a one-line
+    hint when it is unusable."""
+    digest = hashlib.sha256()
+    top: dict[str, Any] = {}
+    count = 0
+    first: tuple[str, str] | None = None
     try:
-        with open(path, "rb") as handle:
-            text = handle.read()
+        handle = open(path, "rb")  # noqa: SIM115 - closed below, after the generator
     except OSError as error:  # the path and the OS's reason: the user's own file, no secret
         reason = error.strerror or type(error).__name__
         raise HarnessError(
             "invalid-request", f"cannot read the bundle {path[-160:]} ({reason})"
         ) from None
-    return parse_bundle(text)
+    with handle:
+        reader = _Reader(handle, digest.update)
+        try:
+            if reader.peek() not in ("{", ""):
+                raise HarnessError("invalid-request", f"the file is not a {EXPORT_FORMAT} bundle")
+            reader_rows = _walk(reader, top.__setitem__)
+            # the format is known from the first keys of an export: fail early on another file
+            for row in reader_rows:
+                if top.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
+                    break
+                if not isinstance(row, Mapping):
+                    raise HarnessError("invalid-request", "the bundle holds a malformed record")
+                try:
+                    event = event_from_dict(row)
+                except HarnessError:
+                    raise HarnessError(
+                        "invalid-request", "the bundle holds a malformed record"
+                    ) from None
+                count += 1
+                if first is None:
+                    first = (event.session_id, event.harness)
+                elif (event.session_id, event.harness) != first:
+                    raise HarnessError(
+                        "invalid-request", "the bundle holds another session's event"
+                    )
+                if event.sequence != count:
+                    raise HarnessError("invalid-request", "the bundle's event sequence has a gap")
+        except HarnessError as error:
+            if top.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
+                raise HarnessError(
+                    "invalid-request", f"the file is not a {EXPORT_FORMAT} bundle"
+                ) from None
+            raise error from None
+    if top.get("format") != EXPORT_FORMAT:
+        raise HarnessError("invalid-request", f"the file is not a {EXPORT_FORMAT} bundle")
+    if top.get("version") != EXPORT_VERSION:
+        raise HarnessError(
+            "invalid-request", f"bundle version {top.get('version')!r} is not {EXPORT_VERSION}"
+        )
+    if "events" not in top or top["events"] is not None:  # None: it was an array, streamed
+        raise HarnessError("invalid-request", "the bundle has no event list")
+    session = top.get("session")
+    if not isinstance(session, Mapping):
+        raise HarnessError("invalid-request", "the bundle has no session record")
+    try:
+        record = record_from_dict(session)
+    except HarnessError:
+        raise HarnessError("invalid-request", "the bundle holds a malformed record") from None
+    if first is not None and first != (record.ref.session_id, record.ref.provider):
+        raise HarnessError("invalid-request", "the bundle holds another session's event")
+    return Bundle(record=record, count=count, digest=digest.hexdigest(), path=path)
+
+
+def spool(stream: IO[bytes], directory: str | None = None) -> str:
+    """Copy a bundle read from a pipe to a file (read twice, in bounded memory); the caller
+    removes it."""
+    handle, path = tempfile.mkstemp(prefix="harness-import-", suffix=".json", dir=directory)
+    with os.fdopen(handle, "wb") as out:
+        shutil.copyfileobj(stream, out, _CHUNK)
+    return path
+
+
+def _redacted(events: Iterable[Event], redactor: Redactor) -> Iterator[Event]:
+    for event in events:
+        payload = redactor.payload(event.payload)
+        yield event if payload is event.payload else attrs.evolve(event, payload=payload)
+
+
+def _batches(events: Iterable[Event]) -> Iterator[list[Event]]:
+    batch: list[Event] = []
+    for event in events:
+        batch.append(event)
+        if len(batch) >= BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def import_bundle(
+    store: LedgerStore,
+    bundle: Bundle,
+    *,
+    redactor: Redactor | None = None,
+    journal: Path | None = None,
+) -> None:
+    """Write ``bundle`` into ``store``, all or nothing (see the module docstring); refused
+    (nothing written) if its session id is there - unless the store is not atomic and
+    ``journal`` says an import of this very bundle was interrupted, which this one finishes."""
+    redactor = redactor or Redactor()
+    record = attrs.evolve(bundle.record, config=stored_config(bundle.record.config, redactor))
+    session_id = record.ref.session_id
+    events = _redacted(bundle.events(), redactor)
+    if isinstance(store, ImportsAtomically):
+        store.import_session(record, _batches(events))
+        return
+    marker = (
+        None
+        if journal is None
+        else journal / f"{hashlib.sha256(session_id.encode()).hexdigest()[:32]}.json"
+    )
+    stored = store.last_sequence(session_id)
+    existing = store.get_session(session_id)
+    clash = existing is not None and existing != record
+    if (existing is not None or stored) and (clash or not _journalled(marker, bundle)):
+        raise HarnessError("invalid-request", "the ledger already has this session id")
+    if marker is not None:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(json.dumps({"session_id": session_id, "digest": bundle.digest}))
+    if existing is None:
+        store.create_session(record)
+    skipped = 0
+    for batch in _batches(events):
+        if skipped + len(batch) <= stored:  # written before the interruption
+            skipped += len(batch)
+            continue
+        store.append(batch[max(0, stored - skipped) :])
+        skipped += len(batch)
+        store.flush()
+    store.flush()
+    if marker is not None:
+        marker.unlink(missing_ok=True)
+
+
+def _journalled(marker: Path | None, bundle: Bundle) -> bool:
+    """Whether an import of this same bundle (same digest) began and did not finish."""
+    if marker is None:
+        return False
+    try:
+        began = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(began, dict) and began.get("digest") == bundle.digest
 
 
 def summary(bundle: Bundle) -> dict[str, Any]:
     return {
         "session_id": bundle.record.ref.session_id,
         "harness": bundle.record.ref.provider,
-        "events": len(bundle.events),
+        "events": bundle.count,
     }

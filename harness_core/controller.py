@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import attrs
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -32,7 +33,6 @@ from harness_hookspecs import (
     HarnessError,
     HostTool,
     OpenSessionRequest,
-    Payload,
     PermissionHandler,
     ResumeSessionRequest,
     SandboxHandle,
@@ -41,13 +41,12 @@ from harness_hookspecs import (
     SessionRecord,
     SessionRef,
     SessionResumed,
-    TurnFailed,
     assert_supported,
 )
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
-from .budgets import DEFAULT_OUTPUT_RETRIES, Budget
+from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .context import default_state_root
@@ -64,13 +63,24 @@ from .request_checks import (
     ref_of,
     require_asking,
     require_dangerous_grant,
+    require_same_workspace,
+    require_usage_for,
     safe_hint,
 )
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
-from .session_start import attach_session, create_record
-from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
-from .turn_start import begin_turn
+from .session_start import SessionFields, attach_session, create_record
+from .tool_hooks import AfterTool, ToolHook
+from .turn import (
+    CLEANUP_GRACE,
+    LiveSession,
+    Turn,
+    TurnResult,
+    as_error,
+    end_interrupted,
+    end_unretried,
+)
+from .turn_start import TurnOptions, begin_turn
 
 PROVIDER_CANCEL_WAIT = 1.0
 #: How long a clean-up hook (an adapter's close, a sandbox's finalize) may take.
@@ -114,13 +124,46 @@ class Controller:
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
         dangerous_grant: bool | Collection[str] = False,
+        tool_hooks: Sequence[ToolHook] = (),
     ) -> None:
-        """``permission_handler`` answers the harness's permission requests (see
-        :mod:`.approvals`; ``None``: policy plugins and the posture decide), within
-        ``permission_timeout`` seconds; ``command_policy`` is the ``auto`` posture's;
-        ``budget`` limits every session (see :mod:`.budgets`); ``dangerous_grant`` lets
-        sessions take the ``dangerous`` posture: ``True`` for all, or the agents named
-        (otherwise it is ``policy-refused``)."""
+        """Every argument is keyword-only; a controller is entered with ``async with``.
+
+        :param plugins: the plugins to use (default: every installed entry point of the
+            ``harness_core`` group, :func:`get_plugins`; :func:`plugins_from` for an exact set).
+        :param ledger: a ``LedgerStore`` or a ledger URL (``memory:``, ``jsonl:DIR``,
+            ``sqlite:PATH``, a plugin's scheme); default ``$HARNESS_LEDGER``, else
+            ``sqlite:.harness/ledger.sqlite`` in the current directory.
+        :param state_dir: where each session's adapter keeps its durable state
+            (``<state_dir>/<harness>/<digest of the session id>``: native ids, transcripts;
+            a relative path is taken from the current directory at construction); default
+            ``$HARNESS_STATE_DIR``, else ``$XDG_STATE_HOME/harness-core`` (``~/.local/state``).
+            A resume in another process needs the same directory.
+        :param turn_timeout: default deadline of every turn, in seconds (``None``: none); a
+            turn past it ends ``turn.failed(timeout)``.
+        :param max_events_per_turn: default event-count limit of a turn
+            (``turn.failed(limit-exceeded)``).
+        :param env_passthrough: names of host environment variables passed to the processes
+            sessions spawn, on top of the minimal base (``PATH``, ``HOME``, ``LANG``, ...), the
+            sandbox's variables and the session's credentials; nothing else of the host's
+            environment reaches them.
+        :param permission_handler: the host's approver, ``async def handler(request) ->
+            PermissionDecision | None``, asked for each permission request of a turn (``None``
+            from it, or no handler: policy plugins and the posture decide; see
+            :mod:`.approvals`).
+        :param permission_timeout: seconds a request may wait for an answer; then it is
+            denied with ``source="timeout"``.
+        :param command_policy: the ``auto`` posture's command policy (default: the built-in
+            rules, :class:`~harness_core.command_policy.CommandPolicy`).
+        :param budget: limits of every session (a ``Budget`` or a mapping of its field names;
+            ``open_session(budget=...)`` can only tighten them; see :mod:`.budgets`).
+        :param host_tools: the host's own tools, offered to harnesses over each session's
+            loopback MCP bridge (with the ``register_host_tools`` hook's).
+        :param dangerous_grant: lets sessions take the ``dangerous`` posture: ``True`` for
+            all, or a collection of the agent names allowed (otherwise ``dangerous`` is
+            ``policy-refused`` and nothing opens).
+        :param tool_hooks: the host's ``before_tool`` and ``after_tool`` callbacks with their
+            matchers (:mod:`.tool_hooks`).
+        """
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
             ledger
@@ -128,7 +171,9 @@ class Controller:
             else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
         )
         self._owns_ledger = ledger is None or isinstance(ledger, str)
-        self.state_root = Path(state_dir) if state_dir is not None else default_state_root()
+        # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
+        root = Path(state_dir) if state_dir is not None else default_state_root()
+        self.state_root = root.absolute()
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
         self.turn_timeout = turn_timeout
@@ -139,20 +184,27 @@ class Controller:
             timeout=permission_timeout,
             policy=command_policy or CommandPolicy(),
             hook=self.plugins.pm.hook,
+            hooks=tuple(tool_hooks),
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
-        self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
+        #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
+        #: plugin wraps it (the fast path every module of the runtime calls hooks through)
+        self.call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
+        #: what is recorded, durable and seen (shared by every session's recorder)
         self.delivery = Delivery(
-            self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
+            self.ledger, self.plugins.pm.hook, self.call.implementations("on_event")
         )
-        self._deliver = self.delivery.deliver
-        self._recorded = self.delivery.recorded
-        self._flush = self.delivery.flush
+        #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
+        self.after_tool = AfterTool(tool_hooks, lambda: self.task_group)
+        if self.after_tool.hooks:
+            self.delivery.listeners.append(self.after_tool)
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
-        self._live: dict[str, LiveSession] = {}
-        self._task_group: anyio.abc.TaskGroup | None = None
+        #: the sessions open in this controller, by id (see :meth:`live`)
+        self.live_sessions: dict[str, LiveSession] = {}
+        #: where turns' producers, bridges and session-lived tasks run (``None`` until entered)
+        self.task_group: anyio.abc.TaskGroup | None = None
         self.event_class: Callable[[], anyio.Event] = anyio.Event
         self.scope_class: Callable[..., anyio.CancelScope] = anyio.CancelScope
         #: ``anyio.current_time`` and the cancellation class of the backend we run on
@@ -166,8 +218,8 @@ class Controller:
     # -- lifetime ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Controller:
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
+        self.task_group = anyio.create_task_group()
+        await self.task_group.__aenter__()
         self.event_class, self.scope_class = type(anyio.Event()), type(anyio.CancelScope())
         self.clock, self.cancelled_class = backend_clock(), anyio.get_cancelled_exc_class()
         return self
@@ -179,18 +231,18 @@ class Controller:
         tb: TracebackType | None,
     ) -> bool | None:
         with anyio.CancelScope(shield=True):
-            for live in list(self._live.values()):
+            for live in list(self.live_sessions.values()):
                 await self._release(live, closing=False)
                 self.ledger.release(live.ref.session_id)
-            self._live.clear()
-        assert self._task_group is not None
-        self._task_group.cancel_scope.cancel()
+            self.live_sessions.clear()
+        assert self.task_group is not None
+        self.task_group.cancel_scope.cancel()
         # The body's own exception is not handed to the task group, so a HarnessError raised
         # in `async with Controller()` reaches the host as itself, not wrapped in a group.
-        await self._task_group.__aexit__(None, None, None)
-        self._task_group = None
-        await self._deliver()
-        await self._flush()
+        await self.task_group.__aexit__(None, None, None)
+        self.task_group = None
+        await self.delivery.deliver()
+        await self.delivery.flush()
         if self._owns_ledger:
             self.ledger.close()
         return None
@@ -199,7 +251,7 @@ class Controller:
 
     def describe(self, harness: str) -> HarnessDescriptor:
         try:
-            descriptor: HarnessDescriptor | None = self._call("harness_describe", harness=harness)
+            descriptor: HarnessDescriptor | None = self.call("harness_describe", harness=harness)
         except HarnessError:
             raise
         except Exception as error:
@@ -234,29 +286,20 @@ class Controller:
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
-            session_id=proposed,
-            target=request.target,
-            workspace=request.workspace,
-            model=request.model,
-            posture=request.posture,
-            spec=request.sandbox,
-            agent=request.agent,
-            user=request.user,
-            config=request.config,
-            call=lambda context: self._call(
-                "harness_open_session", request=request, context=context
-            ),
+            proposed,
+            SessionFields.of(request, request.target),
+            lambda context: self.call("harness_open_session", request=request, context=context),
         )
         live.limits.budget = limits
         create_record(
             self.ledger, live.ref, request, stored_config(request.config, live.context.redactor)
         )
         self.ledger.claim(live.ref.session_id)
-        self._emit(
-            live,
+        live.recorder.record(
             None,
             SessionOpened(
                 provider=live.ref.provider,
@@ -267,7 +310,7 @@ class Controller:
                 network=request.sandbox.network,
             ),
         )
-        await self._deliver()
+        await live.recorder.deliver()
         return live.ref
 
     async def resume_session(
@@ -312,8 +355,8 @@ class Controller:
         else:
             request = session
         ref = request.session
-        if ref.session_id in self._live:
-            live = self._live[ref.session_id]
+        if ref.session_id in self.live_sessions:
+            live = self.live_sessions[ref.session_id]
             if live.closed:
                 raise HarnessError("session-closed")
             return live.ref
@@ -326,6 +369,13 @@ class Controller:
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
+        require_usage_for(descriptor, limits)
+        if record is not None:
+            require_same_workspace(record.workspace, request.workspace)
+            if not limits.empty:  # a spent budget refuses here, before session.resumed
+                spent = SessionLimits(budget=limits)
+                spent.load(self.ledger.events(ref.session_id))
+                spent.before_turn(anyio.current_time())
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
@@ -335,7 +385,7 @@ class Controller:
         except BaseException:
             self.ledger.release(ref.session_id)
             raise
-        await self._deliver()
+        await live.recorder.deliver()
         return live.ref
 
     async def _resume_attached(
@@ -348,41 +398,45 @@ class Controller:
         ref = request.session
         live = await self._attach(
             descriptor,
-            session_id=ref.session_id,
-            target=ref.target,
-            workspace=request.workspace,
-            model=request.model,
-            posture=request.posture,
-            spec=request.sandbox,
-            agent=request.agent,
-            user=request.user,
-            config=request.config,
-            call=lambda ctx: self._call("harness_resume_session", request=request, context=ctx),
+            ref.session_id,
+            SessionFields.of(request, ref.target),
+            lambda ctx: self.call("harness_resume_session", request=request, context=ctx),
             expect=ref,
         )
         if record is None:
             create_record(
                 self.ledger, ref, request, stored_config(request.config, live.context.redactor)
             )
-        live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
+        recorder = live.recorder
+        recorder.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
         # A turn a dead process left open (we hold the claim: its owner is gone) gets its end,
         # or its retry's (then the turn stays open until its retry, or until the session moves on).
-        dangling = dangling_turn(self.ledger, ref.session_id, live.next_sequence - 1)
+        dangling = dangling_turn(self.ledger, ref.session_id, recorder.next_sequence - 1)
         interrupted, live.retrying = recovered(dangling, retrying)
         if interrupted is not None:
-            self._emit(live, interrupted, TurnFailed(reason="interrupted"))
-        self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
+            end_interrupted(live, interrupted)
+        recorder.record(None, SessionResumed(provider=ref.provider, target=ref.target))
         return live
 
-    async def _attach(self, descriptor: HarnessDescriptor, **options: Any) -> LiveSession:
+    async def _attach(
+        self,
+        descriptor: HarnessDescriptor,
+        session_id: str,
+        fields: SessionFields,
+        call: Callable[[Any], Any],
+        expect: SessionRef | None = None,
+    ) -> LiveSession:
         """:func:`~.session_start.attach_session` for this controller."""
-        return await attach_session(self, descriptor, **options)
+        return await attach_session(self, descriptor, session_id, fields, call, expect)
 
     # -- turns ------------------------------------------------------------------------------
 
-    def _live_session(self, session: SessionRef | str) -> LiveSession:
+    def live(self, session: SessionRef | str) -> LiveSession:
+        """The open session ``session`` (a ref or an id) of this controller: its context,
+        recorder, limits and active turn. ``session-not-found`` when this controller does not
+        hold it open, ``session-closed`` once closed."""
         session_id = session if isinstance(session, str) else session.session_id
-        live = self._live.get(session_id)
+        live = self.live_sessions.get(session_id)
         if live is None:
             record = self.ledger.get_session(session_id)
             if record is not None and record.status == "closed":
@@ -415,19 +469,10 @@ class Controller:
         ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
         turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """
-        turn = await begin_turn(
-            self,
-            self._live_session(session),
-            prompt,
-            timeout=timeout,
-            max_events=max_events,
-            turn_id=turn_id,
-            attempt=attempt,
-            output_schema=output_schema,
-            output_retries=output_retries,
-            parent_event_id=parent_event_id,
-            inline=False,
+        options = TurnOptions(
+            timeout, max_events, turn_id, attempt, output_schema, output_retries, parent_event_id
         )
+        turn = await begin_turn(self, self.live(session), prompt, options, inline=False)
         try:
             yield turn
         finally:
@@ -453,39 +498,34 @@ class Controller:
     ) -> TurnResult:
         """Run a turn to its terminal event and return the result (events included; with an
         ``output_schema``, the decision as ``result.output``)."""
-        live = self._live_session(session)
-        options: dict[str, Any] = {
-            "timeout": timeout,
-            "max_events": max_events,
-            "turn_id": turn_id,
-            "attempt": attempt,
-            "output_schema": output_schema,
-            "output_retries": output_retries,
-            "parent_event_id": parent_event_id,
-        }
+        live = self.live(session)
+        options = TurnOptions(
+            timeout, max_events, turn_id, attempt, output_schema, output_retries, parent_event_id
+        )
         if not (self.delivery.instant or (on_event is None and not self.delivery.observed)):
             # Events reach the caller and observers only once durable: the producer and the
             # iterator group the commits (see Turn).
-            async with self.turn(live.ref.session_id, prompt, **options) as turn:
+            keywords = attrs.asdict(options, recurse=False)
+            async with self.turn(live.ref.session_id, prompt, **keywords) as turn:
                 async for event in turn:
                     if on_event is not None:
                         on_event(event)
             return turn.result()
         # Nothing to wait for between events: the caller's task drives the turn.
-        turn = await begin_turn(self, live, prompt, inline=True, **options)
+        turn = await begin_turn(self, live, prompt, options, inline=True)
         await turn.run_inline(on_event)
         return turn.result()
 
     def active_turn(self, session: SessionRef | str) -> Turn | None:
-        return self._live_session(session).active
+        return self.live(session).active
 
     def redactor(self, session: SessionRef | str) -> Redactor:
         """The open session's redactor (its resolved credentials): for what leaves the host."""
-        return self._live_session(session).context.redactor
+        return self.live(session).context.redactor
 
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         """Cancel the active turn; its caller receives a ``turn.cancelled`` terminal event."""
-        live = self._live_session(session)
+        live = self.live(session)
         turn = live.active
         if turn is None or (turn_id is not None and turn.turn_id != turn_id):
             raise HarnessError("turn-not-found")
@@ -494,7 +534,7 @@ class Controller:
         turn.cancel_requested = "host"  # a harness answering the cancel itself: the host's
         with anyio.move_on_after(PROVIDER_CANCEL_WAIT):
             try:
-                awaitable = self._call("harness_cancel_turn", request=request, context=live.context)
+                awaitable = self.call("harness_cancel_turn", request=request, context=live.context)
                 if awaitable is not None:
                     await awaitable
             except Exception:
@@ -508,7 +548,7 @@ class Controller:
         A session not live here is closed in the ledger alone (its harness is not started; a
         turn its dead owner left open ends ``interrupted``)."""
         session_id = session if isinstance(session, str) else session.session_id
-        live = self._live.get(session_id)
+        live = self.live_sessions.get(session_id)
         if live is None:
             record = self.ledger.get_session(session_id)
             if record is None:
@@ -524,17 +564,17 @@ class Controller:
         # finalize that waits is shielded on its own, see _bounded).
         with self.scope_class(shield=True) if self._close_may_wait(live) else _NO_SCOPE:
             await self._release(live, closing=True)
-            self._emit(live, None, SessionClosed())
+            live.recorder.record(None, SessionClosed())
             record = self.ledger.get_session(session_id)
             if record is not None:
                 self.ledger.update_session(closed_record(record, now()))
-            await self._deliver()
-            await self._flush()
+            await live.recorder.deliver()
+            await live.recorder.flush()
             self.ledger.release(session_id)
         live.closed = True
         # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
         # closed session, and its exit does not release it twice.
-        self._live.pop(session_id, None)
+        self.live_sessions.pop(session_id, None)
 
     async def _close_record(self, record: SessionRecord) -> None:
         """Close a session no live process holds without starting its harness (see
@@ -546,10 +586,10 @@ class Controller:
                 events = closing_events(self.ledger, record)
                 self.ledger.append(events)
                 for event in events:
-                    self._recorded(event)
+                    self.delivery.recorded(event)
                 self.ledger.update_session(closed_record(record, now()))
-                await self._deliver()
-                await self._flush()
+                await self.delivery.deliver()
+                await self.delivery.flush()
             finally:
                 self.ledger.release(session_id)
 
@@ -562,15 +602,9 @@ class Controller:
             or not (self.delivery.instant and self.delivery.free_flush)
         )
 
-    def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None:
-        """A turn kept open for a retry that did not come (another turn, close) ends now."""
-        if live.retrying not in (None, turn_id):
-            self._emit(live, live.retrying, TurnFailed(reason="interrupted"))
-        live.retrying = None
-
     async def _release(self, live: LiveSession, *, closing: bool) -> None:
         """Finish any active turn, close adapter resources, kill processes, finalize sandbox."""
-        self._end_unretried(live)
+        end_unretried(live)
         turn = live.active
         if turn is not None and not turn.finished:
             await turn.cancel("close")
@@ -587,11 +621,13 @@ class Controller:
             await context.kill_processes("turn", CLEANUP_GRACE)
             await context.kill_processes("session", CLEANUP_GRACE)
             await context.close_bridge()
-        await self._finalize_sandbox(live.sandbox, live.outcome)
+        await self.finalize_sandbox(live.sandbox, live.outcome)
         if not closing:
-            self._live.pop(live.ref.session_id, None)
+            self.live_sessions.pop(live.ref.session_id, None)
 
-    async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
+    async def finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
+        """Finalize a session's sandbox (``outcome``: success, failure or cancelled): bounded,
+        shielded, its failure ignored (a clean-up)."""
         await self._bounded("sandbox_finalize", handle=handle, outcome=outcome)
 
     async def _bounded(self, hook: str, **kwargs: Any) -> None:
@@ -599,7 +635,7 @@ class Controller:
         caller's cancel, ignoring its failure (the scope only when there is something to
         await: the direct sandbox's finalize and a function harness's close return nothing)."""
         try:
-            awaitable = self._call(hook, **kwargs)
+            awaitable = self.call(hook, **kwargs)
         except Exception:
             return
         if awaitable is not None:
@@ -608,31 +644,6 @@ class Controller:
                     await awaitable
                 except Exception:
                     pass
-
-    # -- events -----------------------------------------------------------------------------
-
-    def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event:
-        payload = live.context.redactor.payload(payload)
-        sequence = live.next_sequence
-        event_id = live.prefix + str(sequence)
-        ref = live.ref
-        # Positional, in Event's field order (event_id, sequence, session_id, turn_id, harness,
-        # timestamp, type, payload, parent_event_id): ~0.35 us less per event than keywords.
-        event = Event(
-            event_id,
-            sequence,
-            ref.session_id,
-            turn_id,
-            ref.provider,
-            now(),
-            payload.TYPE,
-            payload,
-            live.lineage.parent(payload, event_id),
-        )
-        live.next_sequence = sequence + 1
-        self.ledger.append((event,))
-        self._recorded(event)
-        return event
 
     # -- reading back -----------------------------------------------------------------------
 

@@ -28,17 +28,23 @@ class Delivery:
         self._appended = 0  # events appended through this controller
         self._covered = 0  # of those, how many a finished flush covered
         self.observer_errors = 0
+        #: the runtime's own listeners (the host's after_tool hooks), called after the plugins
+        self.listeners: list[Any] = []
+        #: failures per observer (its plugin name); each is reported once on stderr
+        self.observer_failures: dict[str, int] = {}
 
     def recorded(self, event: Event) -> None:
         self._appended += 1
         # Kept for the observers (pluggy's own list, read in place: no copy per event); an
         # observer registered later sees what is recorded from then on.
-        if self._observers is None or self._observers:
+        if self._observers is None or self._observers or self.listeners:
             self._waiting.append(event)
 
     @property
     def observed(self) -> bool:
-        """Whether any plugin observes events (``on_event``)."""
+        """Whether any plugin observes events (``on_event``), or a runtime listener."""
+        if self.listeners:
+            return True
         if self._observers is not None:
             return bool(self._observers)
         return bool(self._hook.on_event.get_hookimpls())
@@ -57,12 +63,31 @@ class Delivery:
             await self._durable()
             self._covered = max(self._covered, mark)
         for event in batch:
-            try:
-                self._hook.on_event(event=event)
-            except Exception:
-                self.observer_errors += 1
-                if self.observer_errors == 1:
-                    print("harness: an on_event observer failed; continuing", file=sys.stderr)
+            self._notify(event)
+
+    def _notify(self, event: Event) -> None:
+        """Each observer on its own: one that raises is reported (once, by name) and the
+        others still see the event. pluggy's order: the last registered first."""
+        observers = self._observers
+        if observers is None:
+            observers = self._hook.on_event.get_hookimpls()
+        if any(impl.hookwrapper or getattr(impl, "wrapper", False) for impl in observers):
+            self._guarded(self._hook.on_event, event, "on_event")
+            return  # a wrapper around observers: pluggy runs the chain
+        for impl in reversed(observers):
+            self._guarded(impl.function, event, _observer_name(impl))
+        for listener in self.listeners:
+            self._guarded(listener, event, "after_tool")
+
+    def _guarded(self, observer: Any, event: Event, name: str) -> None:
+        try:
+            observer(event=event)
+        except Exception:
+            self.observer_errors += 1
+            failures = self.observer_failures.get(name, 0)
+            self.observer_failures[name] = failures + 1
+            if failures == 0:
+                print(f"harness: the on_event observer {name} failed; continuing", file=sys.stderr)
 
     async def flush(self) -> None:
         """Make everything recorded durable as far as the store can (its fsync included)."""
@@ -70,3 +95,12 @@ class Delivery:
         if self._covered < mark or self._flush is not self._durable:
             await self._flush()
             self._covered = max(self._covered, mark)
+
+
+def _observer_name(impl: Any) -> str:
+    """The name it was registered under; an unnamed object (pluggy names it by its repr) by its
+    class and identity, so two of one class stay apart."""
+    name = str(impl.plugin_name)
+    if name.startswith("<") or len(name) > 64:
+        return f"{type(impl.plugin).__name__}@{id(impl.plugin):x}"
+    return name

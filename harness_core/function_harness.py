@@ -53,9 +53,12 @@ ADAPTER_ATTRIBUTE = "__harness_adapter__"
 
 @frozen
 class Result:
-    """What a one-function harness may return instead of a plain string."""
+    """What a one-function harness may return instead of a plain string: the answer and
+    the turn's usage (recorded as a ``usage`` event before the terminal)."""
 
+    #: the final answer
     text: str = ""
+    #: what the turn used (``None``: unknown)
     usage: Usage | None = None
 
 
@@ -63,7 +66,10 @@ class Result:
 class Message:
     """The user's message for this turn."""
 
+    #: the prompt, as the host sent it (with the output schema appended when the turn has
+    #: one)
     content: str
+    #: the turn's id (``turn.started.turn_id``)
     turn_id: str
     role: str = "user"
 
@@ -78,13 +84,25 @@ class FunctionSession:
     stdio-jsonl program under a sandbox instead.
     """
 
+    #: the session's id (``SessionRef.session_id``)
     session_id: str
+    #: the name the harness is registered under (the ``@harness`` name)
     harness_id: str
+    #: the session's workspace directory (``open_session(workspace=...)``), or ``None``
     workspace: str | None
+    #: the model the host asked for (``open_session(model=...)``), or ``None``
     model: str | None
+    #: the session's configuration (``open_session(config={...})``, ``--config KEY=VALUE``)
     config: Any
+    #: the environment granted to the session (credentials, sandbox variables), a mapping;
+    #: not the host's ``os.environ``
     env: Any
+    #: the conversation so far as ``(role, text)`` pairs, ``("user", prompt)`` and
+    #: ``("assistant", answer)``; during a turn it already ends with the current prompt.
+    #: Rebuilt from the ledger when the session is resumed (in a new process too).
     history: list[tuple[str, str]] = field(factory=list)
+    #: free for the function: kept between the turns of the session in this process (not
+    #: persisted: a resume starts empty)
     state: dict[str, Any] = field(factory=dict)
     _context: SessionContext | None = field(default=None, repr=False, alias="context")
 
@@ -117,8 +135,14 @@ class FunctionSession:
         self, request: PermissionRequest | None = None, /, **tool: Any
     ) -> PermissionDecision:
         """Ask the host before a tool call: ``await session.request_permission(tool="Bash",
-        kind="shell", command="make test")`` (or a :class:`PermissionRequest`); returns the
-        decision (recorded as ``permission.requested``/``permission.resolved``)."""
+        kind="shell", command="make test")`` (or a :class:`PermissionRequest`).
+
+        The keywords are :meth:`PermissionRequest.for_tool`'s: ``tool``, ``kind`` (``shell``,
+        ``write``, ``read``, ``fetch``, ``mcp``, ``other``), ``command``, ``path``, ``input``,
+        ``can_edit``. Returns the :class:`PermissionDecision` (``.allowed``, ``.behavior``,
+        ``.source``, ``.reason``, ``.updated_input``), recorded as ``permission.requested`` /
+        ``permission.resolved``. The harness must claim the ``permissions`` feature
+        (``@harness(name, features=(..., "permissions"))``) for the ``strict`` posture."""
         if self._context is None:
             raise HarnessError("invalid-request", "the session has no runtime context")
         if request is None:
@@ -189,8 +213,10 @@ class FunctionHarness:
                 if callable(transcript):
                     session.history = history_pairs(transcript())
             self._sessions[ref.session_id] = session
-        # The runtime may hand a resumed or re-attached session a new context.
+        # The runtime may hand a resumed or re-attached session a new context; the env is
+        # read again at each turn (the turn's MCP bridge token, HARNESS_MCP_TOKEN, is in it).
         session._context = context
+        session.env = context.env
         return session
 
     async def open_session(
@@ -363,6 +389,17 @@ def harness(
 
     The function itself is returned (still callable); an entry point in the ``harness_core`` group
     may point straight at it.
+
+    :param name: the harness name (``harness run NAME``, ``open_session(harness=NAME)``).
+    :param features: what the harness claims in its descriptor (``harness describe NAME``),
+        from the contract's ``FEATURES``. The default, ``("resume", "cancel")``, does not
+        include ``permissions``: a function that calls :meth:`FunctionSession.request_permission`
+        should claim it, or the ``strict`` posture is refused with ``unsupported-feature``.
+        ``usage`` says it reports usage (a :class:`Result` with ``usage``).
+    :param targets: where it runs (default ``("local",)``).
+    :param version: the harness's version, shown by ``describe``.
+    :param vendor: the model company behind it, if any.
+    :param display_name: a human name for listings.
     """
 
     def decorate(function: F) -> F:

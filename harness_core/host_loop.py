@@ -82,8 +82,11 @@ ACTION_TOOL = "host_action"
 class LoopStep:
     """One iteration: the turn and the decision it ended with (and what executing it gave)."""
 
+    #: the deciding turn's result
     turn: TurnResult
+    #: the turn's schema-valid decision (``turn.output``)
     decision: Any
+    #: what executing the decision gave (the next turn's input); ``None`` for the last step
     results: Any = None
     #: per action, the approval seam's decision (``execute_action`` only)
     approvals: tuple[PermissionDecision, ...] = ()
@@ -91,12 +94,19 @@ class LoopStep:
 
 @frozen
 class LoopResult:
-    status: str  # done | budget | failed
+    """What :func:`host_loop` returns: how the loop ended and every step it took."""
+
+    #: ``done`` (a terminal decision), ``budget`` (``max_iterations`` reached, or the session
+    #: budget refused or ended a turn) or ``failed`` (a turn did not complete)
+    status: str
+    #: the iterations, in order
     steps: tuple[LoopStep, ...] = field(default=())
+    #: why it stopped short: a failed turn's reason, or the limit that was spent
     reason: str | None = None
 
     @property
     def decision(self) -> Any:
+        """The last step's decision (``None`` before any step)."""
         return self.steps[-1].decision if self.steps else None
 
 
@@ -146,7 +156,7 @@ async def run_actions(
 ) -> tuple[dict[str, Any], tuple[PermissionDecision, ...]]:
     """Ask the approval seam about each action of ``turn``'s decision, run the allowed ones;
     the results for the next turn (denied actions say so, with the approver's reason)."""
-    live = controller._live_session(session)
+    live = controller.live(session)
     results: list[dict[str, Any]] = []
     decisions: list[PermissionDecision] = []
     for action in actions:

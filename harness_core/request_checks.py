@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Collection
+from typing import Any
 
 from harness_hookspecs import HarnessDescriptor, HarnessError, ResumeSessionRequest, SessionRef
 
@@ -43,6 +44,27 @@ def require_dangerous_grant(posture: str, agent: str | None, grant: bool | Colle
         return
     who = f"agent {agent[:64]!r}" if agent else "this session"
     raise HarnessError("policy-refused", f"the dangerous posture is not granted to {who}")
+
+
+def require_usage_for(descriptor: HarnessDescriptor, budget: Any) -> None:
+    """A cost or token budget binds only on a harness that reports usage: refused at open on
+    one that reports none (rather than accepted and never checked)."""
+    if "usage" in descriptor.features:
+        return
+    for name in ("max_cost_usd", "max_tokens", "max_input_tokens", "max_output_tokens"):
+        if getattr(budget, name, None) is not None:
+            raise HarnessError(
+                "unsupported-feature",
+                f"{descriptor.provider} reports no usage, so {name} cannot bind",
+            )
+
+
+def require_same_workspace(recorded: str | None, requested: str | None) -> None:
+    """A session resumes in the workspace it was recorded for (its files, its CLI's state)."""
+    if recorded is None or requested is None:
+        return
+    if os.path.realpath(recorded) != os.path.realpath(requested):
+        raise HarnessError("invalid-request", "the session was recorded for another workspace")
 
 
 def ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:

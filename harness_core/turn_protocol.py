@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 from attrs import frozen
 from harness_hookspecs import (
@@ -29,13 +28,13 @@ from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
     Payload,
-    RunTurnRequest,
     Status,
     TurnCompleted,
     TurnFailed,
 )
 
 from .budgets import DEFAULT_OUTPUT_RETRIES  # defined there: the controller needs no more of this
+from .schema_check import foreign_keywords
 
 if TYPE_CHECKING:
     import jsonschema  # imported where a schema is compiled: a third of the controller's import
@@ -43,7 +42,9 @@ if TYPE_CHECKING:
 #: Seconds an attempt's processes get to exit before the retry (as at the turn's end).
 CLEANUP_GRACE = 0.25
 MAX_OUTPUT_RETRIES = 10
-_FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n(.*?)\n?```\s*$", re.DOTALL)
+_FENCED_BLOCK = re.compile(
+    r"^```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```[ \t]*$", re.DOTALL | re.MULTILINE
+)
 _SAFE_PATH = re.compile(r"[^A-Za-z0-9_.\-\[\]$]")
 
 
@@ -85,30 +86,53 @@ def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
         raise HarnessError(
             "invalid-request", "the output schema is not a valid JSON Schema"
         ) from None
+    foreign = foreign_keywords(schema, cls)
+    if foreign:
+        raise HarnessError(
+            "invalid-request", f"the output schema is not a JSON Schema (key {foreign[0][:40]!r})"
+        )
     validator: jsonschema.protocols.Validator = cls(schema)
     return validator
 
 
 def parse_answer(text: str | None) -> tuple[bool, Any]:
-    """The JSON value in an answer's text (whole, fenced, or the outermost object in prose)."""
+    """The JSON value of an answer, strictly: the whole text, else its one fenced block, else
+    the last complete top-level object or array in the prose (never a span cut from the first
+    ``{`` to the last ``}``, which joins quoted JSON and prose into something else)."""
     if text is None:
         return False, None
     body = text.strip()
-    fenced = _FENCE.match(body)
-    if fenced:
-        body = fenced.group(1).strip()
-    for candidate in (body, _outer_object(body)):
-        if candidate:
-            try:
-                return True, json.loads(candidate)
-            except ValueError:
-                continue
-    return False, None
+    try:
+        return True, json.loads(body)
+    except ValueError:
+        pass
+    blocks = _FENCED_BLOCK.findall(body)
+    if len(blocks) == 1:
+        try:
+            return True, json.loads(blocks[0].strip())
+        except ValueError:
+            return False, None  # the one block the model fenced is not JSON
+    values = _top_level_values(body)
+    return (True, values[-1]) if values else (False, None)
 
 
-def _outer_object(text: str) -> str | None:
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else None
+def _top_level_values(text: str) -> list[Any]:
+    """Every complete JSON object or array in ``text`` that no other one contains, in order."""
+    decoder = json.JSONDecoder()
+    found: list[Any] = []
+    index = 0
+    while True:
+        starts = [i for i in (text.find("{", index), text.find("[", index)) if i >= 0]
+        if not starts:
+            return found
+        start = min(starts)
+        try:
+            value, end = decoder.raw_decode(text, start)
+        except ValueError:
+            index = start + 1
+            continue
+        found.append(value)
+        index = end
 
 
 def _schema_names(schema: Any, names: set[str]) -> set[str]:
@@ -239,31 +263,10 @@ class StructuredTurn:
         return None
 
     async def _retry(self, turn: Any, prompt: str) -> None:
-        """End the attempt's stream and processes, record the retry, start the next attempt
-        with the adapter in the same session (same turn id: it is one turn to everyone)."""
-        live = turn._live
-        with anyio.CancelScope(shield=True):
-            aclose = getattr(turn._iterator, "aclose", None)
-            if aclose is not None:
-                with anyio.move_on_after(5):
-                    try:
-                        await aclose()
-                    except Exception:
-                        pass
-            await live.context.kill_processes("turn", CLEANUP_GRACE)
-        turn._release_carry()
-        started = turn.events[0].event_id if turn.events else None
-        live.lineage.expect(started)
-        turn._record(self.retry_status())
+        """The next attempt, in the same turn (:meth:`~harness_core.turn.Turn.next_attempt`)."""
+        started = await turn.next_attempt(prompt, self.retry_status(), output_schema=self.schema)
         self.attempt += 1
-        self.attempt_start = len(turn.events)
-        request = RunTurnRequest(
-            session=live.ref, turn_id=turn.turn_id, prompt=prompt, output_schema=self.schema
-        )
-        iterator = turn.controller.hook.harness_run_turn(request=request, context=live.context)
-        if iterator is None or not hasattr(iterator, "__anext__"):
-            raise HarnessError("provider-failed", "the adapter returned no event stream")
-        turn._iterator = iterator
+        self.attempt_start = started
 
     def accepted(self, completed: TurnCompleted, value: Any) -> TurnCompleted:
         return attrs.evolve(completed, output=value)

@@ -2,6 +2,8 @@
 
 - :class:`SphinxRolesAsCode`: Sphinx roles in docstrings (``:func:`name```, the style the code's
   docstrings use) become Markdown inline code, as the hook reference renders them;
+- :class:`CommentDocstrings`: an attribute documented by ``#:`` comment lines right above it
+  (Sphinx autodoc's convention, which the code uses) gets them as its docstring;
 - :class:`AttrsInit`: an attrs class gets the ``__init__`` attrs generates for it (griffe reads
   the source, where that method does not exist), so the page shows how to construct it, with
   each field's docstring as its parameter's.
@@ -24,6 +26,23 @@ class SphinxRolesAsCode(griffe.Extension):
         if obj.docstring is not None:
             obj.docstring.value = _ROLE.sub(
                 lambda m: f"`{m.group(1).rsplit('.', 1)[-1]}`", obj.docstring.value
+            )
+
+
+class CommentDocstrings(griffe.Extension):
+    def on_attribute_instance(self, *, attr: griffe.Attribute, **kwargs: Any) -> None:
+        if attr.docstring is not None or not attr.lineno:
+            return
+        lines = attr.module.lines
+        comment: list[str] = []
+        index = attr.lineno - 2
+        while 0 <= index < len(lines) and lines[index].strip().startswith("#:"):
+            comment.insert(0, lines[index].strip()[2:].strip())
+            index -= 1
+        if comment:
+            text = " ".join(comment)
+            attr.docstring = griffe.Docstring(
+                text[:1].upper() + text[1:], lineno=index + 2, parent=attr
             )
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .commands.bundle import PACE_CAP
 from .exits import EXIT_OK
 from .output import print_json
 from .view import format_event
@@ -20,46 +21,34 @@ from .view import format_event
 if TYPE_CHECKING:
     from harness_hookspecs import Event
 
-# The ledger readers are imported by the commands, not here: building the parser (every
-# ``harness`` invocation) must stay cheap.
-
-PACE_CAP = 2.0
-
-
-def add_commands(sub: Any, command: Any, ledger_help: str) -> None:
-    """Register the two commands (``command`` is the CLI's ``_command`` helper)."""
-    p = command(
-        sub,
-        "import",
-        "load an exported session bundle into a ledger (ids kept)",
-        cmd_import,
-        "one line: the imported session id, harness and event count",
-    )
-    p.add_argument("bundle", help="a file written by harness export (- = stdin)")
-    p.add_argument("--ledger", help=ledger_help)
-    p = command(sub, "replay", "print a session's events as they happened", cmd_replay)
-    p.add_argument("session")
-    p.add_argument("--ledger", help=ledger_help)
-    p.add_argument(
-        "--pace", action="store_true", help=f"wait the recorded gaps (each at most {PACE_CAP}s)"
-    )
-
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from ..bundle_import import import_bundle, load_bundle_file, parse_bundle, summary
+    import os
+
+    from ..bundle_import import import_bundle, load_bundle_file, spool, summary
+    from ..context import default_state_root
     from ..ledger import open_ledger
     from ..plugins import get_plugins
+    from ..redaction import Redactor, add_known_secrets
     from .ledger_read import ledger_url
 
-    if args.bundle == "-":
-        bundle = parse_bundle(sys.stdin.buffer.read())
-    else:
-        bundle = load_bundle_file(args.bundle)
-    store = open_ledger(ledger_url(args.ledger), schemes=get_plugins().ledger_schemes)
+    spooled = spool(sys.stdin.buffer) if args.bundle == "-" else None
     try:
-        import_bundle(store, bundle)
+        bundle = load_bundle_file(spooled or args.bundle)
+        plugins = get_plugins()
+        # the host's redaction, as a live session of this host would get it
+        redactor = Redactor()
+        add_known_secrets(redactor, plugins.credential_resolvers.values())
+        store = open_ledger(ledger_url(args.ledger), schemes=plugins.ledger_schemes)
+        try:
+            import_bundle(
+                store, bundle, redactor=redactor, journal=default_state_root() / "imports"
+            )
+        finally:
+            store.close()
     finally:
-        store.close()
+        if spooled is not None:
+            os.unlink(spooled)
     facts = summary(bundle)
     if args.json:
         print_json(facts)

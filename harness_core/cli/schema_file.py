@@ -12,6 +12,7 @@ from typing import Any
 
 from harness_hookspecs import safe_line
 
+from ..schema_check import foreign_keywords
 from .errors import CliError
 
 #: A schema file larger than this is refused (a turn's schema travels in its request).
@@ -48,4 +49,8 @@ def read_output_schema(path: str) -> dict[str, Any]:
         at = "/".join(str(part) for part in error.path) or "the top level"
         detail = f"{error.message} at {at}"
         raise _refuse("the output schema is not a valid JSON Schema", detail) from None
+    foreign = foreign_keywords(schema, cls)
+    if foreign:
+        keys = ", ".join(repr(key[:40]) for key in foreign[:3])
+        raise _refuse("the output schema is not a JSON Schema", f"unknown keywords {keys}")
     return schema

@@ -58,6 +58,10 @@ def usage_problem(usage: Any) -> str | None:
         value = getattr(usage, attribute.name)
         if value is None:
             continue
+        if attribute.name == "cost_estimated":
+            if not isinstance(value, bool):
+                return "cost_estimated is not a boolean"
+            continue
         if attribute.name == "cost_usd":
             if isinstance(value, bool) or not isinstance(value, int | float):
                 return "cost_usd is not a number"

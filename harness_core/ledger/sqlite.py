@@ -35,13 +35,13 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import loads_record
-from ._base import (
+from .base import (
     LEASE,
     STOP,
     QueuedWrites,
@@ -49,11 +49,13 @@ from ._base import (
     SequenceGuard,
     Waiter,
     event_from_row,
+    event_row,
     holder_alive,
 )
 from .owner import this_process
 from .sqlite_batch import (
     CHECKPOINT,
+    INSERT_EVENT,
     NUDGE,
     Batch,
     Claim,
@@ -62,6 +64,7 @@ from .sqlite_batch import (
     Staged,
     write,
     write_each,
+    write_session,
 )
 from .sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
 from .sqlite_schema import connect, migrate, rollback, use_wal, validate
@@ -150,6 +153,9 @@ class SqliteStore(QueuedWrites):
         self._owner_pid = 0
         self._owner_text = ""
         self._epochs: dict[str, int] = {}  # sessions this store claimed -> writer epoch
+        #: sessions an event of which could not be stored: no later event of theirs is written
+        #: (it would leave a gap) until the session is claimed again (a resume reads what is)
+        self._broken: set[str] = set()
         self._new: set[str] = set()  # sessions this store created and has not claimed yet
         self._renewed: dict[str, float] = {}  # when the writer last renewed each claim
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
@@ -202,6 +208,50 @@ class SqliteStore(QueuedWrites):
             self._guard.seed(session_id, 0)  # a new session has no events: no MAX() query
             self._records.remember(record)
             self._stage(Session(record, False), now=True)
+
+    def import_session(self, record: SessionRecord, batches: Iterable[Sequence[Event]]) -> None:
+        """Write a new session's record and all its events in one transaction, on a
+        connection of its own: all or nothing (``batches`` are streamed, one held at a time).
+        ``invalid-request`` when the session id or an event id is already in the ledger (or
+        repeated), ``ledger-failed`` when the disk refuses; nothing is written either way."""
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+        self.flush()
+        try:
+            connection = connect(self.path)
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                write_session(connection, Session(record, False))
+            except sqlite3.IntegrityError:
+                raise HarnessError(
+                    "invalid-request", "the ledger already has this session id"
+                ) from None
+            expected = 1
+            for batch in batches:
+                rows = []
+                for event in batch:
+                    if event.session_id != record.session_id or event.sequence != expected:
+                        raise HarnessError("invalid-request", "the bundle's events are not its own")
+                    rows.append(event_row(event))
+                    expected += 1
+                try:
+                    connection.executemany(INSERT_EVENT, rows)
+                except sqlite3.IntegrityError:
+                    raise HarnessError(
+                        "invalid-request", "an event id of the bundle is already in the ledger"
+                    ) from None
+            connection.execute("COMMIT")
+        except sqlite3.Error:
+            rollback(connection)
+            raise HarnessError("ledger-failed", "the import could not be stored") from None
+        except BaseException:
+            rollback(connection)
+            raise
+        finally:
+            connection.close()
 
     def update_session(self, record: SessionRecord) -> None:
         if self._closed:
@@ -413,10 +463,12 @@ class SqliteStore(QueuedWrites):
         # failure.
         try:
             connection.execute("BEGIN IMMEDIATE")
-            write_each(connection, batch, self._fence, self._fail)
+            write_each(connection, batch, self._fence, self._fail, self._broken)
             connection.execute("COMMIT")
         except sqlite3.Error:
             rollback(connection)
+            # none of the batch's events is stored: each session's next one would leave a gap
+            self._broken.update(row[0] for row in batch.rows)
             self._fail("the SQLite ledger could not be written")
 
     # -- ownership --------------------------------------------------------------------------
@@ -432,6 +484,7 @@ class SqliteStore(QueuedWrites):
         held = self._epochs.get(session_id)
         if held is not None:
             return held
+        self._broken.discard(session_id)  # claimed anew: it goes on from what is stored
         owner = self._owner()
         stamp = time.time()
         if session_id in self._new:
@@ -494,7 +547,15 @@ class SqliteStore(QueuedWrites):
         return bool(rows) and holder_alive(rows[0][0], rows[0][1], time.time())
 
     def _fence(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Any]:
-        """``rows`` less those of sessions another writer holds (inside the transaction)."""
+        """``rows`` less those of sessions another writer holds (inside the transaction), and
+        less those of a session an earlier event of which could not be stored (a full or
+        read-only disk): written after the gap, they would break its sequence."""
+        broken = self._broken
+        if broken:
+            kept = [row for row in rows if row[0] not in broken]
+            if len(kept) != len(rows):
+                self._fail("the SQLite ledger could not be written")
+                rows = kept
         refused: set[str] = set()
         now = time.time()
         me = self._owner()

@@ -10,9 +10,9 @@ from typing import Any, NamedTuple
 
 from harness_hookspecs import SessionRecord
 
-from ._base import STOP, Waiter, event_row, record_row
+from .base import STOP, Waiter, event_row, record_row
 
-_INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: Events go in multi-row INSERTs: each statement step releases and re-takes the GIL, and a
 #: thread re-taking it from a busy event loop can wait a whole switch interval (5 ms), so a step
 #: per row starves the writer thread. Up to :data:`EXACT_ROWS` rows are one statement of their
@@ -124,10 +124,16 @@ def write(connection: sqlite3.Connection, batch: Batch, fence: Fence) -> None:
 
 
 def write_each(
-    connection: sqlite3.Connection, batch: Batch, fence: Fence, fail: Callable[[str], None]
+    connection: sqlite3.Connection,
+    batch: Batch,
+    fence: Fence,
+    fail: Callable[[str], None],
+    broken: set[str],
 ) -> None:
     """Like :func:`write`, one statement at a time, keeping every good one (a refused
-    statement doesn't end the transaction) and reporting the refused ones to ``fail``."""
+    statement doesn't end the transaction) and reporting the refused ones to ``fail``. A
+    session one event of which could not be written (not a duplicate: a full disk...) gets no
+    later event (added to ``broken``): its sequence stays gap-free."""
     _insert_claims(connection, batch.claims)
     rows = fence(connection, batch.rows)
     for session in batch.sessions:
@@ -136,10 +142,15 @@ def write_each(
         except (sqlite3.Error, ValueError):
             fail("a session could not be stored (duplicate or unwritable)")
     for row in rows:
+        if row[0] in broken:
+            continue
         try:
-            connection.execute(_INSERT_EVENT, row)
-        except (sqlite3.Error, ValueError):
+            connection.execute(INSERT_EVENT, row)
+        except sqlite3.IntegrityError:  # its sequence is stored already (another writer's)
             fail("an event could not be stored (duplicate sequence or event id)")
+        except (sqlite3.Error, ValueError):  # not stored at all (a full disk...): a gap
+            broken.add(row[0])
+            fail("an event could not be stored")
     for release in batch.releases:
         connection.execute(_RELEASE, (release.session_id, release.epoch))
 

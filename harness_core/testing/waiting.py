@@ -12,6 +12,8 @@ from typing import TypeVar
 
 import anyio
 
+__all__ = ["wait_until"]
+
 T = TypeVar("T")
 
 

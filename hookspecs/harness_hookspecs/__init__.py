@@ -33,7 +33,7 @@ from .events import (
     UsageReported,
     make_payload,
 )
-from .host_tools import TOKEN_ENV, HostTool, McpBridge
+from .host_tools import TOKEN_ENV, HostTool, McpBridge, ToolCaller
 from .markers import ENTRY_POINT_GROUP, PROJECT_NAME, hookimpl, hookspec
 from .models import (
     FEATURES,
@@ -138,6 +138,7 @@ __all__ = [
     "SessionRef",
     "SessionResumed",
     "Status",
+    "ToolCaller",
     "ToolCompleted",
     "ToolStarted",
     "TurnCancelled",

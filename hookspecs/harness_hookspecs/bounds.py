@@ -14,7 +14,8 @@ import attrs
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # Text that may span lines (assistant text, prompts): tab/newline/CR allowed.
 _CONTROL_EXCEPT_WS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_NAME = re.compile(r"^[a-z0-9][a-z0-9._:-]*$")
+# \Z, not $: "$" also matches before a final newline ("name\n" would pass is_name)
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._:-]*\Z")
 
 MAX_SAFE_INTEGER = 2**53 - 1
 #: The largest ``cost_usd`` a usage report (or a sum of them) may hold: any finite number.

@@ -73,8 +73,13 @@ class HarnessError(Exception):
     provider output or exception text.
     """
 
+    #: one of :data:`REASONS` (``invalid-request``, ``session-not-found``, ``limit-exceeded``,
+    #: ...): what a host branches on
     reason: str
+    #: the fixed sentence of the reason (``MESSAGES[reason]``)
     message: str
+    #: an optional safe detail (names the object: a path, an id, a limit); a hint that is too
+    #: long or holds control characters is dropped
     hint: str | None
 
     def __init__(self, reason: str, hint: str | None = None) -> None:

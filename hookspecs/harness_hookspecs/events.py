@@ -137,9 +137,15 @@ class PermissionResolved:
 
 @frozen
 class UsageReported:
-    """Usage as the provider reported it; emit only when reliable (absence = unknown)."""
+    """Usage as the provider reported it; emit only when reliable (absence = unknown).
+
+    A turn may report several times (one per model request, or a running total the adapter
+    turns into increments); the runtime sums them per turn and per session and checks the
+    session budget on each.
+    """
 
     TYPE: ClassVar[str] = "usage"
+    #: the counts of this report (an increment, not a running total)
     usage: Usage
 
 
@@ -179,8 +185,14 @@ class TurnFailed:
     """Terminal: the turn failed for a fixed reason; ``message`` is fixed by the reason."""
 
     TYPE: ClassVar[str] = "turn.failed"
+    #: one of the contract's fixed ``REASONS`` (``timeout``, ``limit-exceeded``,
+    #: ``provider-failed``, ``invalid-output``, ...)
     reason: str = field(validator=_in(REASONS))
+    #: the reason's fixed sentence (``MESSAGES[reason]``, set by the class whatever is passed)
     message: str = ""
+    #: an optional safe, one-line detail authored by the adapter or the runtime (1-240
+    #: characters, no control characters): which limit, which schema keyword, which exception
+    #: class - never provider output or exception text
     hint: str | None = field(default=None, validator=_opt_status)
 
     def __attrs_post_init__(self) -> None:

@@ -28,7 +28,7 @@ _TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 TOKEN_ENV = "HARNESS_MCP_TOKEN"
 
 #: A host tool's function: ``await function(arguments)`` -> text (str) or JSON-able data.
-HostToolFunction = Callable[[Mapping[str, Any]], Awaitable[Any]]
+HostToolFunction = Callable[..., Awaitable[Any]]
 
 
 def _tool_name(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -53,8 +53,23 @@ def _names(value: Iterable[str]) -> tuple[str, ...]:
 
 
 @frozen
+class ToolCaller:
+    """Who calls a host tool (seed 004 section 8: a call runs as the run's user): the session,
+    the turn, the harness, the agent and user the session runs for, and its posture."""
+
+    session_id: str
+    harness: str
+    turn_id: str | None = None
+    agent: str | None = None
+    user: str | None = None
+    posture: str = "auto"
+
+
+@frozen
 class HostTool:
-    """One read-only tool: ``await function(arguments)`` answers a call (str or JSON-able)."""
+    """One tool: ``await function(arguments)`` answers a call (str or JSON-able); a function
+    with a second parameter gets the :class:`ToolCaller` too. ``mutating``: the tool changes
+    something, so it is served only to a session granted it (``mcp_loopback.grant``)."""
 
     name: str = field(validator=_tool_name)
     description: str = field(validator=_bounds.bounded(1, 2000, multiline=True))
@@ -62,6 +77,21 @@ class HostTool:
     input_schema: Mapping[str, Any] = field(
         converter=_schema, factory=lambda: {"type": "object", "properties": {}}
     )
+    mutating: bool = field(default=False, validator=attrs.validators.instance_of(bool))
+
+    @property
+    def takes_caller(self) -> bool:
+        """Whether ``function`` accepts the caller as its second argument."""
+        try:
+            parameters = inspect.signature(self.function).parameters.values()
+        except (TypeError, ValueError):
+            return False
+        positional = [
+            p
+            for p in parameters
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+        return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
 @frozen
@@ -80,4 +110,4 @@ class McpBridge:
     token_env: str = TOKEN_ENV
 
 
-__all__ = ["TOKEN_ENV", "HostTool", "HostToolFunction", "McpBridge"]
+__all__ = ["TOKEN_ENV", "HostTool", "HostToolFunction", "McpBridge", "ToolCaller"]

@@ -286,15 +286,31 @@ class CloseSessionRequest:
 
 @frozen
 class Usage:
-    """Provider-reported usage. ``None`` means unknown, never zero."""
+    """Provider-reported usage. ``None`` means unknown, never zero.
 
+    What a ``usage`` event carries, and what ``TurnResult.usage`` / ``session_usage`` sum (a
+    field stays ``None`` while no report knew it). Counts are non-negative safe integers,
+    the cost a non-negative finite number.
+    """
+
+    #: tokens sent to the model (prompt), cache reads and writes included where the vendor
+    #: counts them so
     input_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    #: tokens the model generated
     output_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    #: input tokens served from the vendor's prompt cache
     cache_read_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    #: input tokens written to the vendor's prompt cache
     cache_write_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    #: output tokens spent on reasoning
     reasoning_tokens: int | None = field(default=None, validator=_bounds.non_negative_int)
+    #: model requests (API calls) the turn made
     requests: int | None = field(default=None, validator=_bounds.non_negative_int)
+    #: cost in US dollars, as the harness reported or estimated it
     cost_usd: float | None = field(default=None, validator=_bounds.non_negative_number)
+    #: ``cost_usd`` is the runtime's estimate from a price table (the provider reported
+    #: tokens, not cost), not the provider's own figure
+    cost_estimated: bool = field(default=False, validator=attrs.validators.instance_of(bool))
 
 
 @frozen

@@ -133,23 +133,33 @@ class PermissionDecision:
     input (only where the request says ``can_edit``)."""
 
     TYPE: ClassVar[str] = "permission.decision"
+    #: ``allow`` or ``deny``
     behavior: str = field(validator=attrs.validators.in_(PERMISSION_BEHAVIORS))
+    #: why (one line, bounded): the approver's sentence, the policy rule, or the timeout
     reason: str | None = field(default=None, converter=_optional_line)
+    #: an edited copy of the request's ``input`` to run instead (allow only, where ``can_edit``)
     updated_input: Mapping[str, Any] | None = field(
         default=None, converter=_optional_frozen_json, repr=False
     )
+    #: who answered: ``host`` (the host's handler, or a person through it), ``policy`` (the
+    #: posture, the command policy or a ``harness_permission_decide`` plugin) or ``timeout``
+    #: (nobody answered in time: a deny). The runtime sets it on what it records.
     source: str = field(default="host", validator=attrs.validators.in_(PERMISSION_SOURCES))
 
     @property
     def allowed(self) -> bool:
+        """Whether the call may run (``behavior == "allow"``)."""
         return self.behavior == "allow"
 
     @classmethod
     def allow(cls, updated_input: Mapping[str, Any] | None = None) -> PermissionDecision:
+        """Allow the call, optionally with an edited input."""
         return cls("allow", updated_input=updated_input)
 
     @classmethod
     def deny(cls, reason: str | None = None) -> PermissionDecision:
+        """Deny the call; ``reason`` is recorded and, where the CLI passes one on, shown to
+        the model."""
         return cls("deny", reason=reason)
 
     def to_dict(self) -> dict[str, Any]:

@@ -99,6 +99,7 @@ async def test_no_answer_in_time_is_a_deny_with_source_timeout():
     decision, recorded = await _resolve(Approvals(handler=never, timeout=0.2), _bash("touch x"))
     assert anyio.current_time() - start < 2
     assert (decision.behavior, decision.source) == ("deny", "timeout")
+    assert decision.reason == recorded[-1].reason == "no answer in time"
     assert recorded[-1].source == "timeout"
 
 
@@ -138,7 +139,9 @@ async def test_an_edit_the_harness_cannot_run_is_a_deny():
 
     approvals = Approvals(handler=edit)
     decision, recorded = await _resolve(approvals, _bash("touch x"))
-    assert decision.behavior == "deny"
+    assert decision.behavior == "deny" and decision.updated_input is None
+    assert decision.reason == recorded[-1].reason == "the harness cannot run an edited input"
+    assert recorded[-1].edited is False
     editable, recorded = await _resolve(approvals, _bash("touch x", can_edit=True))
     assert editable.allowed and dict(editable.updated_input or {}) == {"command": "touch safe.txt"}
     assert recorded[-1].edited is True
@@ -167,6 +170,43 @@ async def test_postures_dangerous_allows_auto_runs_the_command_policy_strict_ask
 
 async def test_strict_without_any_approver_denies():
     decision, _ = await _resolve(Approvals(), _bash("touch x"))
+    assert (decision.behavior, decision.source) == ("deny", "policy")
+    assert decision.reason == "no approver allowed the call"
+
+
+async def test_a_context_that_names_nothing_is_strict_and_still_judged():
+    """A context without posture, workspace or config (a host's own): strict, so the host is
+    asked; the policy hook gets the context it was given."""
+    asked: list[str] = []
+    seen: list[object] = []
+
+    async def handler(request):
+        asked.append(request.command)
+        return None
+
+    class Policy:
+        @hookimpl
+        def harness_permission_decide(self, request, context):
+            seen.append(context)
+            return PermissionDecision.allow()
+
+    from harness_core.plugin_manager import Plugins
+
+    plugins = Plugins(load_entry_points=False)
+    plugins.pm.register(Policy())
+    bare = object()
+    decision, _ = await _resolve(
+        Approvals(handler=handler, hook=plugins.hook), _bash("rm -rf /"), bare
+    )
+    assert asked == ["rm -rf /"] and seen == [bare]
+    assert (decision.behavior, decision.source) == ("allow", "policy")
+
+    class AutoOnly:  # auto, and nothing else said: judged without a workspace or config
+        posture = "auto"
+
+    decision, _ = await _resolve(Approvals(), _bash("make test"), AutoOnly())
+    assert decision.allowed and decision.source == "policy"
+    decision, _ = await _resolve(Approvals(), _bash("rm -rf /"), AutoOnly())
     assert (decision.behavior, decision.source) == ("deny", "policy")
 
 
@@ -254,3 +294,19 @@ async def test_auto_asks_the_host_for_what_the_rules_ask_and_denies_with_the_rea
     # strict: nobody asked, no rule to quote
     decision, _ = await _resolve(Approvals(), _bash("pytest -q"), _Context("strict"))
     assert decision.reason == "no approver allowed the call"
+
+
+async def test_auto_judges_a_write_against_the_sessions_own_workspace():
+    """The command policy is asked with the session's workspace: the same path is inside one
+    session's and outside another's."""
+
+    def write(path: str) -> PermissionRequest:
+        return PermissionRequest.for_tool("Write", kind="write", path=path)
+
+    approvals = Approvals()
+    for mine, theirs in (("/srv/one", "/srv/two"), ("/srv/two", "/srv/one")):
+        context = _Context("auto", workspace=mine)
+        inside, _ = await _resolve(approvals, write(f"{mine}/notes.txt"), context)
+        assert inside.allowed and inside.source == "policy", mine
+        outside, _ = await _resolve(approvals, write(f"{theirs}/notes.txt"), context)
+        assert (outside.behavior, outside.source) == ("deny", "policy"), mine

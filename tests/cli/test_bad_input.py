@@ -31,6 +31,16 @@ CASES = [
     ),
     (["run", "echo", "hi", "--session", "nosuch"], "session-not-found: no such session", USAGE),
     (
+        ["run", "echo", "hi", "--posture", "dangerous", "--network", "none"],
+        "policy-refused: the dangerous posture is not granted to this session",
+        USAGE,
+    ),
+    (
+        ["run", "echo", "hi", "--max-cost", "0.0001"],
+        "unsupported-feature: echo reports no usage, so max_cost_usd cannot bind",
+        USAGE,
+    ),
+    (
         ["run", "echo", "hi", "--max-cost", "-1"],
         "invalid-request: argument --max-cost: must be a positive number",
         USAGE,
@@ -251,6 +261,8 @@ def test_refusals_record_nothing_in_an_existing_session(cli_env, tmp_path):
     assert opened.returncode == 0, opened.stderr
     session_id = json.loads(opened.stdout.splitlines()[0])["session_id"]
     before = run(["events", session_id, "--json"], cli_env, tmp_path).stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     for argv, reason in (
         (["run", "echo", "", "--session", session_id], "invalid-request: the prompt is empty"),
         (
@@ -258,6 +270,14 @@ def test_refusals_record_nothing_in_an_existing_session(cli_env, tmp_path):
             "invalid-request: the session belongs to harness 'echo'",
         ),
         (["run", "echo", "hi", "--session", session_id, "--timeout", "0"], "invalid-request"),
+        (
+            ["run", "echo", "hi", "--session", session_id, "--workspace", str(elsewhere)],
+            "invalid-request: the session was recorded for another workspace",
+        ),
+        (
+            ["run", "echo", "hi", "--session", session_id, "--max-turns", "1"],
+            "limit-exceeded: max_turns 1 reached",
+        ),
     ):
         out = run(argv, cli_env, tmp_path)
         assert out.returncode == USAGE and out.stderr.startswith("harness: error: " + reason)

@@ -142,30 +142,81 @@ def _export_of(cli_env, session_id: str, ledger: str, path: Path) -> dict:
     return data
 
 
-def test_an_interrupted_import_is_finished_by_importing_again(cli_env, tmp_path, exported):
+def _forged(bundle: Path, path: Path) -> dict:
+    """``bundle`` with a turn appended (started, delta, completed at the next sequences): an
+    extension of the stored session nobody ran (issue 26, item 3)."""
+    data = json.loads(bundle.read_text())
+    last = data["events"][-1]
+    base = {k: last[k] for k in ("protocol_version", "session_id", "harness", "timestamp")}
+    forged = [
+        ("turn.started", {"prompt": "forged"}),
+        ("message.delta", {"text": "forged answer"}),
+        ("turn.completed", {"text": "forged answer"}),
+    ]
+    for index, (kind, payload) in enumerate(forged, 1):
+        sequence = last["sequence"] + index
+        data["events"].append(
+            {**base, "event_id": f"evt_forged_{sequence}", "sequence": sequence,
+             "turn_id": "turn_forged", "parent_event_id": None, "type": kind, "payload": payload}
+        )  # fmt: skip
+    path.write_text(json.dumps(data))
+    return data
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "jsonl"])
+def test_a_forged_continuation_is_refused(cli_env, tmp_path, exported, scheme):
+    session_id, bundle = exported
+    ledger = f"{scheme}:///{tmp_path}/forged.{scheme}"
+    assert harness(cli_env, "import", str(bundle), "--ledger", ledger).returncode == 0
+    before = _export_of(cli_env, session_id, ledger, tmp_path / "before.json")
+    forged = tmp_path / "forged.json"
+    _forged(bundle, forged)
+    out = harness(cli_env, "import", str(forged), "--ledger", ledger)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "harness: error: invalid-request: the ledger already has this session id"
+    )
+    assert _export_of(cli_env, session_id, ledger, tmp_path / "after.json") == before
+    # the ledger it was exported from refuses it too
+    out = harness(cli_env, "import", str(forged))
+    assert out.returncode == 2 and "already has this session id" in out.stderr
+
+
+def test_a_journalled_import_is_finished_only_by_the_same_bundle(cli_env, tmp_path, exported):
+    """A store that cannot import in one transaction (JSONL) journals the bundle's digest: an
+    import killed midway is finished by the same bundle, never by another one."""
+    import hashlib
+
     from harness_core.bundle_import import load_bundle_file
     from harness_core.ledger import open_ledger
 
     session_id, bundle = exported
     loaded = load_bundle_file(str(bundle))
-    other = f"sqlite:///{tmp_path}/partial.sqlite"
-    store = open_ledger(other)  # what a killed import leaves: the record and a prefix
+    ledger = f"jsonl:///{tmp_path}/partial.jsonl"
+    store = open_ledger(ledger)  # what a killed import leaves: the record and a prefix
     store.create_session(loaded.record)
-    store.append(loaded.events[:3])
+    store.append(list(loaded.events())[:3])
     store.close()
-    out = harness(cli_env, "import", str(bundle), "--ledger", other)
+    journal = Path(cli_env["HARNESS_STATE_DIR"]) / "imports"
+    journal.mkdir(parents=True)
+    marker = journal / f"{hashlib.sha256(session_id.encode()).hexdigest()[:32]}.json"
+    marker.write_text(json.dumps({"session_id": session_id, "digest": loaded.digest}))
+    forged = tmp_path / "forged.json"
+    _forged(bundle, forged)
+    out = harness(cli_env, "import", str(forged), "--ledger", ledger)
+    assert out.returncode == 2 and "already has this session id" in out.stderr
+    out = harness(cli_env, "import", str(bundle), "--ledger", ledger)
     assert out.returncode == 0, out.stderr
-    assert _export_of(cli_env, session_id, other, tmp_path / "a.json") == _without_stamp(bundle)
+    assert _export_of(cli_env, session_id, ledger, tmp_path / "a.json") == _without_stamp(bundle)
+    assert not marker.exists()
     # once complete it is the ledger's session like any other: a further import is refused
-    out = harness(cli_env, "import", str(bundle), "--ledger", other)
+    out = harness(cli_env, "import", str(bundle), "--ledger", ledger)
     assert out.stderr.strip() == (
         "harness: error: invalid-request: the ledger already has this session id"
     )
 
 
-def test_a_prefix_that_differs_from_the_bundle_is_a_clash(cli_env, tmp_path, exported):
-    import attrs
-
+def test_a_stored_prefix_without_a_journal_is_a_clash(cli_env, tmp_path, exported):
     from harness_core.bundle_import import load_bundle_file
     from harness_core.ledger import open_ledger
 
@@ -174,14 +225,63 @@ def test_a_prefix_that_differs_from_the_bundle_is_a_clash(cli_env, tmp_path, exp
     other = f"sqlite:///{tmp_path}/clash.sqlite"
     store = open_ledger(other)
     store.create_session(loaded.record)
-    store.append([*loaded.events[:2], attrs.evolve(loaded.events[2], event_id="evt_someone_else")])
+    store.append(list(loaded.events())[:3])
     store.close()
     out = harness(cli_env, "import", str(bundle), "--ledger", other)
     assert out.returncode != 0
     assert "the ledger already has this session id" in out.stderr
 
 
-def test_kill_9_mid_import_then_import_again_gives_the_whole_bundle(cli_env, tmp_path, exported):
+def test_another_sessions_event_ids_leave_no_ghost(cli_env, tmp_path, exported):
+    """A fresh session id whose events carry ids another session holds: refused, and nothing
+    is written - no session record left behind (issue 26, item 4)."""
+    import uuid
+
+    session_id, bundle = exported
+    text = bundle.read_text().replace(session_id, str(uuid.uuid4()))
+    fresh = tmp_path / "fresh.json"
+    fresh.write_text(text)
+    ledger_file = tmp_path / "cli-ledger.sqlite"
+    before = (_rows(ledger_file, "sessions"), _rows(ledger_file))
+    for _ in range(2):
+        out = harness(cli_env, "import", str(fresh))
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.strip() == (
+            "harness: error: invalid-request: an event id of the bundle is already in the ledger"
+        )
+        assert (_rows(ledger_file, "sessions"), _rows(ledger_file)) == before
+    listed = harness(cli_env, "sessions", "--json").stdout.splitlines()
+    assert len(listed) == 1
+
+
+def test_import_applies_the_hosts_redaction(cli_env, tmp_path, exported):
+    """A value this host knows as a credential is stored redacted (issue 26, item 6)."""
+    secret = "plain-credential-value-4711-abcdef"
+    session_id, bundle = exported
+    data = json.loads(bundle.read_text())
+    delta = next(e for e in data["events"] if e["type"] == "message.delta")
+    delta["payload"]["text"] = f"the key is {secret} here"
+    data["session"]["config"] = {"token": secret}
+    leaky = tmp_path / "leaky.json"
+    leaky.write_text(json.dumps(data))
+    env = dict(cli_env, ANTHROPIC_API_KEY=secret)
+    ledger = f"sqlite:///{tmp_path}/redacted.sqlite"
+    out = harness(env, "import", str(leaky), "--ledger", ledger)
+    assert out.returncode == 0, out.stderr
+    for command in (("events", session_id, "--json"), ("export", session_id)):
+        shown = harness(env, *command, "--ledger", ledger)
+        assert shown.returncode == 0, shown.stderr
+        assert secret not in shown.stdout
+        assert "[REDACTED]" in shown.stdout
+    for path in tmp_path.glob("redacted.sqlite*"):
+        assert secret.encode() not in path.read_bytes()
+
+
+def test_kill_9_mid_import_leaves_nothing_and_import_again_gives_the_whole_bundle(
+    cli_env, tmp_path, exported
+):
+    """All or nothing: an import killed while its transaction is being written (the WAL
+    growing, nothing committed) leaves no session and no event; the next import is whole."""
     import signal
     import subprocess
     import time
@@ -192,35 +292,23 @@ def test_kill_9_mid_import_then_import_again_gives_the_whole_bundle(cli_env, tmp
     bundle = tmp_path / "big.json"
     expected = _grown(small, bundle, 40_000)
     expected.pop("exported_at")
-    total = len(expected["events"])
-    outcomes = []
-    # Killed once the session record is committed, and once events are: never on a timer.
-    for run, table in enumerate(("sessions", "events")):
-        ledger = f"sqlite:///{tmp_path}/killed{run}.sqlite"
-        path = Path(ledger.split("///", 1)[1])
-        process = subprocess.Popen(
-            [*harness_cmd(), "import", str(bundle), "--ledger", ledger],
-            env=cli_env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        seen = 0
-        while process.poll() is None and not seen:
-            time.sleep(0.002)
-            try:
-                seen = _rows(path, table)
-            except sqlite3.OperationalError:
-                pass  # not created yet, or its schema not yet
-        process.send_signal(signal.SIGKILL)
-        process.wait()
-        state = (_rows(path, "sessions"), _rows(path))
-        again = harness(cli_env, "import", str(bundle), "--ledger", ledger, timeout=300)
-        outcomes.append(state)
-        # Finished by the second import, or complete already (then refused as a clash).
-        assert again.returncode == 0 or state == (1, total), (state, again.stderr)
-        exported_again = _export_of(cli_env, session_id, ledger, tmp_path / f"e{run}.json")
-        assert exported_again["events"] == expected["events"], run
-    # Whether a kill lands between the record's commit and the events' is up to the scheduler
-    # (the SQLite store may commit them together); the state it leaves is what
-    # test_an_interrupted_import_is_finished_by_importing_again builds on purpose.
-    assert all(sessions == 1 for sessions, _ in outcomes), outcomes
+    ledger = f"sqlite:///{tmp_path}/killed.sqlite"
+    path = Path(ledger.split("///", 1)[1])
+    wal = path.with_name(path.name + "-wal")
+    process = subprocess.Popen(
+        [*harness_cmd(), "import", str(bundle), "--ledger", ledger],
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    # killed once the import's transaction has written a few MB: never on a timer
+    while process.poll() is None and not (wal.exists() and wal.stat().st_size > 2_000_000):
+        time.sleep(0.002)
+    assert process.poll() is None, "the import ended before it could be killed"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert (_rows(path, "sessions"), _rows(path)) == (0, 0)
+    again = harness(cli_env, "import", str(bundle), "--ledger", ledger, timeout=300)
+    assert again.returncode == 0, again.stderr
+    exported_again = _export_of(cli_env, session_id, ledger, tmp_path / "again.json")
+    assert exported_again["events"] == expected["events"]

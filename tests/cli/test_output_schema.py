@@ -104,6 +104,11 @@ def test_retries_run_out_is_invalid_output(env, tmp_path):
         ),
         ('{"type": ', "the output schema file is not JSON: Expecting value at line 1 column 10"),
         ("[1, 2]", "the output schema is not a JSON Schema: it must be a JSON object"),
+        (  # an export bundle: any object passes the meta-schema, so its keys are checked
+            '{"format": "harness-export", "version": 1, "session": {}, "events": []}',
+            "the output schema is not a JSON Schema: unknown keywords 'events', 'session', "
+            "'version'",
+        ),
         (b"\xff\xfe", "the output schema file is not JSON: not UTF-8 text"),
         (None, "cannot read the output schema file: {path}: No such file or directory"),
     ],

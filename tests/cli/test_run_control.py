@@ -96,7 +96,7 @@ def test_strict_without_approve_denies_and_max_turns_refuses_the_next_run(cli_en
     assert (resolved["decision"], resolved["source"]) == ("deny", "policy")
     session_id = events[0]["session_id"]
     again = harness(cli_env, "run", "echo", "hi", "--session", session_id, "--max-turns", "1")
-    # the session resumes (the readable view says so), then the turn is refused in one line
+    # refused in one line before the session resumes (nothing recorded)
     assert again.stderr.splitlines()[-1] == "harness: error: limit-exceeded: max_turns 1 reached"
     assert "Traceback" not in again.stderr
     assert again.returncode == 2

@@ -145,5 +145,5 @@ def test_a_turns_parent_must_be_an_earlier_event_of_the_same_session(make_contro
     assert result.events[0].parent_event_id == first.event_id
     for candidate, error in refused:
         assert error.reason == "invalid-request", candidate
-        assert "parent_event_id is not an event of this session" in str(error), candidate
+        assert error.hint == "parent_event_id is not an event of this session", candidate
     assert accepted.events[0].parent_event_id == last.event_id

@@ -25,13 +25,32 @@ SCHEMA = {
         ('```json\n{"step": "done"}\n```', {"step": "done"}),
         ('Here you go: {"step": "done"} - enjoy', {"step": "done"}),
         ("  [1, 2]  ", [1, 2]),
+        ('"just a string"', "just a string"),
+        ('Sure.\n```json\n{"step": "done"}\n```\nAnything else?', {"step": "done"}),
+        ('```\n{"step": "done"}\n```', {"step": "done"}),
+        # prose quoting JSON, then the answer: the last top-level value, not a cut between them
+        ('You asked for {"step": "actions"}; my answer: {"step": "done"}.', {"step": "done"}),
+        ('Use {braces} and [brackets], then {"step": "done"}', {"step": "done"}),
+        ('{"step": {"nested": [1]}} and done', {"step": {"nested": [1]}}),
+        ('```json\n{"a": 1}\n```\n```json\n{"b": 2}\n```', {"b": 2}),  # two blocks
     ],
 )
 def test_parse_answer_finds_the_json(text, value):
     assert parse_answer(text) == (True, value)
 
 
-@pytest.mark.parametrize("text", [None, "", "no json here", "{broken"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "no json here",
+        "{broken",
+        # the old cut from the first { to the last } made these one object
+        'The schema says {"step": "done" is wrong} ok',
+        "```json\nnot json\n```",  # the one fenced block is what the model meant
+    ],
+)
 def test_parse_answer_without_json(text):
     assert parse_answer(text) == (False, None)
 
@@ -40,6 +59,14 @@ def test_a_bad_schema_is_invalid_request():
     with pytest.raises(HarnessError) as raised:
         compile_schema({"type": "no-such-type"})
     assert raised.value.reason == "invalid-request"
+    bundle = {"format": "harness-export", "session": {}, "events": []}
+    with pytest.raises(HarnessError) as raised:
+        compile_schema(bundle)
+    assert raised.value.hint == "the output schema is not a JSON Schema (key 'events')"
+    # schema keywords of every vocabulary, and x- extensions, are a schema's own
+    compile_schema({"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "t",
+                    "x-owner": "me", "$defs": {}, "type": "object", "examples": []})  # fmt: skip
+    compile_schema({})
     with pytest.raises(HarnessError):
         StructuredTurn(SCHEMA, retries=-1)
 

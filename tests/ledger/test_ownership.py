@@ -166,3 +166,57 @@ def test_durable_kinds(kind: str, tmp_path: Path, request: pytest.FixtureRequest
     else:
         assert isinstance(store, NotifyingStore) and not isinstance(store, CommitsOnAppend)
     store.close()
+
+
+def test_sqlite_fences_each_session_of_a_batch_not_only_the_first(tmp_path: Path) -> None:
+    """One flush with rows of many sessions: those nobody claimed are written, those of a
+    session another live writer holds are refused - wherever that session falls in the batch."""
+    path = str(tmp_path / "ledger.sqlite")
+    store, other = SqliteStore(path), SqliteStore(path)
+    other.claim("held")  # another store of this (live) process: another writer
+    other.flush()
+    for attempt in range(3):  # the batch's sessions are checked in no fixed order
+        free = [f"free-{attempt}-{n}" for n in range(30)]
+        for session_id in free:
+            store.append([make_event(1, session_id=session_id)])
+        store.append([make_event(attempt + 1, session_id="held")])
+        with pytest.raises(HarnessError) as fenced:
+            store.flush()
+        assert fenced.value.reason == "ledger-failed"
+        for session_id in free:
+            assert [e.sequence for e in store.events(session_id)] == [1], session_id
+        assert store.events("held") == []
+    other.close()
+    store.close()
+
+
+def test_sqlite_renews_its_claim_as_it_commits_past_a_third_of_the_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer on another host is judged by its lease alone: committing keeps it fresh."""
+    from harness_core.ledger import sqlite as sqlite_module
+
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    store.claim("sess-1")
+    store.append([make_event(1)])
+    store.flush()
+
+    def renewed_at() -> float:
+        connection = sqlite3.connect(path)
+        try:
+            return connection.execute("SELECT renewed_at FROM claims").fetchone()[0]
+        finally:
+            connection.close()
+
+    claimed_at = renewed_at()
+    later = time.time() + 25.0  # past LEASE / 3 (20 s) since the claim
+    monkeypatch.setattr(sqlite_module.time, "time", lambda: later)
+    store.append([make_event(2)])
+    store.flush()
+    assert renewed_at() == pytest.approx(later, abs=0.01) and claimed_at < later - 20
+    store.append([make_event(3)])  # within a third of the lease of that renewal: no write
+    store.flush()
+    assert renewed_at() == pytest.approx(later, abs=0.01)
+    assert [e.sequence for e in store.events("sess-1")] == [1, 2, 3]
+    store.close()

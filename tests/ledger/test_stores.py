@@ -341,3 +341,25 @@ def test_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
     open_ledger("custom:thing", schemes={"custom": custom})
     assert seen == ["custom:thing"]
+
+
+def test_sqlite_refuses_a_session_id_already_in_the_file(tmp_path: Path) -> None:
+    """Created by another store on the same file (another process, an earlier run): refused as
+    surely as one this store created itself, and the first record is left as it was."""
+    path = str(tmp_path / "ledger.sqlite")
+    first = SqliteStore(path)
+    first.create_session(make_record("sess-1"))
+    first.flush()
+    first.close()
+    second = SqliteStore(path)
+    with pytest.raises(HarnessError) as refused:
+        second.create_session(make_record("sess-1", created_at="2026-01-01T00:00:00Z"))
+    assert (refused.value.reason, refused.value.hint) == (
+        "ledger-failed",
+        "the session already exists",
+    )
+    second.create_session(make_record("sess-2"))  # a new id is fine, once
+    with pytest.raises(HarnessError):
+        second.create_session(make_record("sess-2"))
+    assert second.get_session("sess-1").created_at == "2025-01-01T00:00:00Z"
+    second.close()

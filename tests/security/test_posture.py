@@ -192,3 +192,31 @@ def _installed(module: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(module) is not None
+
+
+def test_resume_checks_the_recorded_workspace_and_a_spent_budget_records_nothing(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+
+    async def main():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(harness="poser", workspace=str(tmp_path))
+            await c.run_turn(ref, "hi")
+        async with controller(tmp_path) as c:
+            before = [e.type for e in c.ledger.events(ref.session_id)]
+            with pytest.raises(HarnessError) as moved:
+                await c.resume_session(ref.session_id, workspace=str(other))
+            with pytest.raises(HarnessError) as spent:
+                await c.resume_session(ref.session_id, budget={"max_turns": 1})
+            after = [e.type for e in c.ledger.events(ref.session_id)]
+            # the same workspace, spelled another way, resumes
+            await c.resume_session(ref.session_id, workspace=str(tmp_path / "." / "other" / ".."))
+            return moved.value, spent.value, before, after
+
+    moved, spent, before, after = anyio.run(main)
+    assert (moved.reason, moved.hint) == (
+        "invalid-request",
+        "the session was recorded for another workspace",
+    )
+    assert spent.reason == "limit-exceeded" and "max_turns" in spent.hint
+    assert after == before  # nothing recorded by either refusal

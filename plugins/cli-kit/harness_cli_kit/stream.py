@@ -44,7 +44,8 @@ def usage_report(fields: Mapping[str, int | None], **extra: Any) -> UsageReporte
     ``extra``: ``requests``, ``cost_usd``."""
     if all(value is None for value in fields.values()):
         return None
-    return UsageReported(usage=Usage(**fields, **extra))
+    counts: dict[str, Any] = dict(fields)
+    return UsageReported(usage=Usage(**counts, **extra))
 
 
 #: The contract's token counts, in the order :func:`usage_of` takes their native names.

@@ -55,7 +55,12 @@ class SessionSpec:
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """Per-session execution settings (deterministic: they live in workflow history)."""
+    """Per-session execution settings (deterministic: they live in workflow history).
+
+    Passed to the host's client, which sends them with each session it opens:
+    ``TemporalController(client, ledger=..., options=ExecutorOptions(max_attempts=3))``
+    (``from executor_temporal import ExecutorOptions, TemporalController``).
+    """
 
     #: Attempts of one turn across worker losses (the first included).
     max_attempts: int = 2
@@ -63,6 +68,7 @@ class ExecutorOptions:
     heartbeat_timeout: float = 5.0
     #: Upper bound of one turn activity (the turn's own deadline is ``turn_timeout``).
     turn_activity_timeout: float = 3600.0
+    #: Each turn's deadline on the worker (``Controller.turn(timeout=...)``; ``None``: none).
     turn_timeout: float | None = None
     #: Continue-as-new after this many turns in one run (or when Temporal suggests it).
     turns_per_run: int = 200

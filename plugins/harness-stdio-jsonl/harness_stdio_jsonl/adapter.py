@@ -16,6 +16,8 @@ from harness_hookspecs import (
     HarnessError,
     OpenSessionRequest,
     Payload,
+    PermissionDecision,
+    PermissionRequest,
     ProcessHandle,
     ResumeSessionRequest,
     RunTurnRequest,
@@ -83,6 +85,48 @@ def parse_line(line: bytes) -> Payload | None:
         raise HarnessError("provider-failed", f"the program wrote an invalid {kind} line") from None
 
 
+def permission_request_of(line: bytes) -> PermissionRequest | None:
+    """A ``permission.request`` line as the approval seam's request; ``None`` for any other
+    line. Raises ``provider-failed`` for a request line with invalid fields."""
+    try:
+        data = json_object(line)
+    except ValueError:
+        return None  # parse_line reports it
+    if data is None or data.get("type") != "permission.request":
+        return None
+    request_id, tool = data.get("id"), data.get("tool")
+    command, path, given = data.get("command"), data.get("path"), data.get("input")
+    try:
+        if not isinstance(request_id, str) or not isinstance(tool, str):
+            raise ValueError("id and tool are strings")
+        return PermissionRequest.for_tool(
+            tool,
+            kind=str(data.get("kind", "other")),
+            command=command if isinstance(command, str) else None,
+            path=path if isinstance(path, str) else None,
+            input=given if isinstance(given, Mapping) else {},
+            can_edit=isinstance(given, Mapping),
+            request_id=request_id,
+        )
+    except (TypeError, ValueError):
+        raise HarnessError(
+            "provider-failed", "the program wrote an invalid permission.request line"
+        ) from None
+
+
+def permission_response(request_id: str, decision: PermissionDecision) -> bytes:
+    """The stdin line answering one request: ``behavior``, ``reason``, the edited ``input``."""
+    answer: dict[str, Any] = {
+        "type": "permission.response",
+        "id": request_id,
+        "behavior": decision.behavior,
+        "reason": decision.reason,
+    }
+    if decision.updated_input is not None:
+        answer["input"] = dict(decision.updated_input)
+    return (json.dumps(answer) + "\n").encode()
+
+
 class StdioJsonlAdapter:
     name = "stdio-jsonl"
 
@@ -90,7 +134,7 @@ class StdioJsonlAdapter:
         self._sessions: Sessions[_Session] = Sessions()
 
     def describe(self) -> HarnessDescriptor:
-        features = ["resume", "cancel", "usage"]
+        features = ["resume", "cancel", "usage", "permissions"]
         details = {"protocol": str(PROTOCOL)}
         return local_descriptor(self.name, "Any JSONL program", features, details)
 
@@ -154,7 +198,8 @@ class StdioJsonlAdapter:
         if session.mode == "per-turn":
             process = await context.spawn(session.command, env=self._env(context), stdin=True)
             await process.send(line)
-            await process.close_stdin()
+            if context.config.get("permissions") is not True:
+                await process.close_stdin()  # the turn line is all it reads
             lines = process.lines()
         else:
             if session.process is None or session.process.returncode is not None:
@@ -167,6 +212,11 @@ class StdioJsonlAdapter:
             assert session.lines is not None
             lines = session.lines
         async for raw in lines:
+            asked = permission_request_of(raw)
+            if asked is not None:
+                decision = await context.request_permission(asked)
+                await process.send(permission_response(asked.request_id, decision))
+                continue
             payload = parse_line(raw)
             if payload is None:
                 continue

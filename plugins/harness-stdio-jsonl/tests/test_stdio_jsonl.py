@@ -127,7 +127,7 @@ def test_cancel_kills_the_process_group(tmp_path, workspace, mode):
                 async for event in turn:
                     if event.type == "status":
                         child = int(event.payload.message.split()[1])
-                        context = c._live[ref.session_id].context
+                        context = c.live(ref.session_id).context
                         procs = context.turn_processes + context.session_processes
                         leader = procs[0].pid
                         assert alive(child) and alive(leader)
@@ -186,3 +186,59 @@ def test_conformance_kit_passes_with_the_reference_program():
     report = run_conformance("stdio-jsonl", timeout=30)
     failed = [(c.name, c.detail) for c in report.checks if not c.passed]
     assert report.passed, failed
+
+
+ASKING_AGENT = """
+    import json, sys
+    turn = json.loads(sys.stdin.readline())
+    def ask(command):
+        print(json.dumps({"type": "permission.request", "id": "r-" + command.split()[0],
+                          "tool": "Bash", "kind": "shell", "command": command,
+                          "input": {"command": command}}), flush=True)
+        return json.loads(sys.stdin.readline())
+    answers = [ask(c) for c in turn["prompt"].split(";")]
+    text = " | ".join(f"{a['id']} {a['behavior']} {a['reason']}" for a in answers)
+    print(json.dumps({"type": "turn.completed", "text": text}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["per-turn", "session"])
+def test_a_program_asks_and_reads_the_answer_on_stdin(tmp_path, workspace, mode):
+    from harness_hookspecs import PermissionDecision
+
+    asked = []
+
+    async def handler(request):
+        asked.append(request.command)
+        return PermissionDecision.deny("not in this test")
+
+    async def main():
+        async with controller(tmp_path, permission_handler=handler) as c:
+            ref = await c.open_session(
+                harness="stdio-jsonl",
+                workspace=workspace,
+                config={
+                    "command": script(tmp_path, ASKING_AGENT),
+                    "mode": mode,
+                    "permissions": True,
+                },
+            )
+            return await c.run_turn(ref, "pytest -q;cat ~/.ssh/id_rsa;rm -rf /")
+
+    result = anyio.run(main)
+    assert result.status == "completed", result
+    assert result.text == (
+        "r-pytest allow None | r-cat deny not in this test"
+        " | r-rm deny recursive or forced delete outside the workspace"
+    )
+    assert asked == ["cat ~/.ssh/id_rsa"]  # auto: the policy answered the others
+    resolved = [e.payload.source for e in result.events if e.type == "permission.resolved"]
+    assert resolved == ["policy", "host", "policy"]
+    assert "permissions" in StdioJsonlAdapter().describe().features
+
+
+def test_an_invalid_permission_request_fails_the_turn(tmp_path, workspace):
+    body = 'print(\'{"type": "permission.request", "id": 5, "tool": "Bash"}\', flush=True)\n'
+    result = anyio.run(one_turn, tmp_path, workspace, script(tmp_path, body), "x")
+    assert result.status == "failed"
+    assert result.events[-1].payload.reason == "provider-failed"

@@ -16,10 +16,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import anyio
+import attrs
 import mcp_types as types
 import uvicorn
 from anyio.abc import TaskStatus
 from harness_hookspecs import HarnessError, HostTool, McpBridge
+from harness_hookspecs.host_tools import ToolCaller
 from mcp.server.lowlevel.server import Server
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -101,6 +103,7 @@ class Bridge:
         *,
         name: str = DEFAULT_NAME,
         limits: Limits | None = None,
+        caller: ToolCaller | None = None,
     ) -> None:
         if not tools:
             raise HarnessError("invalid-request", "a bridge needs at least one host tool")
@@ -109,6 +112,8 @@ class Bridge:
         self.name = name
         self.tools: Mapping[str, HostTool] = {tool.name: tool for tool in tools}
         self.limits = limits or Limits()
+        #: the session's caller; each run's calls get it with their turn id
+        self.caller = caller
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         # Inherited by accepted connections: without it a reply's small writes wait for the
@@ -123,6 +128,12 @@ class Bridge:
         self._session_token: str | None = None
         self._server: _Quiet | None = None
         self._stopped = anyio.Event()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the bridge's socket is bound to: always on 127.0.0.1."""
+        host, port = self._sock.getsockname()[:2]
+        return host, port
         self.startup_seconds: float | None = None
 
     @property
@@ -133,7 +144,8 @@ class Bridge:
 
     def begin_run(self, run_id: str, sink: Sink, *, deadline: float | None = None) -> str:
         """Make ``run_id`` the active run; return its new token (expiring at ``deadline``)."""
-        self._runs[run_id] = RunCalls(run_id, sink, self.limits)
+        caller = None if self.caller is None else attrs.evolve(self.caller, turn_id=run_id)
+        self._runs[run_id] = RunCalls(run_id, sink, self.limits, caller)
         self.tokens.active_run = run_id
         return self.tokens.mint(run_id, expires_at=deadline)
 

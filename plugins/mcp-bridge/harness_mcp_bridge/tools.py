@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 from harness_hookspecs import HarnessError, HostTool, Payload, ToolCompleted, ToolStarted
+from harness_hookspecs.host_tools import ToolCaller
 
 #: Results longer than this (UTF-8 bytes) are cut, and the call's summary says so.
 DEFAULT_MAX_RESULT_BYTES = 64 * 1024
@@ -54,6 +55,7 @@ def select_tools(tools: Iterable[HostTool], config: Mapping[str, Any]) -> list[H
     """The tools a session's ``mcp_loopback`` config selects (seed 004's include/exclude globs).
 
     ``include`` defaults to every tool, ``exclude`` to none; ``enabled: false`` selects none.
+    A ``mutating`` tool is selected only when ``grant`` names it too (read-only by default).
     """
     if not isinstance(config, Mapping):
         raise HarnessError("invalid-request", "mcp_loopback must be a mapping")
@@ -61,11 +63,13 @@ def select_tools(tools: Iterable[HostTool], config: Mapping[str, Any]) -> list[H
         return []
     include = _patterns(config, "include", ("*",))
     exclude = _patterns(config, "exclude", ())
+    grant = _patterns(config, "grant", ())
     return [
         tool
         for tool in tools
         if any(fnmatch.fnmatchcase(tool.name, p) for p in include)
         and not any(fnmatch.fnmatchcase(tool.name, p) for p in exclude)
+        and (not tool.mutating or any(fnmatch.fnmatchcase(tool.name, p) for p in grant))
     ]
 
 
@@ -94,8 +98,12 @@ class RunCalls:
     """The calls one run made through the bridge: counted, capped, recorded through ``sink``;
     the ones still in flight when the run ends are cancelled (nothing waits for a dead turn)."""
 
-    def __init__(self, run_id: str, sink: Sink, limits: Limits) -> None:
+    def __init__(
+        self, run_id: str, sink: Sink, limits: Limits, caller: ToolCaller | None = None
+    ) -> None:
         self.run_id = run_id
+        #: who calls (the run's session, turn, harness, agent, user, posture)
+        self.caller = caller
         self.sink = sink
         self.limits = limits
         self.count = 0
@@ -142,7 +150,10 @@ class RunCalls:
         with anyio.CancelScope() as scope:
             self._in_flight.add(scope)
             try:
-                result = await tool.function(arguments)
+                if tool.takes_caller:
+                    result = await tool.function(arguments, self.caller)
+                else:
+                    result = await tool.function(arguments)
             except anyio.get_cancelled_exc_class():
                 self.sink(ToolCompleted(call_id=call_id, name=name, ok=False, summary="cancelled"))
                 raise

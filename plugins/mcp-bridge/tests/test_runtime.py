@@ -212,3 +212,92 @@ def test_a_call_in_flight_at_cancel_records_nothing_after_the_terminal(tmp_path)
     # terminal) or not at all: never after the terminal, never as a success
     completed = [e.payload for e in turn_events if e.type == "tool.completed"]
     assert all(not p.ok for p in completed) and len(completed) <= 1
+
+
+def test_a_one_function_harness_finds_the_turns_token_in_session_env(tmp_path):
+    from harness_core import harness
+
+    seen: list[Any] = []
+
+    @harness("token-reader", features=("mcp", "cancel"))
+    async def reader(message, session):
+        token = session.env.get(TOKEN_ENV)
+        bridge = session.context.mcp_bridge
+        listed = await mcp_post(bridge.url, token, rpc("tools/list"))
+        seen.append(token)
+        return ",".join(sorted(t["name"] for t in listed.json()["result"]["tools"]))
+
+    host = HostTool(name="Get_shout", description="q in capitals", function=shout)
+
+    async def main():
+        async with Controller(
+            plugins=plugins_from([reader]),
+            ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
+            state_dir=tmp_path / "state",
+            host_tools=[host],
+        ) as c:
+            ref = await c.open_session(harness="token-reader", workspace=str(tmp_path))
+            return await c.run_turn(ref, "a"), await c.run_turn(ref, "b")
+
+    first, second = anyio.run(main)
+    assert first.text == second.text == "Get_shout"
+    assert len(seen) == 2 and all(seen) and seen[0] != seen[1]  # a fresh token each turn
+
+
+class MutatingCaller(BridgeCaller):
+    """Lists the tools, then calls ``Set_flag`` whether it was listed or not."""
+
+    name = "mutating-caller"
+
+    async def run_turn(self, request, context) -> AsyncIterator[Any]:
+        bridge = context.mcp_bridge
+        token = context.env.get(TOKEN_ENV)
+        listed = await mcp_post(bridge.url, token, rpc("tools/list"))
+        names = sorted(t["name"] for t in listed.json()["result"]["tools"])
+        call = {"name": "Set_flag", "arguments": {"q": request.prompt}}
+        reply = await mcp_post(bridge.url, token, rpc("tools/call", call))
+        result = reply.json()["result"]
+        self.seen.append({"names": names, "error": result.get("isError", False)})
+        yield TurnCompleted(text=result["content"][0]["text"])
+
+
+@pytest.mark.parametrize("granted", [False, True])
+def test_a_mutating_tool_is_served_only_where_granted_with_its_caller(tmp_path, granted):
+    calls: list[tuple[Any, Any]] = []
+
+    async def set_flag(arguments, caller):
+        calls.append((dict(arguments), caller))
+        return "flag set"
+
+    mutating = HostTool(name="Set_flag", description="sets", function=set_flag, mutating=True)
+    reader = HostTool(name="Get_shout", description="q in capitals", function=shout)
+    assert mutating.takes_caller and not reader.takes_caller
+    adapter = MutatingCaller()
+    settings = {"grant": ["Set_*"]} if granted else {}
+
+    async def body(c):
+        ref = await c.open_session(
+            harness=adapter.name,
+            workspace=str(tmp_path),
+            agent="reviewer",
+            user="ada",
+            config={"mcp_loopback": {"exclude": ["Get_length", "Get_secret"], **settings}},
+        )
+        return ref, await c.run_turn(ref, "go")
+
+    ref, result = run(adapter, tmp_path, body, host_tools=[mutating, reader])
+    [seen] = adapter.seen
+    if not granted:
+        assert seen == {"names": ["Get_shout"], "error": True}
+        assert result.text == "No such host tool." and calls == []
+        return
+    assert seen == {"names": ["Get_shout", "Set_flag"], "error": False}
+    [(arguments, caller)] = calls
+    assert arguments == {"q": "go"}
+    assert (caller.session_id, caller.turn_id) == (ref.session_id, result.turn_id)
+    assert (caller.harness, caller.agent, caller.user, caller.posture) == (
+        "mutating-caller",
+        "reviewer",
+        "ada",
+        "auto",
+    )
