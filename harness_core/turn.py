@@ -531,7 +531,7 @@ class Turn:
                     if type(payload) is UsageReported and payload.usage.cost_usd is None:
                         # tokens without cost: estimated from a price table (on a thread: the
                         # table's first import takes a second or two)
-                        live = self._live
+                        live = self.live
                         payload = await anyio.to_thread.run_sync(
                             priced, payload, live.context.model, live.descriptor.vendor
                         )
