@@ -147,7 +147,7 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     )
     _command(sub, "list", "list harness names", _lazy("info", "cmd_list"))
     p = _command(sub, "describe", "describe a harness", _lazy("info", "cmd_describe"))
-    p.add_argument("name")
+    p.add_argument("name", help="harness name (see harness list)")
 
     p = _command(
         sub,
@@ -164,7 +164,7 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--session", help="resume this session id instead of opening a new one")
     p.add_argument("--workspace", help="workspace directory (default: current directory)")
     p.add_argument("--ledger", help=ledger_help)
-    p.add_argument("--model")
+    p.add_argument("--model", help="the model the harness should use (passed to its CLI)")
     p.add_argument("--posture", choices=("strict", "auto", "dangerous"), help="default: auto")
     p.add_argument("--sandbox", metavar="PROVIDER", help="sandbox provider (see harness plugins)")
     p.add_argument(
@@ -173,7 +173,12 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
         choices=("run", "agent", "agent-user"),
         help="workspace scope: a fresh one per run, or durable per agent / agent+user",
     )
-    p.add_argument("--network", default="open", choices=("none", "mcp-only", "allowlist", "open"))
+    p.add_argument(
+        "--network",
+        default="open",
+        choices=("none", "mcp-only", "allowlist", "open"),
+        help="the sandbox's network policy (default open; enforced by bubblewrap)",
+    )
     p.add_argument(
         "--allow", action="append", default=[], metavar="HOST:PORT", help="allowlist entry"
     )
@@ -192,7 +197,12 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--max-turns", type=_count(1), help="session budget: turns (all runs)")
     p.add_argument("--max-cost", type=_positive_number, metavar="USD", help="session budget")
     p.add_argument("--max-tokens", type=_count(1), help="session budget: input + output tokens")
-    p.add_argument("--max-wall-clock", type=_positive_seconds, metavar="SECONDS")
+    p.add_argument(
+        "--max-wall-clock",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        help="session budget: seconds since the session was opened or resumed",
+    )
     p.add_argument(
         "--output-schema",
         metavar="FILE",
@@ -221,7 +231,7 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
         "close a session (after harness run without --close)",
         _lazy("run", "cmd_close"),
     )
-    p.add_argument("session")
+    p.add_argument("session", help="session id (see harness sessions)")
     p.add_argument("--ledger", help=ledger_help)
     p = _command(
         sub,
@@ -229,7 +239,7 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
         "print a session's diagnostic log (what a failing harness raised, with its traceback)",
         _lazy("reading", "cmd_logs"),
     )
-    p.add_argument("session")
+    p.add_argument("session", help="session id (see harness sessions)")
     p.add_argument("--ledger", help=ledger_help)
     p = _command(
         sub,
@@ -237,7 +247,7 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
         "cancel the turn a harness run is running in a session",
         _lazy("run", "cmd_cancel"),
     )
-    p.add_argument("session")
+    p.add_argument("session", help="session id (see harness sessions)")
 
     p = _command(
         sub,
@@ -248,16 +258,16 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("--limit", type=_count(1), help=f"newest N (default {DEFAULT_SESSIONS_LIMIT})")
     p.add_argument("--harness", help="only sessions of this harness")
-    p.add_argument("--status", choices=("open", "closed"))
+    p.add_argument("--status", choices=("open", "closed"), help="only open or closed sessions")
     p.add_argument("--since", help="created since: 30m, 2h, 7d, 1w or an ISO date/time")
     p.add_argument("-q", "--query", metavar="TEXT", help="search prompts and answers")
     p = _command(
         sub, "events", "print a session's events from the ledger", _lazy("reading", "cmd_events")
     )
-    p.add_argument("session")
+    p.add_argument("session", help="session id (see harness sessions)")
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("--after", type=_count(0), default=0, help="only events with sequence > N")
-    p.add_argument("--limit", type=_count(1))
+    p.add_argument("--limit", type=_count(1), help="at most N events")
     p.add_argument(
         "--follow", action="store_true", help="keep printing new events as they are recorded"
     )
@@ -268,7 +278,7 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
         _lazy("reading", "cmd_export"),
         "the bundle on one line (and a JSON confirmation with -o)",
     )
-    p.add_argument("session")
+    p.add_argument("session", help="session id (see harness sessions)")
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("-o", "--output", help="write to this file (default: stdout)")
     if not (only and command) or command in ("import", "replay"):  # else skipped: no import
@@ -282,19 +292,23 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
         "run the conformance kit against a harness",
         _lazy("conformance_cmd", "cmd_conformance"),
     )
-    p.add_argument("name")
+    p.add_argument("name", help="harness name (see harness list)")
     p.add_argument("--workspace", help="workspace directory (default: a temporary one)")
     p.add_argument(
         "--timeout", type=_positive_seconds, default=60.0, help="per-turn deadline in seconds"
     )
     p = sub.add_parser("new", help="scaffold a new plugin from the cookiecutter template")
     p.set_defaults(func=_lazy("info", "cmd_new"))
-    p.add_argument("--kind", choices=("harness", "harness-cli", "sandbox", "credentials"))
-    p.add_argument("--name")
-    p.add_argument("--description")
-    p.add_argument("--author")
-    p.add_argument("--output-dir", default=".")
-    p.add_argument("--no-input", action="store_true")
+    p.add_argument(
+        "--kind",
+        choices=("harness", "harness-cli", "sandbox", "credentials"),
+        help="what the plugin provides (harness-cli: an adapter for a CLI)",
+    )
+    p.add_argument("--name", help="the plugin's name (the distribution is harnessplane-NAME)")
+    p.add_argument("--description", help="one line for the package metadata")
+    p.add_argument("--author", help="the package author")
+    p.add_argument("--output-dir", default=".", help="where to create the project (default .)")
+    p.add_argument("--no-input", action="store_true", help="ask nothing: defaults for the rest")
     p = sub.add_parser("serve", help="serve the HTTP API and the live session viewer (127.0.0.1)")
     p.set_defaults(func=_serve)
     if not (only and command) or command == "serve":  # else skipped: no import

@@ -38,7 +38,7 @@ def add_commands(sub: Any, command: Any, ledger_help: str) -> None:
     p.add_argument("bundle", help="a file written by harness export (- = stdin)")
     p.add_argument("--ledger", help=ledger_help)
     p = command(sub, "replay", "print a session's events as they happened", cmd_replay)
-    p.add_argument("session")
+    p.add_argument("session", help="session id (see harness sessions)")
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument(
         "--pace", action="store_true", help=f"wait the recorded gaps (each at most {PACE_CAP}s)"

@@ -140,6 +140,23 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
             assert reference._cell(reference._action_help(action)) in row
 
 
+def test_every_cli_argument_has_help():
+    # the CLI reference is generated from the parser: an argument without help is a blank row
+    parser = reference.cli_parser()
+    blank = [
+        f"harness {name} {' '.join(action.option_strings) or action.dest}"
+        for name, sub in reference.subcommands(parser).items()
+        for action in sub._actions
+        if not action.help
+    ]
+    blank += [
+        f"harness {' '.join(action.option_strings)}"
+        for action in parser._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+    assert not blank, f"arguments without help text: {blank}"
+
+
 def test_the_site_builds_strict(site):
     for page in (
         "index.html",
