@@ -37,6 +37,8 @@ from harness_hookspecs import (
 
 from .command_policy import CommandPolicy
 
+__all__ = ["DEFAULT_PERMISSION_TIMEOUT", "Approvals", "PendingApprovals"]
+
 #: Seconds a request waits for an answer when the controller names none.
 DEFAULT_PERMISSION_TIMEOUT = 300.0
 

@@ -22,6 +22,8 @@ from typing import Any
 from attrs import field, frozen
 from harness_hookspecs import HarnessError, PermissionRequest
 
+__all__ = ["VERDICTS", "CommandPolicy"]
+
 VERDICTS = ("allow", "ask", "deny")
 
 # Pattern texts, compiled (and cached by ``re``) when a command is first judged: every run
