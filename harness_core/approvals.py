@@ -4,7 +4,8 @@ In order:
 
 1. the posture: ``dangerous`` allows without asking; ``auto`` runs the command policy
    (:mod:`harness_core.command_policy`), whose ``allow``/``deny`` verdicts answer at once
-   (``source="policy"``) and whose ``ask`` verdict goes on like ``strict``;
+   (``source="policy"``) and whose ``ask`` verdict goes on like ``strict`` (its reason kept
+   for the deny of step 4, so the model reads why);
 2. the host's handler given to the ``Controller`` (``source="host"``), unless it returns ``None``
    (a remote approver whose own timer ran out, the Temporal executor's workflow, denies with
    ``source="timeout"``, kept as such);
@@ -91,6 +92,7 @@ class Approvals:
         posture = getattr(context, "posture", "strict")
         if posture == "dangerous":
             return PermissionDecision("allow", source="policy")
+        asked_because = None
         if posture == "auto":
             verdict, why = self._policy_for(context).verdict(
                 request, getattr(context, "workspace", None)
@@ -99,8 +101,9 @@ class Approvals:
                 return PermissionDecision("deny", reason=why, source="policy")
             if verdict == "allow":
                 return PermissionDecision("allow", source="policy")
+            asked_because = why
         with anyio.move_on_after(self.timeout):
-            return await self._ask(request, context)
+            return await self._ask(request, context, asked_because)
         return PermissionDecision("deny", reason="no answer in time", source="timeout")
 
     def _policy_for(self, context: Any) -> CommandPolicy:
@@ -113,7 +116,11 @@ class Approvals:
         except HarnessError:
             return CommandPolicy(default="deny")
 
-    async def _ask(self, request: PermissionRequest, context: Any) -> PermissionDecision:
+    async def _ask(
+        self, request: PermissionRequest, context: Any, because: str | None = None
+    ) -> PermissionDecision:
+        """The host, then policy plugins; with no answer a deny whose reason says why the
+        command policy asked (``because``), so the model reads it."""
         if self.handler is not None:
             answer = await answer_of(lambda: self.handler(request))  # type: ignore[misc]
             if answer is not None:
@@ -127,7 +134,9 @@ class Approvals:
             )
             if answer is not None:
                 return attrs.evolve(answer, source="policy")
-        return PermissionDecision("deny", reason="no approver allowed the call", source="policy")
+        nobody = "no approver allowed the call"
+        reason = f"{because}; {nobody}" if because else nobody
+        return PermissionDecision("deny", reason=reason[:200], source="policy")
 
 
 _FAILED = PermissionDecision("deny", reason="the approver failed")

@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
@@ -56,9 +56,18 @@ from .diagnostics import log_directory
 from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
+from .record_close import closing_events
 from .redaction import Redactor
-from .request_checks import is_uuid, new_session_id, ref_of, require_asking, safe_hint
+from .request_checks import (
+    is_uuid,
+    new_session_id,
+    ref_of,
+    require_asking,
+    require_dangerous_grant,
+    safe_hint,
+)
 from .retry import dangling_turn, recovered
+from .session_config import resolved_config, stored_config
 from .session_start import attach_session, create_record
 from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
 from .turn_start import begin_turn
@@ -83,6 +92,7 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.posture,
         record.agent,
         record.user,
+        record.config,
     )
 
 
@@ -103,6 +113,7 @@ class Controller:
         command_policy: CommandPolicy | None = None,
         budget: Budget | Mapping[str, Any] | None = None,
         host_tools: Sequence[HostTool] = (),
+        dangerous_grant: bool | Collection[str] = False,
     ) -> None:
         """Every argument is keyword-only; a controller is entered with ``async with``.
 
@@ -136,6 +147,9 @@ class Controller:
             ``open_session(budget=...)`` can only tighten them; see :mod:`.budgets`).
         :param host_tools: the host's own tools, offered to harnesses over each session's
             loopback MCP bridge (with the ``register_host_tools`` hook's).
+        :param dangerous_grant: who may take the ``dangerous`` posture: ``True`` for every
+            session, or the agents named (``open_session(agent=...)``); otherwise asking for it
+            is ``policy-refused``.
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
@@ -159,6 +173,7 @@ class Controller:
             hook=self.plugins.pm.hook,
         )
         self.budget = Budget.of(budget)
+        self.dangerous_grant = dangerous_grant
         self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
         self.delivery = Delivery(
             self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
@@ -250,6 +265,7 @@ class Controller:
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target)
         require_asking(descriptor, request.posture)
+        require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -267,7 +283,9 @@ class Controller:
             ),
         )
         live.limits.budget = limits
-        create_record(self.ledger, live.ref, request)
+        create_record(
+            self.ledger, live.ref, request, stored_config(request.config, live.context.redactor)
+        )
         self.ledger.claim(live.ref.session_id)
         self._emit(
             live,
@@ -296,7 +314,9 @@ class Controller:
         """Reattach to a session from its complete ref (or its id, looked up in the ledger);
         ``budget`` as for :meth:`open_session` (what the session used before counts).
         ``retrying``: the turn id the caller retries next, kept open if a dead process left it
-        so (its retry ends it once; see :mod:`.retry`)."""
+        so (its retry ends it once; see :mod:`.retry`). The session's record gives what
+        ``fields`` leave out: its workspace, model, posture, agent, user and config (a config
+        key given again replaces its own; a secret is resolved again from its reference)."""
         limits = self.budget if budget is None else self.budget.tighter(Budget.of(budget))
         record = self.ledger.get_session(
             session if isinstance(session, str) else ref_of(session).session_id
@@ -312,6 +332,11 @@ class Controller:
             if record is not None:
                 fields.setdefault("agent", record.agent)
                 fields.setdefault("user", record.user)
+                # the config it was opened with, each key given again replacing its own
+                fields["config"] = {
+                    **resolved_config(record.config),
+                    **(fields.get("config") or {}),
+                }
             try:
                 request = ResumeSessionRequest(session=session, **fields)
             except (TypeError, ValueError) as error:
@@ -331,6 +356,8 @@ class Controller:
         descriptor = self.describe(ref.provider)
         assert_supported(descriptor, ref.target, "resume")
         require_asking(descriptor, request.posture)
+        agent = request.agent or (record.agent if record is not None else None)
+        require_dangerous_grant(request.posture, agent, self.dangerous_grant)
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
@@ -366,7 +393,9 @@ class Controller:
             expect=ref,
         )
         if record is None:
-            create_record(self.ledger, ref, request)
+            create_record(
+                self.ledger, ref, request, stored_config(request.config, live.context.redactor)
+            )
         live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
         # A turn a dead process left open (we hold the claim: its owner is gone) gets its end,
         # or its retry's (then the turn stays open until its retry, or until the session moves on).
@@ -507,7 +536,9 @@ class Controller:
     # -- close ------------------------------------------------------------------------------
 
     async def close_session(self, session: SessionRef | str) -> None:
-        """Close a session: idempotent; a closed session refuses turns with ``session-closed``."""
+        """Close a session: idempotent; a closed session refuses turns with ``session-closed``.
+        A session not live here is closed in the ledger alone (its harness is not started; a
+        turn its dead owner left open ends ``interrupted``)."""
         session_id = session if isinstance(session, str) else session.session_id
         live = self._live.get(session_id)
         if live is None:
@@ -516,7 +547,8 @@ class Controller:
                 raise HarnessError("session-not-found")
             if record.status == "closed":
                 return
-            raise HarnessError("invalid-request", "resume the session before closing it")
+            await self._close_record(record)
+            return
         if live.closed:
             return
         # Shielded, so a cancelled caller still closes the session whole - unless nothing in
@@ -535,6 +567,23 @@ class Controller:
         # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
         # closed session, and its exit does not release it twice.
         self._live.pop(session_id, None)
+
+    async def _close_record(self, record: SessionRecord) -> None:
+        """Close a session no live process holds without starting its harness (see
+        :mod:`.record_close`); ``session-busy`` while its owner lives."""
+        session_id = record.session_id
+        with self.scope_class(shield=True):
+            self.ledger.claim(session_id)
+            try:
+                events = closing_events(self.ledger, record)
+                self.ledger.append(events)
+                for event in events:
+                    self._recorded(event)
+                self.ledger.update_session(closed_record(record, now()))
+                await self._deliver()
+                await self._flush()
+            finally:
+                self.ledger.release(session_id)
 
     def _close_may_wait(self, live: LiveSession) -> bool:
         """Whether closing ``live`` can wait for anything but its clean-up hooks: a turn to end,

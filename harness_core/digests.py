@@ -35,3 +35,8 @@ def sha1_hex(data: bytes) -> str:
 def sha256_hex(data: bytes) -> str:
     """``hashlib.sha256(data).hexdigest()``."""
     return str(_sha256(data).hexdigest())
+
+
+def event_id_prefix(session_id: str) -> str:
+    """The prefix of a session's event ids (``ev_<16 hex>_``; the sequence follows)."""
+    return "ev_" + sha1_hex(session_id.encode())[:16] + "_"

@@ -46,8 +46,10 @@ def encodings(value: str) -> set[str]:
         base64.urlsafe_b64encode(raw).decode(),
         binascii.hexlify(raw).decode(),
         binascii.hexlify(raw).decode().upper(),
-        quote(value, safe=""),
-        quote_plus(value, safe=""),
+        # the bytes, not the str: a secret read from the environment may hold lone surrogates
+        # (bytes that were not UTF-8), which quote() would refuse to encode
+        quote(raw, safe=""),
+        quote_plus(raw, safe=""),
         value.upper(),
         value.lower(),
     }

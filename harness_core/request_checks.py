@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Collection
 
 from harness_hookspecs import HarnessDescriptor, HarnessError, ResumeSessionRequest, SessionRef
 
@@ -31,6 +32,17 @@ def require_asking(descriptor: HarnessDescriptor, posture: str) -> None:
         raise HarnessError(
             "unsupported-feature", f"{descriptor.provider} cannot ask the host (strict posture)"
         )
+
+
+def require_dangerous_grant(posture: str, agent: str | None, grant: bool | Collection[str]) -> None:
+    """The dangerous posture asks nobody about anything: refused unless the host granted it in
+    code, to every session (``True``) or to the named agents (seed 004 section 10)."""
+    if posture != "dangerous" or grant is True:
+        return
+    if grant is not False and not isinstance(grant, str) and agent is not None and agent in grant:
+        return
+    who = f"agent {agent[:64]!r}" if agent else "this session"
+    raise HarnessError("policy-refused", f"the dangerous posture is not granted to {who}")
 
 
 def ref_of(session: SessionRef | ResumeSessionRequest) -> SessionRef:

@@ -31,6 +31,7 @@ import threading
 import typing
 from collections.abc import Callable, Mapping
 from json.encoder import encode_basestring_ascii as _escape
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
@@ -141,6 +142,11 @@ def _fallback(value: Any) -> str:
     if type(value) in _NESTED_CLASSES:
         text: str = _NESTED_JSON[type(value)](value)
         return text
+    if type(value) is MappingProxyType:  # a record's config: JSON already, as the converter gives
+        try:
+            return _encode(dict(value))
+        except (TypeError, ValueError):
+            pass
     return _encode(_get_converter().unstructure(value))
 
 

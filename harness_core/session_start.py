@@ -30,7 +30,7 @@ from .clock import now
 from .context import RuntimeSessionContext, make_state_dir, state_path
 from .credentials import resolve_credentials
 from .diagnostics import harness_raised
-from .digests import sha1_hex
+from .digests import event_id_prefix
 from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
@@ -62,9 +62,13 @@ class SessionStarter(Protocol):
 
 
 def create_record(
-    ledger: LedgerStore, ref: SessionRef, request: OpenSessionRequest | ResumeSessionRequest
+    ledger: LedgerStore,
+    ref: SessionRef,
+    request: OpenSessionRequest | ResumeSessionRequest,
+    config: Mapping[str, Any] | None = None,
 ) -> None:
-    """Record a new (or a resumed-anew) session as open."""
+    """Record a new (or a resumed-anew) session as open; ``config``: the request's config as
+    the record keeps it (secrets as references, see :mod:`.session_config`)."""
     stamp = now()
     ledger.create_session(
         SessionRecord(
@@ -77,6 +81,7 @@ def create_record(
             posture=request.posture,
             agent=request.agent,
             user=request.user,
+            config=config or {},
         )
     )
 
@@ -185,7 +190,7 @@ async def attach_session(
         descriptor=descriptor,
         context=context,
         sandbox=sandbox,
-        prefix="ev_" + sha1_hex(ref.session_id.encode())[:16] + "_",
+        prefix=event_id_prefix(ref.session_id),
         limits=SessionLimits(started=controller.clock()),
     )
     controller._live[ref.session_id] = live

@@ -166,6 +166,11 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
     p.add_argument("--ledger", help=ledger_help)
     p.add_argument("--model", help="the model the harness should use (passed to its CLI)")
     p.add_argument("--posture", choices=("strict", "auto", "dangerous"), help="default: auto")
+    p.add_argument(
+        "--grant-dangerous",
+        action="store_true",
+        help="grant this run the dangerous posture (refused without it)",
+    )
     p.add_argument("--sandbox", metavar="PROVIDER", help="sandbox provider (see harness plugins)")
     p.add_argument(
         "--scope",
@@ -286,6 +291,17 @@ def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
 
         bundle_cmd.add_commands(sub, _command, ledger_help)
 
+    p = _command(
+        sub,
+        "policy",
+        "check a command against the auto posture's command policy: verdict and rule",
+        _lazy("policy_cmd", "cmd_policy"),
+        "one JSON object: verdict, rule, reason, command",
+    )
+    if not (only and command) or command == "policy":  # else skipped: no import
+        from .policy_cmd import add_arguments as add_policy_arguments
+
+        add_policy_arguments(p)
     p = _command(
         sub,
         "conformance",

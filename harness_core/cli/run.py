@@ -173,6 +173,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 max_events_per_turn=args.max_events,
                 permission_handler=approver,
                 budget=budget_of(args),
+                dangerous_grant=bool(getattr(args, "grant_dangerous", False)),
             ) as controller,
             anyio.create_task_group() as tg,
         ):
@@ -350,15 +351,16 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def cmd_close(args: argparse.Namespace) -> int:
-    """Close a session left open by ``harness run``: resume it, then close it (idempotent)."""
+    """Close a session left open by ``harness run``: resume it, then close it (idempotent);
+    when its harness cannot start again, close it in the ledger alone."""
     import anyio
 
     from ..controller import Controller
+    from ..record_close import close_from_anywhere
 
     async def close() -> None:
         async with Controller(ledger=args.ledger) as controller:
-            await controller.resume_session(args.session)
-            await controller.close_session(args.session)
+            await close_from_anywhere(controller, args.session)
 
     if known_session(args).status == "closed":
         outcome = "was already closed"

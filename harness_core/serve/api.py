@@ -197,13 +197,22 @@ async def session_view(server: Server, session_id: str) -> dict[str, Any]:
     record = await server.record(session_id)
     summary = await server.summary(session_id)
     running = server.running_turn(session_id)
+    last_turn = summary.last_turn
+    # Not running here: running only while a live owner holds the session (its lease); one
+    # whose owner died (a killed `harness run`, this server before a restart) is over.
+    if (
+        last_turn == "running"
+        and running is None
+        and not await server.read(server.ledger.claimed, session_id)
+    ):
+        last_turn = "interrupted"
     return {
         **record_to_dict(record),
         "turns": summary.turns,
         "input_tokens": summary.input_tokens,
         "output_tokens": summary.output_tokens,
         "cost_usd": summary.cost_usd,
-        "last_turn": summary.last_turn,
+        "last_turn": last_turn,
         "last_sequence": summary.last_sequence,
         "updated_at": summary.updated_at or record.updated_at,
         "running_turn": running.turn_id if running is not None else None,

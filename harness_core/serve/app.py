@@ -19,7 +19,7 @@ from starlette.staticfiles import StaticFiles
 from ..approvals import PendingApprovals
 from ..controller import Controller
 from . import api, viewer
-from .command import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY
 from .runner import Server
 
 __all__ = ["create_app", "serve"]

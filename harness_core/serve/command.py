@@ -6,10 +6,9 @@ import argparse
 import sys
 from typing import Any
 
+from .limits import DEFAULT_MAX_BODY
+
 DEFAULT_PORT = 8421
-#: The largest request body ``harness serve`` reads (a prompt of the contract's largest text,
-#: 1 MiB characters, fits even as ``\uXXXX`` escapes); a larger one is refused with 413.
-DEFAULT_MAX_BODY = 8 * 1024 * 1024
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

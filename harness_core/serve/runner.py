@@ -19,8 +19,9 @@ from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, Us
 
 from ..approvals import PendingApprovals
 from ..controller import Controller
+from ..record_close import close_from_anywhere
 from ..turn import Turn
-from .command import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY
 
 #: How long a follower sleeps when nothing woke it (events written by another process).
 POLL_SECONDS = 0.5
@@ -176,6 +177,5 @@ class Server:
     async def close(self, session_id: str) -> None:
         record = await self.record(session_id)
         if record.status != "closed":
-            await self.attach(session_id)
-        await self.controller.close_session(session_id)
+            await close_from_anywhere(self.controller, session_id)
         self.hub.notify(session_id)

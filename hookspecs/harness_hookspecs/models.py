@@ -382,6 +382,10 @@ class SessionRecord:
     posture: str = "auto"
     agent: str | None = None
     user: str | None = None
+    #: The session's config as opened, what a resume (or a close) in another process needs
+    #: again; a value that is a secret is stored as a reference (``{"$secret": "env:NAME"}``)
+    #: and resolved again, never as its plaintext.
+    config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
 
     @property
     def session_id(self) -> str:

@@ -156,7 +156,7 @@ async def test_postures_dangerous_allows_auto_runs_the_command_policy_strict_ask
     assert decision.allowed and decision.source == "policy"
     decision, _ = await _resolve(approvals, _bash("rm -rf /"), _Context("auto"))
     assert (decision.behavior, decision.source) == ("deny", "policy")
-    assert decision.reason == "recursive delete outside the workspace"
+    assert decision.reason == "recursive or forced delete outside the workspace"
     decision, _ = await _resolve(approvals, _bash("make test"), _Context("auto"))
     assert decision.allowed and decision.source == "policy" and asked == []
     decision, _ = await _resolve(approvals, _bash("git push origin"), _Context("auto"))
@@ -227,3 +227,30 @@ def test_audit_summaries_are_bounded_one_line_and_mask_credentials():
     )
     assert call_facts("run_commands", {"commands": ["a", "b"]})[1] == "a; b"
     assert outcome_summary(exit_code=2) == "exit code 2" and outcome_summary() is None
+
+
+async def test_auto_asks_the_host_for_what_the_rules_ask_and_denies_with_the_reason_without_one():
+    asked: list[str] = []
+
+    async def handler(request):
+        asked.append(request.command)
+        return PermissionDecision.deny("not today")
+
+    context = _Context("auto")
+    for command in ("cat ~/.ssh/id_rsa", "psql -c 'DROP TABLE x'"):
+        decision, _ = await _resolve(Approvals(handler=handler), _bash(command), context)
+        assert (decision.behavior, decision.source, decision.reason) == (
+            "deny",
+            "host",
+            "not today",
+        )
+    assert asked == ["cat ~/.ssh/id_rsa", "psql -c 'DROP TABLE x'"]
+    decision, recorded = await _resolve(Approvals(), _bash("cat ~/.ssh/id_rsa"), context)
+    assert (decision.behavior, decision.source) == ("deny", "policy")
+    assert decision.reason == ("reads or writes a credential store; no approver allowed the call")
+    assert recorded[-1].reason == decision.reason  # permission.resolved carries it
+    decision, _ = await _resolve(Approvals(), _bash("pytest -q"), context)
+    assert decision.allowed and decision.source == "policy"
+    # strict: nobody asked, no rule to quote
+    decision, _ = await _resolve(Approvals(), _bash("pytest -q"), _Context("strict"))
+    assert decision.reason == "no approver allowed the call"

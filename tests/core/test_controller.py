@@ -13,6 +13,7 @@ from harness_hookspecs import (
 )
 
 from harness_core import HarnessError, harness, hookimpl
+from harness_core.testing.waiting import wait_until
 
 
 @harness("talker")
@@ -21,8 +22,13 @@ async def talker(message, session):
         yield word
 
 
+#: The sessions whose sleeper has started sleeping (tests wait for that, not for a fixed time).
+ASLEEP: set[str] = set()
+
+
 @harness("sleeper")
 async def sleeper(message, session):
+    ASLEEP.add(session.session_id)
     await anyio.sleep(60)
     yield "never"
 
@@ -183,8 +189,8 @@ def test_cancel_mid_step_reaches_the_caller(make_controller, workspace):
                             seen.append(event.type)
 
                 tg.start_soon(consume)
-                await anyio.sleep(0.2)  # the consumer is now blocked inside the adapter
-                turn = controller.active_turn(ref)
+                await wait_until(lambda: ref.session_id in ASLEEP, what="the adapter's step")
+                turn = controller.active_turn(ref)  # the consumer is blocked inside the adapter
                 with anyio.fail_after(2):
                     await controller.cancel_turn(ref, turn.turn_id)
             with pytest.raises(HarnessError) as info:
@@ -248,7 +254,7 @@ def test_close_cancels_an_active_turn_first(make_controller, workspace):
                         await turn.drain()
 
                 tg.start_soon(consume)
-                await anyio.sleep(0.1)
+                await wait_until(lambda: ref.session_id in ASLEEP, what="the turn's start")
                 await controller.close_session(ref)
             return [e.type for e in controller.events(ref.session_id)]
 

@@ -192,11 +192,12 @@ def test_the_closed_record_keeps_every_other_field() -> None:
         posture="strict",
         agent="a",
         user="u",
+        config={"command": ["c"]},
     )
     # every field set to a value of its own: a field added later and not copied shows here
     assert {a.name for a in attrs.fields(SessionRecord)} == {
         "ref", "status", "created_at", "updated_at", "workspace", "model", "posture", "agent",
-        "user",
+        "user", "config",
     }  # fmt: skip
     stamp = "2026-01-02T00:00:00.000000Z"
     assert closed_record(record, stamp) == attrs.evolve(record, status="closed", updated_at=stamp)

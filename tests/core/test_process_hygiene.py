@@ -20,6 +20,7 @@ from harness_stdio_jsonl import plugin as stdio_plugin
 from harness_core import Controller, plugins_from, proctree
 from harness_core.testing import hostile
 from harness_core.testing.processes import tagged
+from harness_core.testing.waiting import wait_until
 
 PYTHON = sys.executable
 pytestmark = pytest.mark.anyio
@@ -242,7 +243,11 @@ async def test_a_daemon_that_scrubs_its_environment_is_gone_where_cgroups_work(
             async for event in turn:
                 if event.type == "message.delta":
                     await wait_for_files(pids, 2)
-                    await anyio.sleep(0.3)  # the grandchild has re-executed by now
+                    # the grandchild has re-executed with an empty environment: no tag left
+                    await wait_until(
+                        lambda: proctree.owner_tag(recorded(pids)[1]) is None,
+                        what="the grandchild's re-exec",
+                    )
                     await c.cancel_turn(session)
         made = recorded(pids)
         assert proctree.owner_tag(made[1]) is None or proctree.read_stat(made[1]) is None

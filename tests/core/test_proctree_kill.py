@@ -9,10 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
 import pytest
 
 from harness_core import process, proctree
+from harness_core.testing.waiting import wait_until
 
 pytestmark = pytest.mark.anyio
 #: A shell whose child and grandchild sleep; it traps SIGTERM (a SIGTERM round would be seen).
@@ -64,6 +64,13 @@ def test_a_killed_cgroup_is_waited_for_until_empty_then_removed(tmp_path: Path) 
     assert not path.exists()
 
 
+def _command(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
+
+
 async def test_terminate_at_once_sends_no_sigterm(tmp_path: Path) -> None:
     spawned = await process.spawn(
         ["sh", "-c", TREE, "sh", str(tmp_path / "term")],
@@ -71,10 +78,15 @@ async def test_terminate_at_once_sends_no_sigterm(tmp_path: Path) -> None:
         cwd=str(tmp_path),
         stdin=False,
     )
-    await anyio.sleep(0.2)
     start = proctree.read_stat(spawned.pid)
     assert start is not None
-    tree = proctree.descendants(spawned.pid, start.start) or set()
+
+    def whole_tree() -> set[int]:  # the shell's descendants, once both sleeps run
+        table = proctree.snapshot()
+        tree = proctree.members(table, [(spawned.pid, start.start)], "no-tag") - {spawned.pid}
+        return tree if sum(_command(pid) == "sleep" for pid in tree) == 2 else set()
+
+    tree = await wait_until(whole_tree, what="the shell's subtree")
     await spawned.terminate(0)
     assert spawned.returncode == -signal.SIGKILL
     assert not (tmp_path / "term").exists()  # killed, never asked

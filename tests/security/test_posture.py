@@ -14,11 +14,12 @@ async def poser(message, session):
     return "ok"
 
 
-def controller(tmp_path, *extra) -> Controller:
+def controller(tmp_path, *extra, dangerous_grant=True) -> Controller:
     return Controller(
         plugins=plugins_from([poser, *extra]),
         ledger=f"sqlite:///{tmp_path}/ledger.sqlite",
         state_dir=tmp_path / "state",
+        dangerous_grant=dangerous_grant,
     )
 
 
@@ -56,9 +57,9 @@ def test_default_posture_is_auto(tmp_path):
     assert anyio.run(main) == ("auto", "auto")
 
 
-def _open_error(tmp_path, *extra, **fields) -> HarnessError:
+def _open_error(tmp_path, *extra, grant=True, **fields) -> HarnessError:
     async def main():
-        async with controller(tmp_path, *extra) as c:
+        async with controller(tmp_path, *extra, dangerous_grant=grant) as c:
             with pytest.raises(HarnessError) as info:
                 await c.open_session(harness="poser", workspace=str(tmp_path), **fields)
             assert c.sessions() == []  # nothing was recorded for a refused session
@@ -112,3 +113,82 @@ def test_unknown_posture_is_invalid_request(tmp_path):
     error = _open_error(tmp_path, posture="yolo")
     assert error.reason == "invalid-request"
     assert "posture" in error.hint
+
+
+@pytest.mark.parametrize("grant", [False, (), ("other-agent",), "reviewer"])
+def test_dangerous_without_a_grant_is_policy_refused_and_opens_nothing(tmp_path, grant):
+    # _open_error also checks that nothing was recorded
+    error = _open_error(
+        tmp_path,
+        grant=grant,
+        posture="dangerous",
+        agent="reviewer",
+        sandbox=SandboxSpec(network="none"),
+    )
+    assert error.reason == "policy-refused"
+    assert error.hint == "the dangerous posture is not granted to agent 'reviewer'"
+    anonymous = _open_error(
+        tmp_path, grant=grant, posture="dangerous", sandbox=SandboxSpec(network="none")
+    )
+    assert anonymous.hint == "the dangerous posture is not granted to this session"
+
+
+@pytest.mark.parametrize("grant", [True, ("reviewer",), {"reviewer", "x"}])
+def test_a_granted_agent_passes_the_grant_check(tmp_path, grant):
+    # Past the grant, the sandbox check still applies: no provider here enforces network none.
+    error = _open_error(
+        tmp_path,
+        grant=grant,
+        posture="dangerous",
+        agent="reviewer",
+        sandbox=SandboxSpec(network="none"),
+    )
+    assert error.reason == "policy-refused" and "not granted" not in error.hint
+
+
+def test_dangerous_on_resume_needs_the_grant(tmp_path):
+    async def main():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(harness="poser", workspace=str(tmp_path))
+        async with controller(tmp_path, dangerous_grant=False) as c:
+            with pytest.raises(HarnessError) as info:
+                await c.resume_session(
+                    ref, posture="dangerous", sandbox=SandboxSpec(network="none")
+                )
+            events = c.ledger.events(ref.session_id)
+            return info.value, [e.type for e in events]
+
+    error, types = anyio.run(main)
+    assert error.reason == "policy-refused" and "not granted" in error.hint
+    assert "session.resumed" not in types
+
+
+def test_cli_dangerous_needs_grant_dangerous_and_then_runs(tmp_path):
+    import shutil
+    import subprocess
+
+    from tests.helpers import harness_cmd
+
+    if shutil.which("bwrap") is None or not _installed("sandbox_bubblewrap"):
+        pytest.skip("the dangerous posture needs an enforcing sandbox (bubblewrap)")
+    ledger = f"sqlite:///{tmp_path}/ledger.sqlite"
+    base = [*harness_cmd(), "run", "echo", "hi", "--posture", "dangerous", "--network", "none"]
+    base += ["--sandbox", "bubblewrap", "--ledger", ledger, "--workspace", str(tmp_path)]
+    refused = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        "harness: error: policy-refused: the dangerous posture is not granted to this session"
+    ]
+    sessions = [*harness_cmd(), "sessions", "--json", "--ledger", ledger]
+    assert subprocess.run(sessions, capture_output=True, text=True).stdout.strip() == ""
+    granted = subprocess.run(
+        [*base, "--grant-dangerous"], capture_output=True, text=True, timeout=120
+    )
+    assert granted.returncode == 0, granted.stderr
+    assert "echo: hi" in granted.stdout
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None

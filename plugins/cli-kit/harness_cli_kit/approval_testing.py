@@ -169,5 +169,5 @@ class ApprovalScenarios:
         assert asked == []  # the command policy answered; nobody was asked
         _, resolved = permission_events(result)
         assert resolved and (resolved[0].decision, resolved[0].source) == ("deny", "policy")
-        assert resolved[0].reason == "recursive delete outside the workspace"
+        assert resolved[0].reason == "recursive or forced delete outside the workspace"
         assert_one_terminal(result)

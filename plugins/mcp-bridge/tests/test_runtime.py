@@ -174,10 +174,16 @@ def test_bad_tool_config_is_invalid_request(tmp_path):
 def test_a_call_in_flight_at_cancel_records_nothing_after_the_terminal(tmp_path):
     adapter = BridgeCaller()
     release = anyio.Event()
+    ended = anyio.Event()
 
     async def slow(arguments):
-        await release.wait()
-        return "late"
+        try:
+            await release.wait()
+            return "late"
+        finally:
+            # cancelled with the turn, or answering late: either way the bridge records what
+            # it records right after this (no await between), before this test looks
+            ended.set()
 
     async def body(c):
         ref = await c.open_session(
@@ -192,7 +198,8 @@ def test_a_call_in_flight_at_cancel_records_nothing_after_the_terminal(tmp_path)
         # The tool may answer after the turn ended (or was cancelled with the client's request):
         # either way its tool.completed finds the turn over.
         release.set()
-        await anyio.sleep(0.3)
+        with anyio.fail_after(10):
+            await ended.wait()
         return turn.result(), c.events(ref.session_id)
 
     host = HostTool(name="Get_slow", description="answers late", function=slow)

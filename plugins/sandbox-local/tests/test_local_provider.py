@@ -14,6 +14,8 @@ import pytest
 from harness_hookspecs import HarnessError, SandboxRequest, SandboxSpec
 from sandbox_local import LocalSandboxProvider, default_root, validate_key
 
+from harness_core.testing.waiting import wait_until
+
 
 def request(scope="run", *, agent=None, user=None, session="s1", **spec) -> SandboxRequest:
     return SandboxRequest(
@@ -250,7 +252,7 @@ def test_fail_policy_refuses_a_busy_durable_workspace(provider):
     finalize(provider, again)
 
 
-def test_queue_policy_waits_for_the_holder(provider):
+def test_queue_policy_waits_for_the_holder(provider, root, lock_descriptors):
     order: list[str] = []
 
     async def main():
@@ -264,7 +266,9 @@ def test_queue_policy_waits_for_the_holder(provider):
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(second)
-            await anyio.sleep(0.3)
+            # the second has found the lock held and waits for it
+            await wait_until(lambda: lock_descriptors(root) == 2, what="the second provision")
+            assert order == ["first-in"]
             order.append("first-out")
             await provider.finalize(first, "success")
 
@@ -370,8 +374,28 @@ def test_fork_policy_uses_the_durable_workspace_when_free(provider, root):
     finalize(provider, handle)
 
 
-def test_foreign_handles_are_ignored_on_finalize(provider):
+def test_foreign_handles_are_ignored_on_finalize(provider, root, tmp_path):
+    """A handle this provider did not make (no state, or another's) finalizes nothing: no
+    workspace removed, no lock released, no outcome recorded - not even for its own paths."""
     from harness_hookspecs import SandboxHandle
 
-    finalize(provider, SandboxHandle(provider="local", workspace=None), "success")
-    finalize(provider, SandboxHandle(provider="local", workspace="/", state=object()), "success")
+    holder = provision(provider, request("agent", agent="a", session="holder"))
+    durable = Path(holder.workspace)
+    (durable / "kept.txt").write_text("kept")
+    fresh = provision(provider, request("run", session="fresh"))
+    (Path(fresh.workspace) / "kept.txt").write_text("kept")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "kept.txt").write_text("kept")
+    for workspace in (None, "/", str(outside), str(durable), fresh.workspace):
+        for state in (None, object(), {"kind": "durable"}):
+            finalize(provider, SandboxHandle(provider="local", workspace=workspace, state=state))
+    for path in (durable, Path(fresh.workspace), outside):
+        assert (path / "kept.txt").read_text() == "kept", path
+    assert provider.last_outcome("agent", "a", None) is None  # nothing recorded
+    with pytest.raises(HarnessError):  # the holder still holds the lock
+        provision(provider, request("agent", agent="a", concurrency="fail"))
+    finalize(provider, holder, "success")
+    finalize(provider, fresh, "success")
+    assert provider.last_outcome("agent", "a", None)["session_id"] == "holder"
+    assert not Path(fresh.workspace).exists()

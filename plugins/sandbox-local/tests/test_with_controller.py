@@ -10,6 +10,7 @@ from harness_hookspecs import HarnessError, SandboxSpec
 from sandbox_local import LocalSandboxProvider, plugin
 
 from harness_core import Controller, harness, plugins_from
+from harness_core.testing.waiting import wait_until
 
 
 @harness("scribe")
@@ -129,7 +130,7 @@ def test_run_scope_is_removed_when_the_session_closes(tmp_path, root):
     assert not path.exists()
 
 
-def test_a_second_session_queues_behind_the_first(tmp_path, root):
+def test_a_second_session_queues_behind_the_first(tmp_path, root, lock_descriptors):
     spec = SandboxSpec(provider="local", scope="agent")
     order: list[str] = []
 
@@ -149,7 +150,9 @@ def test_a_second_session_queues_behind_the_first(tmp_path, root):
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(second)
-                await anyio.sleep(0.3)
+                # the second session has found the workspace's lock held and waits for it
+                await wait_until(lambda: lock_descriptors(root) == 2, what="the second open")
+                assert order == ["first-open"]
                 order.append("first-close")
                 await controller.close_session(first)
 

@@ -1,0 +1,436 @@
+"""The ``auto`` posture's command policy on parsed shell: the corpus, each rule by name, the
+host's configuration, and the parser's reading of words (quotes, variables, ``cd``, wrappers).
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+
+import pytest
+from harness_hookspecs import HarnessError, PermissionRequest
+
+from harness_core.command_policy import BUILTIN_RULES, CommandPolicy, Judgement, Rule
+from harness_core.shell_words import parse
+from tests.approvals.command_corpus import BENIGN, HARMFUL, HOME, WORKSPACE
+
+
+@pytest.fixture(autouse=True)
+def _home(monkeypatch):
+    monkeypatch.setenv("HOME", HOME)
+
+
+def judge(command: str, policy: CommandPolicy | None = None, workspace=WORKSPACE) -> Judgement:
+    request = PermissionRequest.for_tool(
+        "Bash", kind="shell", command=command, input={"command": command}
+    )
+    return (policy or CommandPolicy()).judge(request, workspace)
+
+
+def file_call(kind: str, path: str, policy: CommandPolicy | None = None) -> Judgement:
+    request = PermissionRequest.for_tool(
+        "Write" if kind == "write" else "Read", kind=kind, path=path
+    )
+    return (policy or CommandPolicy()).judge(request, WORKSPACE)
+
+
+# -- the corpus ---------------------------------------------------------------------------------
+
+
+def test_the_corpus_is_big_enough_and_names_every_shell_rule():
+    assert len(HARMFUL) + len(BENIGN) >= 300
+    assert len({c for c, _, _ in HARMFUL}) == len(HARMFUL)
+    assert len(set(BENIGN)) == len(BENIGN)
+    named = {rule for _, _, rule in HARMFUL}
+    shell_rules = {r.name for r in BUILTIN_RULES if "shell" in r.kinds}
+    assert shell_rules <= named | {"secret-file-outside-workspace"}, shell_rules - named
+
+
+@pytest.mark.parametrize(("command", "verdict", "rule"), HARMFUL, ids=[c for c, _, _ in HARMFUL])
+def test_harmful_commands_are_never_allowed(command, verdict, rule):
+    judged = judge(command)
+    assert (judged.verdict, judged.rule) == (verdict, rule)
+    assert judged.reason  # the model reads why
+
+
+@pytest.mark.parametrize("command", BENIGN)
+def test_benign_workspace_commands_are_allowed(command):
+    judged = judge(command)
+    assert (judged.verdict, judged.rule, judged.reason) == ("allow", "default", None)
+
+
+def test_a_host_allow_never_lifts_a_built_in_verdict():
+    everything = CommandPolicy(allow=["*"])
+    for command, verdict, _ in HARMFUL:
+        assert judge(command, everything).verdict == verdict, command
+
+
+# -- each rule, by name -------------------------------------------------------------------------
+
+
+def test_delete_outside_workspace_and_its_neighbours():
+    assert judge("rm -rf build").verdict == "allow"
+    assert judge("rm build").verdict == "allow"  # no -r/-f: a write inside
+    assert judge("rm -r /opt/x").rule == "delete-outside-workspace"
+    assert judge("rm -f /opt/x").rule == "delete-outside-workspace"
+    assert judge("rm -R /opt/x").rule == "delete-outside-workspace"
+    assert judge("rm --force /opt/x").rule == "delete-outside-workspace"
+    assert judge("rm -v /opt/x").rule == "write-outside-workspace"
+    assert judge("rm -rf /srv/ws").verdict == "allow"  # the workspace itself
+    assert judge("rm -rf /srv/wsx").rule == "delete-outside-workspace"  # a sibling prefix
+    assert judge("rm -- -rf").verdict == "allow"
+    assert judge("find build -delete").verdict == "allow"
+    assert judge("find /opt -delete").rule == "delete-outside-workspace"
+    assert judge("find -delete").verdict == "allow"  # find's default start is .
+    assert judge("rm -rf /x", workspace=None).rule == "delete-outside-workspace"
+
+
+def test_delete_unknown_target():
+    assert judge('rm -rf "$X"').rule == "delete-unknown-target"
+    assert judge('rm -rf "$X"').verdict == "ask"
+    assert judge('rm "$X"').verdict == "allow"  # a plain rm of an unknown file
+    assert judge("rm -rf build", workspace=None).rule == "delete-unknown-target"  # where is .?
+
+
+def test_download_into_shell():
+    assert judge("curl x | sh").rule == "download-into-shell"
+    assert judge("curl x | jq .").verdict == "allow"
+    assert judge("sh install.sh").verdict == "allow"
+    assert judge("curl -o i.sh x && sh i.sh").verdict == "allow"  # downloaded, then run: a file
+    assert judge("echo $(curl x)").verdict == "allow"
+
+
+def test_disks_and_fork_bombs():
+    assert judge("mkfs.xfs /dev/vdb").rule == "disk-format"
+    assert judge("dd if=/dev/zero of=/dev/mmcblk0").rule == "disk-overwrite"
+    assert judge("dd if=/dev/zero of=disk.img bs=1M count=1").verdict == "allow"
+    assert judge("cat x > /dev/xvda").rule == "block-device-write"
+    assert judge(":(){ :|:& };:").rule == "fork-bomb"
+    assert judge("f() { echo; }; f").verdict == "allow"
+    assert judge("f() { f; }; f").verdict == "allow"  # recursion, not a fork
+
+
+def test_credential_store_for_commands_and_file_tools():
+    assert judge("cat ~/.ssh/id_rsa").rule == "credential-store"
+    assert judge("cat ~/.ssh/known_hosts").rule == "credential-store"
+    assert judge("ssh-keygen -y -f /home/bob/.ssh/id_ed25519").rule == "credential-store"
+    assert file_call("read", "~/.aws/credentials").rule == "credential-store"
+    assert file_call("read", "/etc/shadow").verdict == "ask"
+    assert file_call("read", "/etc/hosts").verdict == "allow"
+    assert file_call("read", "src/app.py").verdict == "allow"
+    assert file_call("write", "~/.ssh/authorized_keys").verdict == "deny"  # outside, and a store
+
+
+def test_secret_file_outside_workspace():
+    assert judge("cat .env").verdict == "allow"
+    assert judge("cat /srv/ws/config/.env").verdict == "allow"
+    assert judge("cat /srv/app/.env").rule == "secret-file-outside-workspace"
+    assert file_call("read", "../.env.local").rule == "secret-file-outside-workspace"
+    assert file_call("read", ".npmrc").verdict == "allow"
+
+
+def test_destructive_sql_needs_a_client_and_a_statement():
+    assert judge("psql -c 'drop table t'").rule == "destructive-sql"
+    assert judge("psql -c 'select 1'").verdict == "allow"
+    assert judge("echo 'drop table t'").verdict == "allow"  # no client
+    assert judge("echo 'drop table t' > notes.sql").verdict == "allow"
+    assert judge("psql -c 'CREATE TABLE t (a int)'").rule == "destructive-sql"
+    assert judge("psql -c 'create temp sequence s'").verdict == "allow"
+    assert judge("psql -c 'revoke all on t from bob'").rule == "destructive-sql"
+    assert judge("mysql -e 'update t set a=1 where id=2'").rule == "destructive-sql"
+
+
+def test_database_tools():
+    assert judge("dropdb test").rule == "database-drop-tool"
+    assert judge("redis-cli flushdb").rule == "database-admin-drop"
+    assert judge("redis-cli get key").verdict == "allow"
+    assert judge("mysqladmin status").verdict == "allow"
+
+
+def test_other_user_is_asked_and_the_wrapped_command_still_judged():
+    assert judge("sudo ls").rule == "other-user"
+    assert judge("sudo rm -rf /").rule == "delete-outside-workspace"
+    assert judge("run0 id").rule == "other-user"
+
+
+def test_git_force_push():
+    for command in ("git push --force", "git push -f origin x", "git push --force-with-lease"):
+        assert judge(command).rule == "git-force-push", command
+    assert judge("git push origin +x").rule == "git-force-push-refspec"
+    assert judge("git push origin main").verdict == "allow"
+    assert judge("git commit -f").verdict == "allow"  # not push
+    assert judge("git fetch --force").verdict == "allow"
+    assert judge("git -c a.b=c push -f").rule == "git-force-push"
+    assert judge("git --no-pager push --force").rule == "git-force-push"
+    assert judge("git push -- -f").verdict == "allow"  # an operand named -f
+
+
+def test_writes_outside_the_workspace():
+    assert judge("echo x > out.txt").verdict == "allow"
+    assert judge("echo x > /opt/out.txt").rule == "write-outside-workspace"
+    assert judge("echo x >> /opt/out.txt").rule == "write-outside-workspace"
+    assert judge("echo x &> /opt/out.txt").rule == "write-outside-workspace"
+    assert judge("make 2>&1").verdict == "allow"
+    assert judge("make >&2").verdict == "allow"
+    assert judge("make > /dev/null 2> /dev/stderr").verdict == "allow"
+    assert judge("pytest > /tmp/out.log").verdict == "allow"  # scratch space
+    assert judge("cat /etc/hosts").verdict == "allow"  # reading is fine
+    assert judge("cp /etc/hosts hosts.copy").verdict == "allow"
+    assert judge("cp a b /opt/").rule == "write-outside-workspace"
+    assert judge("install -m 755 app /usr/bin/app").rule == "write-outside-workspace"
+    assert judge("chmod +x run.sh").verdict == "allow"
+    assert judge("chmod 600 /opt/x").rule == "write-outside-workspace"
+    assert judge("sed 's/a/b/' /etc/hosts").verdict == "allow"  # no -i: reads
+    assert judge("perl -pi -e 's/a/b/' /etc/hosts").rule == "write-outside-workspace"
+    assert judge("curl --output=/opt/x https://x.example").rule == "write-outside-workspace"
+    assert judge("curl --output /opt/x https://x.example").rule == "write-outside-workspace"
+    assert judge("dd if=a of=/opt/b").rule == "write-outside-workspace"
+    assert file_call("write", "/opt/x").rule == "file-write-outside-workspace"
+    assert file_call("write", "/tmp/scratch.txt").verdict == "allow"
+    assert file_call("write", "notes.txt").verdict == "allow"
+
+
+def test_computed_power_and_process_rules():
+    assert judge("$X").rule == "computed-command"
+    assert judge("X=ls; $X").verdict == "allow"  # known on the line
+    assert judge("halt").rule == "power-off"
+    assert judge("kill -9 1234").verdict == "allow"
+    assert judge("pkill -u bob").rule == "kill-everything"
+
+
+def test_unparseable_and_truncated_lines_ask():
+    assert judge("echo 'x").rule == "unparseable"
+    assert judge("ls )").verdict == "ask"
+    long = "echo " + "a" * 5000
+    judged = judge_line(long)
+    assert (judged.verdict, judged.rule) == ("ask", "truncated")
+
+
+def judge_line(command: str) -> Judgement:
+    """As an adapter that passes only the one-line command (no raw input)."""
+    request = PermissionRequest.for_tool("Bash", kind="shell", command=command)
+    return CommandPolicy().judge(request, WORKSPACE)
+
+
+def test_the_raw_input_is_judged_not_the_one_line_summary():
+    # newlines collapse to spaces in request.command: `echo hi rm -rf /` would be an echo
+    request = PermissionRequest.for_tool(
+        "Bash", kind="shell", command="echo hi\nrm -rf /", input={"command": "echo hi\nrm -rf /"}
+    )
+    assert request.command == "echo hi rm -rf /"
+    assert CommandPolicy().judge(request, WORKSPACE).rule == "delete-outside-workspace"
+    argv = PermissionRequest.for_tool(
+        "shell", kind="shell", command="x", input={"cmd": ["rm", "-rf", "/"]}
+    )
+    assert CommandPolicy().judge(argv, WORKSPACE).rule == "delete-outside-workspace"
+    # a string action with no kind is still a command
+    action = PermissionRequest.for_tool("action", command="rm -rf /")
+    assert CommandPolicy().verdict(action, WORKSPACE) == (
+        "deny",
+        "recursive or forced delete outside the workspace",
+    )
+
+
+def test_requests_without_a_command_get_the_default():
+    fetch = PermissionRequest.for_tool("WebFetch", kind="fetch")
+    assert CommandPolicy().judge(fetch, WORKSPACE).verdict == "allow"
+    assert CommandPolicy(default="ask").judge(fetch, WORKSPACE).verdict == "ask"
+    denied = CommandPolicy(default="deny").judge(fetch, WORKSPACE)
+    assert (denied.verdict, denied.reason) == ("deny", "not allowed by the command policy")
+
+
+# -- the host's configuration -------------------------------------------------------------------
+
+
+def test_default_applies_to_what_wrappers_run_not_to_the_wrappers():
+    strict = CommandPolicy(allow=["make*", "pytest*"], default="deny")
+    assert judge("env CI=1 make test", strict).verdict == "allow"
+    assert judge("timeout 9 pytest -q", strict).verdict == "allow"
+    assert judge("bash -c 'make && pytest'", strict).verdict == "allow"
+    assert judge("make && git status", strict).rule == "default"
+    assert judge("make && git status", strict).command == "git status"
+    assert judge("make", CommandPolicy(default="ask")).verdict == "ask"
+
+
+def test_globs_judge_each_simple_command():
+    policy = CommandPolicy(deny=["npm publish*"], ask=["git push*"])
+    assert judge("make && npm publish --tag x", policy).rule == "deny-pattern"
+    assert judge("env X=1 git push origin main", policy).verdict == "ask"
+    assert judge("git status", policy).verdict == "allow"
+
+
+def test_host_rules_extend_disable_and_replace():
+    terraform = {"name": "tf-destroy", "verdict": "deny", "programs": ["terraform"],
+                 "args": ["destroy"], "reason": "terraform destroy"}  # fmt: skip
+    policy = CommandPolicy.from_config({"rules": [terraform]})
+    judged = judge("cd infra && terraform destroy", policy)
+    assert (judged.verdict, judged.rule, judged.reason) == (
+        "deny",
+        "tf-destroy",
+        "terraform destroy",
+    )
+    assert judge("terraform plan", policy).verdict == "allow"
+    assert judge("sudo ls", policy).rule == "other-user"  # the built-in ones still apply
+
+    no_sudo_rule = CommandPolicy.from_config({"disable": ["other-user"]})
+    assert judge("sudo ls", no_sudo_rule).verdict == "allow"
+    assert judge("sudo rm -rf /", no_sudo_rule).verdict == "deny"
+
+    replaced = CommandPolicy.from_config({"builtin": False, "rules": [terraform]})
+    assert judge("rm -rf /", replaced).verdict == "allow"
+    assert judge("terraform destroy", replaced).verdict == "deny"
+    assert [r.name for r in replaced.all_rules] == ["tf-destroy"]
+
+
+def test_a_rule_without_reason_says_its_name():
+    rule = Rule("mine", "ask", programs=("x",))
+    assert rule.why == "ask by the command policy rule mine"
+
+
+@pytest.mark.parametrize(
+    ("config", "hint"),
+    [
+        (["x"], "command_policy must be a mapping"),
+        ({"bogus": 1}, "unknown command_policy key 'bogus'"),
+        ({"ask": "x*"}, "command_policy: expected a list of strings, not one string"),
+        ({"deny": [1]}, "command_policy: expected a list of strings"),
+        ({"default": "maybe"}, "command_policy: 'default' must be in"),
+        ({"builtin": "no"}, "command_policy builtin must be true or false"),
+        ({"disable": ["nope"]}, "command_policy: no built-in rule named 'nope'"),
+        ({"rules": "x"}, "command_policy rules must be a list"),
+        ({"rules": {"name": "x"}}, "command_policy rules must be a list"),
+        ({"rules": [1]}, "a command_policy rule must be a mapping"),
+        ({"rules": [{"name": "x", "verdict": "ask", "colour": 1}]}, "unknown command_policy rule key 'colour'"),
+        ({"rules": [{"name": "x", "verdict": "maybe"}]}, "command_policy rule 'x': 'verdict' must be in"),
+        ({"rules": [{"name": "x", "verdict": "ask", "text": "("}]}, "command_policy rule 'x': "),
+        ({"rules": [{"name": "x", "verdict": "ask", "target": "moon"}]}, "command_policy rule 'x': 'target'"),
+        ({"rules": [{"name": "x", "verdict": "ask", "where": "moon"}]}, "command_policy rule 'x': 'where'"),
+        ({"rules": [{"name": "", "verdict": "ask"}]}, "command_policy rule '': "),
+        ({"rules": [{"verdict": "ask"}]}, "command_policy rule '?': "),
+        ({"rules": [{"name": "x", "verdict": "ask", "programs": "git"}]}, "command_policy rule 'x': expected a list"),
+    ],
+)  # fmt: skip
+def test_bad_configuration_is_invalid_request(config, hint):
+    with pytest.raises(HarnessError) as info:
+        CommandPolicy.from_config(config)
+    assert info.value.reason == "invalid-request"
+    assert info.value.hint.startswith(hint), info.value.hint
+
+
+def test_empty_configuration_is_the_built_in_policy():
+    assert CommandPolicy.from_config(None) == CommandPolicy()
+    assert CommandPolicy.from_config({}) == CommandPolicy()
+    assert CommandPolicy.from_config({"default": "ask"}).default == "ask"
+
+
+# -- the parser's reading -----------------------------------------------------------------------
+
+
+def programs(
+    command: str, cwd: str | None = WORKSPACE
+) -> list[tuple[str | None, tuple, str | None]]:
+    return [(i.program, i.args, i.cwd) for i in parse(command, cwd=cwd, home=HOME).invocations]
+
+
+def test_words_are_read_as_the_shell_reads_them():
+    assert programs("r\\m 'a b' \"c $HOME\" $'\\x41' ~ ~/x ~bob") == [
+        ("rm", ("a b", f"c {HOME}", "A", HOME, f"{HOME}/x", None), WORKSPACE)
+    ]
+    assert programs('echo "a\\"b" x\\ y') == [("echo", ('a"b', "x y"), WORKSPACE)]
+    assert programs("echo ${HOME} ${HOME:-x} $UNSET $PWD") == [
+        ("echo", (HOME, None, None, WORKSPACE), WORKSPACE)
+    ]
+    assert programs("A=1; B=$A; echo $B") == [("echo", ("1",), WORKSPACE)]
+    assert programs("A=1 echo $A; echo $A") == [
+        ("echo", ("1",), WORKSPACE),
+        ("echo", (None,), WORKSPACE),
+    ]
+    assert programs("echo a~ ~/'x'") == [("echo", ("a~", f"{HOME}/x"), WORKSPACE)]
+
+
+def test_cd_is_followed_and_stays_in_its_subshell():
+    assert programs("cd src && make; (cd /x; a); b") == [
+        ("cd", ("src",), WORKSPACE),
+        ("make", (), f"{WORKSPACE}/src"),
+        ("cd", ("/x",), f"{WORKSPACE}/src"),
+        ("a", (), "/x"),
+        ("b", (), f"{WORKSPACE}/src"),
+    ]
+    assert programs("cd; a")[-1] == ("a", (), HOME)
+    assert programs("cd $X; a")[-1] == ("a", (), None)
+    assert programs("cd -P ..; a")[-1] == ("a", (), "/srv")
+    assert programs("cd x; a", cwd=None)[-1] == ("a", (), None)
+    assert programs("cd /x; a", cwd=None)[-1] == ("a", (), "/x")
+
+
+def test_wrappers_are_unwrapped():
+    cases = {
+        "env -u A -i B=1 -- make x": ("make", ("x",)),
+        "nice -n 5 make": ("make", ()),
+        "nohup make": ("make", ()),
+        "time -p make": ("make", ()),
+        "exec -a name make": ("make", ()),
+        "sudo -u bob -E make": ("make", ()),
+        "doas -u bob make": ("make", ()),
+        "timeout -k 5 10 make": ("make", ()),
+        "timeout --signal=KILL 10 make": ("make", ()),
+        "xargs -n 1 -I {} make": ("make", (None,)),
+        "xargs": ("echo", (None,)),
+        "stdbuf -o L make": ("make", ()),
+        "ionice -c 3 make": ("make", ()),
+        "find . -exec make {} ;": ("make", (None,)),
+        "find . -execdir make x +": ("make", ("x",)),
+        "watch -n 1 make": ("make", ()),
+        "eval make x": ("make", ("x",)),
+        "su -c make": ("make", ()),
+        "su --command=make": ("make", ()),
+        "env -S 'make x'": ("make", ("x",)),
+        "env --split-string=make": ("make", ()),
+        "bash -o pipefail -c make": ("make", ()),
+        "bash --norc -c make": ("make", ()),
+    }
+    for command, expected in cases.items():
+        found = parse(command, cwd=WORKSPACE, home=HOME).invocations
+        assert found[0].wrapper, command
+        assert (found[-1].program, found[-1].args) == expected, (command, found)
+        assert not found[-1].wrapper, command
+    for plain in ("bash script.sh", "command -v make", "env", "sudo -l", "bash", "env A=1"):
+        found = parse(plain, cwd=WORKSPACE, home=HOME).invocations
+        assert len(found) == 1 and not found[0].wrapper, plain
+    moved = parse("env -C sub make", cwd=WORKSPACE, home=HOME).invocations[-1]
+    assert (moved.program, moved.cwd) == ("make", f"{WORKSPACE}/sub")
+
+
+def test_pipelines_and_substitutions_feed():
+    found = parse("a | b | c", cwd=WORKSPACE, home=HOME).invocations
+    assert [sorted(i.feeders) for i in found] == [[], ["a"], ["a", "b"]]
+    found = parse("x $(y) <(z)", cwd=WORKSPACE, home=HOME).invocations
+    assert {i.program: sorted(i.feeders) for i in found} == {"x": ["y", "z"], "y": [], "z": []}
+    found = parse("a; b", cwd=WORKSPACE, home=HOME).invocations
+    assert [i.feeders for i in found] == [frozenset(), frozenset()]
+
+
+def test_redirects_are_kept_on_the_command_and_a_group():
+    found = parse("make > out 2>&1 < in", cwd=WORKSPACE, home=HOME).invocations
+    assert found[0].redirects == ((">", "out"), (">&", "1"), ("<", "in"))
+    found = parse("{ a; b; } >> log", cwd=WORKSPACE, home=HOME).invocations
+    assert [i.redirects for i in found] == [((">>", "log"),), ((">>", "log"),)]
+
+
+def test_nesting_has_a_limit():
+    command = "make"
+    for _ in range(8):
+        command = f"bash -c {shlex.quote(command)}"
+    parsed = parse(command, cwd=WORKSPACE, home=HOME)
+    assert parsed.problems == ("commands nested too deep to read",)
+    assert judge(command).rule == "unparseable"
+
+
+def test_the_parser_is_imported_only_when_a_command_is_judged():
+    code = (
+        "import sys, harness_core.command_policy as p, harness_core.controller; "
+        "print('tree_sitter' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
