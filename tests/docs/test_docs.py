@@ -124,7 +124,7 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
         assert f"### `harness {name}`" in text
         section = text.split(f"### `harness {name}`", 1)[1].split("\n### ", 1)[0]
         for action in sub._actions:
-            if action.help == argparse.SUPPRESS:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
                 continue
             row = next(
                 (
@@ -143,11 +143,17 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
 def test_every_cli_argument_has_help():
     # the CLI reference is generated from the parser: an argument without help is a blank row
     parser = reference.cli_parser()
+    commands = {
+        f"{name} {nested_name}": nested
+        for name, sub in reference.subcommands(parser).items()
+        for nested_name, nested in reference.subcommands(sub).items()
+    }
+    commands.update(reference.subcommands(parser))
     blank = [
         f"harness {name} {' '.join(action.option_strings) or action.dest}"
-        for name, sub in reference.subcommands(parser).items()
+        for name, sub in commands.items()
         for action in sub._actions
-        if not action.help
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
     ]
     blank += [
         f"harness {' '.join(action.option_strings)}"
