@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+__all__ = ["assert_conformant", "conformance_tests"]
+
 _OPTION = "--harness-conformance"
 
 
