@@ -161,21 +161,10 @@ class Controller:
         :param dangerous_grant: lets sessions take the ``dangerous`` posture: ``True`` for
             all, or a collection of the agent names allowed (otherwise ``dangerous`` is
             ``policy-refused`` and nothing opens).
-        :param tool_hooks: the host's ``before_tool`` and ``after_tool`` callbacks with their
-            matchers (:mod:`.tool_hooks`).
+        :param tool_hooks: the host's ``before_tool``/``after_tool`` hooks (:mod:`.tool_hooks`).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
-        self.ledger: LedgerStore = (
-            ledger
-            if ledger is not None and not isinstance(ledger, str)
-            else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
-        )
-        self._owns_ledger = ledger is None or isinstance(ledger, str)
-        # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
-        root = Path(state_dir) if state_dir is not None else default_state_root()
-        self.state_root = root.absolute()
-        #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
-        self.log_directory = log_directory(self.ledger, self.state_root)
+        self._set_storage(ledger, state_dir)
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
@@ -188,17 +177,7 @@ class Controller:
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
-        #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
-        #: plugin wraps it (the fast path every module of the runtime calls hooks through)
-        self.call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
-        #: what is recorded, durable and seen (shared by every session's recorder)
-        self.delivery = Delivery(
-            self.ledger, self.plugins.pm.hook, self.call.implementations("on_event")
-        )
-        #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
-        self.after_tool = AfterTool(tool_hooks, lambda: self.task_group)
-        if self.after_tool.hooks:
-            self.delivery.listeners.append(self.after_tool)
+        self._set_delivery(tool_hooks)
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
         #: the sessions open in this controller, by id (see :meth:`live`)
@@ -210,6 +189,38 @@ class Controller:
         #: ``anyio.current_time`` and the cancellation class of the backend we run on
         self.clock: Callable[[], float] = anyio.current_time
         self.cancelled_class: type[BaseException] | None = None  # known once entered
+
+    def _set_storage(
+        self, ledger: LedgerStore | str | None, state_dir: str | os.PathLike[str] | None
+    ) -> None:
+        """The ledger (opened here from a URL or the default), the state root and the log
+        directory."""
+        self.ledger: LedgerStore = (
+            ledger
+            if ledger is not None and not isinstance(ledger, str)
+            else open_ledger(ledger, schemes=self.plugins.ledger_schemes)
+        )
+        self._owns_ledger = ledger is None or isinstance(ledger, str)
+        # Absolute: an adapter hands paths under it to a CLI that runs in the workspace.
+        root = Path(state_dir) if state_dir is not None else default_state_root()
+        self.state_root = root.absolute()
+        #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
+        self.log_directory = log_directory(self.ledger, self.state_root)
+
+    def _set_delivery(self, tool_hooks: Sequence[ToolHook]) -> None:
+        """The hook fast path, the delivery every session's recorder shares, and the host's
+        after_tool hooks fed from it."""
+        #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
+        #: plugin wraps it (the fast path every module of the runtime calls hooks through)
+        self.call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
+        #: what is recorded, durable and seen (shared by every session's recorder)
+        self.delivery = Delivery(
+            self.ledger, self.plugins.pm.hook, self.call.implementations("on_event")
+        )
+        #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
+        self.after_tool = AfterTool(tool_hooks, lambda: self.task_group)
+        if self.after_tool.hooks:
+            self.delivery.listeners.append(self.after_tool)
 
     @property
     def hook(self) -> Any:

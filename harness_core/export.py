@@ -48,12 +48,15 @@ def open_turn(store: LedgerStore, session_id: str) -> str | None:
 
 def session_state(status: str, turn: str | None) -> str:
     """What a session is doing, for people: ``running`` (a turn is under way in a live
-    process), ``idle`` (open, waiting for its next turn - every ``harness run`` without
-    ``--close`` leaves one so, resumable), or ``closed``. ``turn`` is :func:`open_turn`'s answer
-    (a turn a dead process left open makes the session idle: its next resume ends that turn)."""
+    process), ``interrupted`` (open, its last turn left without a terminal by a process that is
+    gone: the next resume or ``harness close`` ends that turn), ``idle`` (open, waiting for its
+    next turn - every ``harness run`` without ``--close`` leaves one so, resumable), or
+    ``closed``. ``turn`` is :func:`open_turn`'s answer."""
     if status == "closed":
         return "closed"
-    return "running" if turn == "running" else "idle"
+    if turn in ("running", "interrupted"):
+        return turn
+    return "idle"
 
 
 def usage_dict(usage: Usage | None) -> dict[str, Any] | None:

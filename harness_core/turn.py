@@ -547,6 +547,14 @@ class Turn:
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
+        return self._ending(outcome, deadline, scope)
+
+    def _ending(
+        self, outcome: Payload | None, deadline: float | None, scope: anyio.CancelScope
+    ) -> Payload:
+        """The turn's end once the adapter loop is left: a cancelled scope is the cancel, the
+        budget's limit or the deadline; a deadline that passed while the harness held the loop
+        still wins over its late answer."""
         if (
             outcome is not None
             and deadline is not None

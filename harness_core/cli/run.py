@@ -292,18 +292,23 @@ def cmd_run(args: argparse.Namespace) -> int:
                     )
                 finally:
                     tg.cancel_scope.cancel()
-        if result.status == "completed":
-            return EXIT_OK
-        # 130 only when the host interrupted the turn; a harness ending it itself is a failure.
-        by = getattr(result.events[-1].payload, "by", None) if result.events else None
-        if by == "host":
-            return EXIT_CANCELLED
-        # A turn that could not run for want of credentials or the CLI: 69, as a refused open.
-        unavailable = exit_code_for(result.reason or "") == EXIT_UNAVAILABLE
-        return EXIT_UNAVAILABLE if unavailable else EXIT_TURN_FAILED
+        return _exit_code(result)
 
     code: int = anyio.run(main)
     return code
+
+
+def _exit_code(result: Any) -> int:
+    """The exit status of ``harness run`` for the turn's result."""
+    if result.status == "completed":
+        return EXIT_OK
+    # 130 only when the host interrupted the turn; a harness ending it itself is a failure.
+    by = getattr(result.events[-1].payload, "by", None) if result.events else None
+    if by == "host":
+        return EXIT_CANCELLED
+    # A turn that could not run for want of credentials or the CLI: 69, as a refused open.
+    unavailable = exit_code_for(result.reason or "") == EXIT_UNAVAILABLE
+    return EXIT_UNAVAILABLE if unavailable else EXIT_TURN_FAILED
 
 
 async def _open(

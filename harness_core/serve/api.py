@@ -221,8 +221,10 @@ async def session_view(server: Server, session_id: str) -> dict[str, Any]:
         "output_tokens": summary.output_tokens,
         "cost_usd": summary.cost_usd,
         "last_turn": last_turn,
-        # running / idle / closed (see harness_core.export.session_state)
-        "state": session_state(record.status, "running" if last_turn == "running" else None),
+        # running / interrupted / idle / closed (see harness_core.export.session_state)
+        "state": session_state(
+            record.status, last_turn if last_turn in ("running", "interrupted") else None
+        ),
         "last_sequence": summary.last_sequence,
         "updated_at": summary.updated_at or record.updated_at,
         "running_turn": running.turn_id if running is not None else None,
