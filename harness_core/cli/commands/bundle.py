@@ -35,7 +35,7 @@ def _import_arguments(p: ArgumentParser) -> None:
 
 
 def _replay_arguments(p: ArgumentParser) -> None:
-    p.add_argument("session")
+    p.add_argument("session", help="session id")
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument(
         "--pace", action="store_true", help=f"wait the recorded gaps (each at most {PACE_CAP}s)"

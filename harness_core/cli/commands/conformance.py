@@ -20,7 +20,7 @@ def register_commands(commands: Any) -> None:
 
 
 def _arguments(p: ArgumentParser) -> None:
-    p.add_argument("name")
+    p.add_argument("name", help="harness name to check")
     p.add_argument("--workspace", help="workspace directory (default: a temporary one)")
     p.add_argument(
         "--timeout", type=positive_seconds, default=60.0, help="per-turn deadline in seconds"

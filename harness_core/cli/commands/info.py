@@ -32,4 +32,4 @@ def register_commands(commands: Any) -> None:
 
 
 def _describe_arguments(parser: ArgumentParser) -> None:
-    parser.add_argument("name")
+    parser.add_argument("name", help="harness name (see harness list)")

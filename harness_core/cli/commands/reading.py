@@ -40,22 +40,22 @@ def _sessions_arguments(p: ArgumentParser) -> None:
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument("--limit", type=count(1), help=f"newest N (default {DEFAULT_SESSIONS_LIMIT})")
     p.add_argument("--harness", help="only sessions of this harness")
-    p.add_argument("--status", choices=("open", "closed"))
+    p.add_argument("--status", choices=("open", "closed"), help="only open or only closed sessions")
     p.add_argument("--since", help="created since: 30m, 2h, 7d, 1w or an ISO date/time")
     p.add_argument("-q", "--query", metavar="TEXT", help="search prompts and answers")
 
 
 def _events_arguments(p: ArgumentParser) -> None:
-    p.add_argument("session")
+    p.add_argument("session", help="session id")
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument("--after", type=count(0), default=0, help="only events with sequence > N")
-    p.add_argument("--limit", type=count(1))
+    p.add_argument("--limit", type=count(1), help="at most N events")
     p.add_argument(
         "--follow", action="store_true", help="keep printing new events as they are recorded"
     )
 
 
 def _export_arguments(p: ArgumentParser) -> None:
-    p.add_argument("session")
+    p.add_argument("session", help="session id")
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument("-o", "--output", help="write to this file (default: stdout)")

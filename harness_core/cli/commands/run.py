@@ -40,7 +40,7 @@ def add_arguments(p: ArgumentParser) -> None:
     p.add_argument("--session", help="resume this session id instead of opening a new one")
     p.add_argument("--workspace", help="workspace directory (default: current directory)")
     p.add_argument("--ledger", help=LEDGER_HELP)
-    p.add_argument("--model")
+    p.add_argument("--model", help="model for the session (passed to the harness)")
     p.add_argument("--posture", choices=("strict", "auto", "dangerous"), help="default: auto")
     p.add_argument(
         "--grant-dangerous",
@@ -88,7 +88,12 @@ def _sandbox_arguments(p: ArgumentParser) -> None:
         choices=("run", "agent", "agent-user"),
         help="workspace scope: a fresh one per run, or durable per agent / agent+user",
     )
-    p.add_argument("--network", default="open", choices=("none", "mcp-only", "allowlist", "open"))
+    p.add_argument(
+        "--network",
+        default="open",
+        choices=("none", "mcp-only", "allowlist", "open"),
+        help="sandbox network policy (default: open)",
+    )
     p.add_argument(
         "--allow", action="append", default=[], metavar="HOST:PORT", help="allowlist entry"
     )
@@ -101,4 +106,6 @@ def _budget_arguments(p: ArgumentParser) -> None:
     p.add_argument("--max-turns", type=count(1), help="session budget: turns (all runs)")
     p.add_argument("--max-cost", type=positive_number, metavar="USD", help="session budget")
     p.add_argument("--max-tokens", type=count(1), help="session budget: input + output tokens")
-    p.add_argument("--max-wall-clock", type=positive_seconds, metavar="SECONDS")
+    p.add_argument(
+        "--max-wall-clock", type=positive_seconds, metavar="SECONDS", help="session budget: seconds"
+    )

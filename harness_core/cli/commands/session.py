@@ -34,9 +34,9 @@ def register_commands(commands: Any) -> None:
 
 
 def _close_arguments(p: ArgumentParser) -> None:
-    p.add_argument("session")
+    p.add_argument("session", help="session id")
     p.add_argument("--ledger", help=LEDGER_HELP)
 
 
 def _cancel_arguments(p: ArgumentParser) -> None:
-    p.add_argument("session")
+    p.add_argument("session", help="session id")

@@ -24,12 +24,18 @@ def register_commands(commands: Any) -> None:
 
 
 def _new_arguments(p: ArgumentParser) -> None:
-    p.add_argument("--kind", choices=("harness", "harness-cli", "sandbox", "credentials"))
-    p.add_argument("--name")
-    p.add_argument("--description")
-    p.add_argument("--author")
-    p.add_argument("--output-dir", default=".")
-    p.add_argument("--no-input", action="store_true")
+    p.add_argument(
+        "--kind",
+        choices=("harness", "harness-cli", "sandbox", "credentials"),
+        help="what kind of plugin to create",
+    )
+    p.add_argument("--name", help="plugin name")
+    p.add_argument("--description", help="one-line description")
+    p.add_argument("--author", help="author name")
+    p.add_argument("--output-dir", default=".", help="where to create it (default: .)")
+    p.add_argument(
+        "--no-input", action="store_true", help="ask nothing; use the options and defaults"
+    )
 
 
 def _serve_arguments(p: ArgumentParser) -> None:
