@@ -50,6 +50,7 @@ from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
+from .config_check import check_config
 from .context import default_state_root
 from .delivery import Delivery
 from .diagnostics import log_directory
@@ -278,6 +279,7 @@ class Controller:
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
         require_usage_for(descriptor, limits)
+        check_config(descriptor, request.config)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -371,6 +373,7 @@ class Controller:
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
         require_usage_for(descriptor, limits)
+        check_config(descriptor, request.config)
         if record is not None:
             require_same_workspace(record.workspace, request.workspace)
             if not limits.empty:  # a spent budget refuses here, before session.resumed

@@ -143,6 +143,10 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     vendor = "anthropic"
     features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
     details = DETAILS
+    config_properties = {
+        "allowed_tools": {"type": "array", "items": {"type": "string"}},
+        "permission_prompt": {"enum": list(PROMPT_CHANNELS)},
+    }
 
     def _home(self, context: SessionContext) -> Path:
         home = Path(context.state_dir) / "home"
