@@ -56,6 +56,7 @@ from .delivery import Delivery
 from .diagnostics import log_directory
 from .hook_calls import HookCalls
 from .ledger import open_ledger
+from .observer_queue import DEFAULT_OBSERVER_QUEUE
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .record_close import closing_events
 from .redaction import Redactor
@@ -119,6 +120,7 @@ class Controller:
         host_tools: Sequence[HostTool] = (),
         dangerous_grant: bool | Collection[str] = False,
         tool_hooks: Sequence[ToolHook] = (),
+        observer_queue: int = DEFAULT_OBSERVER_QUEUE,
     ) -> None:
         """Every argument is keyword-only; a controller is entered with ``async with``.
 
@@ -157,6 +159,9 @@ class Controller:
             ``policy-refused`` and nothing opens).
         :param tool_hooks: the host's ``before_tool`` and ``after_tool`` callbacks with their
             matchers (:mod:`.tool_hooks`).
+        :param observer_queue: how many events an ``async def`` ``on_event`` observer may be
+            behind by; it is fed from its own queue by a task, never awaited by a turn, and
+            the events beyond are dropped for it and reported (:mod:`.observer_queue`).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self.ledger: LedgerStore = (
@@ -184,7 +189,11 @@ class Controller:
         self.dangerous_grant = dangerous_grant
         self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
         self.delivery = Delivery(
-            self.ledger, self.plugins.pm.hook, self._call.implementations("on_event")
+            self.ledger,
+            self.plugins.pm.hook,
+            self._call.implementations("on_event"),
+            spawn=lambda: self._task_group,
+            observer_queue=observer_queue,
         )
         #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
         self.after_tool = AfterTool(tool_hooks, lambda: self._task_group)
@@ -227,6 +236,8 @@ class Controller:
                 await self._release(live, closing=False)
                 self.ledger.release(live.ref.session_id)
             self._live.clear()
+        with anyio.CancelScope(shield=True):
+            await self.delivery.close_observers()
         assert self._task_group is not None
         self._task_group.cancel_scope.cancel()
         # The body's own exception is not handed to the task group, so a HarnessError raised
