@@ -46,7 +46,7 @@ async def _once(workspace: str) -> tuple[float, float, bool]:
             ref = await controller.open_session(
                 harness="stdio-jsonl", workspace=workspace, config={"command": COMMAND}
             )
-            live = controller._live[ref.session_id]
+            live = controller.live(ref.session_id)
             marks: dict[str, float] = {}
             async with (
                 controller.turn(ref, "sleep 30") as turn,

@@ -79,7 +79,7 @@ def turn_rate(kind: str, n: int, runs: int) -> tuple[float, float]:
 def _event(i: int, payload: Any) -> Any:
     from harness_hookspecs import Event
 
-    # The envelope as the controller stamps it (see Controller._emit).
+    # The envelope as the controller stamps it (see SessionRecorder.record).
     return Event(
         event_id=f"ev_0123456789abcdef_{i}",
         sequence=i,

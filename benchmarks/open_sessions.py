@@ -44,7 +44,7 @@ async def _run(sessions: int) -> tuple[float, float]:
             store.flush()
             after = rss_mb()
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            assert len(controller._live) == sessions
+            assert len(controller.live_sessions) == sessions
         return max(after, peak), after - before
     finally:
         store.close()

@@ -27,9 +27,8 @@ from .digests import sha256_hex
 from .redaction import Redactor
 
 if TYPE_CHECKING:
-    from harness_mcp_bridge import Bridge
-
     from .history import TranscriptTurn
+    from .host_tools import ToolBridge
     from .process import Process
 
 _contexts = itertools.count(1)
@@ -116,7 +115,7 @@ class RuntimeSessionContext:
         #: anything to sweep - each terminated Process has swept its own tag.
         self._spawned = False
         self._ledger = ledger
-        self.bridge: Bridge | None = None
+        self.bridge: ToolBridge | None = None
         self._turn_env: dict[str, str] = {}
 
     @property

@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import attrs
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
@@ -32,7 +33,6 @@ from harness_hookspecs import (
     HarnessError,
     HostTool,
     OpenSessionRequest,
-    Payload,
     PermissionHandler,
     ResumeSessionRequest,
     SandboxHandle,
@@ -41,7 +41,6 @@ from harness_hookspecs import (
     SessionRecord,
     SessionRef,
     SessionResumed,
-    TurnFailed,
     assert_supported,
 )
 from harness_hookspecs.protocols import LedgerStore
@@ -72,10 +71,18 @@ from .request_checks import (
 )
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
-from .session_start import attach_session, create_record
+from .session_start import SessionFields, attach_session, create_record
 from .tool_hooks import AfterTool, ToolHook
-from .turn import CLEANUP_GRACE, LiveSession, Turn, TurnResult, as_error
-from .turn_start import begin_turn
+from .turn import (
+    CLEANUP_GRACE,
+    LiveSession,
+    Turn,
+    TurnResult,
+    as_error,
+    end_interrupted,
+    end_unretried,
+)
+from .turn_start import TurnOptions, begin_turn
 
 PROVIDER_CANCEL_WAIT = 1.0
 #: How long a clean-up hook (an adapter's close, a sandbox's finalize) may take.
@@ -187,25 +194,27 @@ class Controller:
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
-        self._call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
+        #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
+        #: plugin wraps it (the fast path every module of the runtime calls hooks through)
+        self.call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
+        #: what is recorded, durable and seen (shared by every session's recorder)
         self.delivery = Delivery(
             self.ledger,
             self.plugins.pm.hook,
-            self._call.implementations("on_event"),
-            spawn=lambda: self._task_group,
+            self.call.implementations("on_event"),
+            spawn=lambda: self.task_group,
             observer_queue=observer_queue,
         )
         #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
-        self.after_tool = AfterTool(tool_hooks, lambda: self._task_group)
+        self.after_tool = AfterTool(tool_hooks, lambda: self.task_group)
         if self.after_tool.hooks:
             self.delivery.listeners.append(self.after_tool)
-        self._deliver = self.delivery.deliver
-        self._recorded = self.delivery.recorded
-        self._flush = self.delivery.flush
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
-        self._live: dict[str, LiveSession] = {}
-        self._task_group: anyio.abc.TaskGroup | None = None
+        #: the sessions open in this controller, by id (see :meth:`live`)
+        self.live_sessions: dict[str, LiveSession] = {}
+        #: where turns' producers, bridges and session-lived tasks run (``None`` until entered)
+        self.task_group: anyio.abc.TaskGroup | None = None
         self.event_class: Callable[[], anyio.Event] = anyio.Event
         self.scope_class: Callable[..., anyio.CancelScope] = anyio.CancelScope
         #: ``anyio.current_time`` and the cancellation class of the backend we run on
@@ -219,8 +228,8 @@ class Controller:
     # -- lifetime ---------------------------------------------------------------------------
 
     async def __aenter__(self) -> Controller:
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
+        self.task_group = anyio.create_task_group()
+        await self.task_group.__aenter__()
         self.event_class, self.scope_class = type(anyio.Event()), type(anyio.CancelScope())
         self.clock, self.cancelled_class = backend_clock(), anyio.get_cancelled_exc_class()
         return self
@@ -232,20 +241,19 @@ class Controller:
         tb: TracebackType | None,
     ) -> bool | None:
         with anyio.CancelScope(shield=True):
-            for live in list(self._live.values()):
+            for live in list(self.live_sessions.values()):
                 await self._release(live, closing=False)
                 self.ledger.release(live.ref.session_id)
-            self._live.clear()
-        with anyio.CancelScope(shield=True):
+            self.live_sessions.clear()
             await self.delivery.close_observers()
-        assert self._task_group is not None
-        self._task_group.cancel_scope.cancel()
+        assert self.task_group is not None
+        self.task_group.cancel_scope.cancel()
         # The body's own exception is not handed to the task group, so a HarnessError raised
         # in `async with Controller()` reaches the host as itself, not wrapped in a group.
-        await self._task_group.__aexit__(None, None, None)
-        self._task_group = None
-        await self._deliver()
-        await self._flush()
+        await self.task_group.__aexit__(None, None, None)
+        self.task_group = None
+        await self.delivery.deliver()
+        await self.delivery.flush()
         if self._owns_ledger:
             self.ledger.close()
         return None
@@ -254,7 +262,7 @@ class Controller:
 
     def describe(self, harness: str) -> HarnessDescriptor:
         try:
-            descriptor: HarnessDescriptor | None = self._call("harness_describe", harness=harness)
+            descriptor: HarnessDescriptor | None = self.call("harness_describe", harness=harness)
         except HarnessError:
             raise
         except Exception as error:
@@ -294,26 +302,16 @@ class Controller:
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
-            session_id=proposed,
-            target=request.target,
-            workspace=request.workspace,
-            model=request.model,
-            posture=request.posture,
-            spec=request.sandbox,
-            agent=request.agent,
-            user=request.user,
-            config=request.config,
-            call=lambda context: self._call(
-                "harness_open_session", request=request, context=context
-            ),
+            proposed,
+            SessionFields.of(request, request.target),
+            lambda context: self.call("harness_open_session", request=request, context=context),
         )
         live.limits.budget = limits
         create_record(
             self.ledger, live.ref, request, stored_config(request.config, live.context.redactor)
         )
         self.ledger.claim(live.ref.session_id)
-        self._emit(
-            live,
+        live.recorder.record(
             None,
             SessionOpened(
                 provider=live.ref.provider,
@@ -324,7 +322,7 @@ class Controller:
                 network=request.sandbox.network,
             ),
         )
-        await self._deliver()
+        await live.recorder.deliver()
         return live.ref
 
     async def resume_session(
@@ -369,8 +367,8 @@ class Controller:
         else:
             request = session
         ref = request.session
-        if ref.session_id in self._live:
-            live = self._live[ref.session_id]
+        if ref.session_id in self.live_sessions:
+            live = self.live_sessions[ref.session_id]
             if live.closed:
                 raise HarnessError("session-closed")
             return live.ref
@@ -400,7 +398,7 @@ class Controller:
         except BaseException:
             self.ledger.release(ref.session_id)
             raise
-        await self._deliver()
+        await live.recorder.deliver()
         return live.ref
 
     async def _resume_attached(
@@ -413,41 +411,45 @@ class Controller:
         ref = request.session
         live = await self._attach(
             descriptor,
-            session_id=ref.session_id,
-            target=ref.target,
-            workspace=request.workspace,
-            model=request.model,
-            posture=request.posture,
-            spec=request.sandbox,
-            agent=request.agent,
-            user=request.user,
-            config=request.config,
-            call=lambda ctx: self._call("harness_resume_session", request=request, context=ctx),
+            ref.session_id,
+            SessionFields.of(request, ref.target),
+            lambda ctx: self.call("harness_resume_session", request=request, context=ctx),
             expect=ref,
         )
         if record is None:
             create_record(
                 self.ledger, ref, request, stored_config(request.config, live.context.redactor)
             )
-        live.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
+        recorder = live.recorder
+        recorder.next_sequence = self.ledger.last_sequence(ref.session_id) + 1
         # A turn a dead process left open (we hold the claim: its owner is gone) gets its end,
         # or its retry's (then the turn stays open until its retry, or until the session moves on).
-        dangling = dangling_turn(self.ledger, ref.session_id, live.next_sequence - 1)
+        dangling = dangling_turn(self.ledger, ref.session_id, recorder.next_sequence - 1)
         interrupted, live.retrying = recovered(dangling, retrying)
         if interrupted is not None:
-            self._emit(live, interrupted, TurnFailed(reason="interrupted"))
-        self._emit(live, None, SessionResumed(provider=ref.provider, target=ref.target))
+            end_interrupted(live, interrupted)
+        recorder.record(None, SessionResumed(provider=ref.provider, target=ref.target))
         return live
 
-    async def _attach(self, descriptor: HarnessDescriptor, **options: Any) -> LiveSession:
+    async def _attach(
+        self,
+        descriptor: HarnessDescriptor,
+        session_id: str,
+        fields: SessionFields,
+        call: Callable[[Any], Any],
+        expect: SessionRef | None = None,
+    ) -> LiveSession:
         """:func:`~.session_start.attach_session` for this controller."""
-        return await attach_session(self, descriptor, **options)
+        return await attach_session(self, descriptor, session_id, fields, call, expect)
 
     # -- turns ------------------------------------------------------------------------------
 
-    def _live_session(self, session: SessionRef | str) -> LiveSession:
+    def live(self, session: SessionRef | str) -> LiveSession:
+        """The open session ``session`` (a ref or an id) of this controller: its context,
+        recorder, limits and active turn. ``session-not-found`` when this controller does not
+        hold it open, ``session-closed`` once closed."""
         session_id = session if isinstance(session, str) else session.session_id
-        live = self._live.get(session_id)
+        live = self.live_sessions.get(session_id)
         if live is None:
             record = self.ledger.get_session(session_id)
             if record is not None and record.status == "closed":
@@ -480,19 +482,10 @@ class Controller:
         ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
         turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """
-        turn = await begin_turn(
-            self,
-            self._live_session(session),
-            prompt,
-            timeout=timeout,
-            max_events=max_events,
-            turn_id=turn_id,
-            attempt=attempt,
-            output_schema=output_schema,
-            output_retries=output_retries,
-            parent_event_id=parent_event_id,
-            inline=False,
+        options = TurnOptions(
+            timeout, max_events, turn_id, attempt, output_schema, output_retries, parent_event_id
         )
+        turn = await begin_turn(self, self.live(session), prompt, options, inline=False)
         try:
             yield turn
         finally:
@@ -518,39 +511,34 @@ class Controller:
     ) -> TurnResult:
         """Run a turn to its terminal event and return the result (events included; with an
         ``output_schema``, the decision as ``result.output``)."""
-        live = self._live_session(session)
-        options: dict[str, Any] = {
-            "timeout": timeout,
-            "max_events": max_events,
-            "turn_id": turn_id,
-            "attempt": attempt,
-            "output_schema": output_schema,
-            "output_retries": output_retries,
-            "parent_event_id": parent_event_id,
-        }
+        live = self.live(session)
+        options = TurnOptions(
+            timeout, max_events, turn_id, attempt, output_schema, output_retries, parent_event_id
+        )
         if not (self.delivery.instant or (on_event is None and not self.delivery.observed)):
             # Events reach the caller and observers only once durable: the producer and the
             # iterator group the commits (see Turn).
-            async with self.turn(live.ref.session_id, prompt, **options) as turn:
+            keywords = attrs.asdict(options, recurse=False)
+            async with self.turn(live.ref.session_id, prompt, **keywords) as turn:
                 async for event in turn:
                     if on_event is not None:
                         on_event(event)
             return turn.result()
         # Nothing to wait for between events: the caller's task drives the turn.
-        turn = await begin_turn(self, live, prompt, inline=True, **options)
+        turn = await begin_turn(self, live, prompt, options, inline=True)
         await turn.run_inline(on_event)
         return turn.result()
 
     def active_turn(self, session: SessionRef | str) -> Turn | None:
-        return self._live_session(session).active
+        return self.live(session).active
 
     def redactor(self, session: SessionRef | str) -> Redactor:
         """The open session's redactor (its resolved credentials): for what leaves the host."""
-        return self._live_session(session).context.redactor
+        return self.live(session).context.redactor
 
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         """Cancel the active turn; its caller receives a ``turn.cancelled`` terminal event."""
-        live = self._live_session(session)
+        live = self.live(session)
         turn = live.active
         if turn is None or (turn_id is not None and turn.turn_id != turn_id):
             raise HarnessError("turn-not-found")
@@ -559,7 +547,7 @@ class Controller:
         turn.cancel_requested = "host"  # a harness answering the cancel itself: the host's
         with anyio.move_on_after(PROVIDER_CANCEL_WAIT):
             try:
-                awaitable = self._call("harness_cancel_turn", request=request, context=live.context)
+                awaitable = self.call("harness_cancel_turn", request=request, context=live.context)
                 if awaitable is not None:
                     await awaitable
             except Exception:
@@ -573,7 +561,7 @@ class Controller:
         A session not live here is closed in the ledger alone (its harness is not started; a
         turn its dead owner left open ends ``interrupted``)."""
         session_id = session if isinstance(session, str) else session.session_id
-        live = self._live.get(session_id)
+        live = self.live_sessions.get(session_id)
         if live is None:
             record = self.ledger.get_session(session_id)
             if record is None:
@@ -589,17 +577,17 @@ class Controller:
         # finalize that waits is shielded on its own, see _bounded).
         with self.scope_class(shield=True) if self._close_may_wait(live) else _NO_SCOPE:
             await self._release(live, closing=True)
-            self._emit(live, None, SessionClosed())
+            live.recorder.record(None, SessionClosed())
             record = self.ledger.get_session(session_id)
             if record is not None:
                 self.ledger.update_session(closed_record(record, now()))
-            await self._deliver()
-            await self._flush()
+            await live.recorder.deliver()
+            await live.recorder.flush()
             self.ledger.release(session_id)
         live.closed = True
         # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
         # closed session, and its exit does not release it twice.
-        self._live.pop(session_id, None)
+        self.live_sessions.pop(session_id, None)
 
     async def _close_record(self, record: SessionRecord) -> None:
         """Close a session no live process holds without starting its harness (see
@@ -611,10 +599,10 @@ class Controller:
                 events = closing_events(self.ledger, record)
                 self.ledger.append(events)
                 for event in events:
-                    self._recorded(event)
+                    self.delivery.recorded(event)
                 self.ledger.update_session(closed_record(record, now()))
-                await self._deliver()
-                await self._flush()
+                await self.delivery.deliver()
+                await self.delivery.flush()
             finally:
                 self.ledger.release(session_id)
 
@@ -627,15 +615,9 @@ class Controller:
             or not (self.delivery.instant and self.delivery.free_flush)
         )
 
-    def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None:
-        """A turn kept open for a retry that did not come (another turn, close) ends now."""
-        if live.retrying not in (None, turn_id):
-            self._emit(live, live.retrying, TurnFailed(reason="interrupted"))
-        live.retrying = None
-
     async def _release(self, live: LiveSession, *, closing: bool) -> None:
         """Finish any active turn, close adapter resources, kill processes, finalize sandbox."""
-        self._end_unretried(live)
+        end_unretried(live)
         turn = live.active
         if turn is not None and not turn.finished:
             await turn.cancel("close")
@@ -652,11 +634,13 @@ class Controller:
             await context.kill_processes("turn", CLEANUP_GRACE)
             await context.kill_processes("session", CLEANUP_GRACE)
             await context.close_bridge()
-        await self._finalize_sandbox(live.sandbox, live.outcome)
+        await self.finalize_sandbox(live.sandbox, live.outcome)
         if not closing:
-            self._live.pop(live.ref.session_id, None)
+            self.live_sessions.pop(live.ref.session_id, None)
 
-    async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
+    async def finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None:
+        """Finalize a session's sandbox (``outcome``: success, failure or cancelled): bounded,
+        shielded, its failure ignored (a clean-up)."""
         await self._bounded("sandbox_finalize", handle=handle, outcome=outcome)
 
     async def _bounded(self, hook: str, **kwargs: Any) -> None:
@@ -664,7 +648,7 @@ class Controller:
         caller's cancel, ignoring its failure (the scope only when there is something to
         await: the direct sandbox's finalize and a function harness's close return nothing)."""
         try:
-            awaitable = self._call(hook, **kwargs)
+            awaitable = self.call(hook, **kwargs)
         except Exception:
             return
         if awaitable is not None:
@@ -673,31 +657,6 @@ class Controller:
                     await awaitable
                 except Exception:
                     pass
-
-    # -- events -----------------------------------------------------------------------------
-
-    def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event:
-        payload = live.context.redactor.payload(payload)
-        sequence = live.next_sequence
-        event_id = live.prefix + str(sequence)
-        ref = live.ref
-        # Positional, in Event's field order (event_id, sequence, session_id, turn_id, harness,
-        # timestamp, type, payload, parent_event_id): ~0.35 us less per event than keywords.
-        event = Event(
-            event_id,
-            sequence,
-            ref.session_id,
-            turn_id,
-            ref.provider,
-            now(),
-            payload.TYPE,
-            payload,
-            live.lineage.parent(payload, event_id),
-        )
-        live.next_sequence = sequence + 1
-        self.ledger.append((event,))
-        self._recorded(event)
-        return event
 
     # -- reading back -----------------------------------------------------------------------
 

@@ -156,7 +156,7 @@ async def run_actions(
 ) -> tuple[dict[str, Any], tuple[PermissionDecision, ...]]:
     """Ask the approval seam about each action of ``turn``'s decision, run the allowed ones;
     the results for the next turn (denied actions say so, with the approver's reason)."""
-    live = controller._live_session(session)
+    live = controller.live(session)
     results: list[dict[str, Any]] = []
     decisions: list[PermissionDecision] = []
     for action in actions:

@@ -16,7 +16,6 @@ Everything else has none. A turn's end forgets its open deltas, tools and permis
 from __future__ import annotations
 
 from harness_hookspecs import (
-    HarnessError,
     MessageCompleted,
     MessageDelta,
     Payload,
@@ -80,12 +79,3 @@ class Lineage:
         if isinstance(payload, PermissionResolved):
             return self._permissions.pop(payload.request_id, None)
         return None
-
-
-def check_parent(prefix: str, next_sequence: int, parent_event_id: str | None) -> None:
-    """A turn's ``parent_event_id`` must name an earlier event of the same session."""
-    if parent_event_id is None:
-        return
-    number = parent_event_id[len(prefix) :] if parent_event_id.startswith(prefix) else ""
-    if not number.isdigit() or not 1 <= int(number) < next_sequence:
-        raise HarnessError("invalid-request", "parent_event_id is not an event of this session")

@@ -38,11 +38,12 @@ _NAMED_ONLY_HOOKS = frozenset(
         "register_sandbox_providers",
         "register_ledger_stores",
         "conformance_profile",
+        "register_commands",  # the command line loads these itself (harness_core.cli.commands)
     }
 )
 
 #: Bump when the stored shape or the listing's content changes.
-FORMAT = 2
+FORMAT = 3
 _ENV_PLUGINS = "HARNESS_CORE_PLUGINS"  # plugin_manager.ENV_PLUGINS (not imported: it is slow)
 _CORE_PLUGIN_NAME = "harness_core.dispatch"  # plugin_manager.CORE_PLUGIN_NAME
 _DIST_SUFFIXES = (".dist-info", ".egg-info")
@@ -126,6 +127,7 @@ def build() -> Listing:
     from .plugin_manager import get_plugins, installed_entry_points
 
     plugins = get_plugins()
+    commands = _commands(plugins)
     entry_points = [[e.name, e.value, e.distribution, e.version] for e in installed_entry_points()]
     rows: list[dict[str, Any]] = [
         {
@@ -137,6 +139,8 @@ def build() -> Listing:
             "credential_resolvers": info.credential_resolvers,
             "ledger_schemes": info.ledger_schemes,
             "hooks": info.hooks,
+            "commands": commands.get(name, ([], False))[0],
+            "run_options": commands.get(name, ([], False))[1],
             "broken": False,
             "error": None,
         }
@@ -151,9 +155,25 @@ def build() -> Listing:
         "credential_resolvers": [],
         "ledger_schemes": [],
         "hooks": [],
+        "commands": [],
+        "run_options": False,
     }
     rows += [{"name": b.name, **empty, "broken": True, "error": b.error} for b in plugins.broken]
     return {"harnesses": plugins.harness_names(), "plugins": rows, "entry_points": entry_points}
+
+
+def _commands(plugins: Plugins) -> dict[str, tuple[list[list[Any]], bool]]:
+    """Each plugin's ``harness`` commands ``[name, help, json_help]`` and whether it adds
+    ``harness run`` options (a plugin whose ``register_commands`` fails adds none)."""
+    from .command_registry import CommandSet, add_from_plugins
+
+    found: dict[str, tuple[list[list[Any]], bool]] = {}
+    for name in plugins.info:
+        commands = CommandSet()
+        add_from_plugins(commands, [(name, plugins.pm.get_plugin(name))])
+        listed = [[c.name, c.help, c.json_help] for c in commands.commands.values()]
+        found[name] = (listed, bool(commands.run_options))
+    return found
 
 
 def write(listing: Listing, distributions: list[list[Any]]) -> None:

@@ -359,7 +359,7 @@ def place(pid: int, name: str) -> Path | None:
     if base is None:
         return None
     if _unremoved:
-        _remove()
+        remove_cgroups()
     path = base / name.replace("/", "_")
     try:
         path.mkdir()
@@ -428,7 +428,7 @@ def finish_cgroup(path: Path | None, pids: Iterable[int] = (), spawned: Iterable
         return
     wait_empty(path)
     _reap_when_dead(set(pids) - set(spawned))
-    _remove(path)
+    remove_cgroups(path)
 
 
 #: Empty cgroups the kernel would not remove yet: rmdir is EBUSY for a few ms after
@@ -437,7 +437,9 @@ def finish_cgroup(path: Path | None, pids: Iterable[int] = (), spawned: Iterable
 _unremoved: list[Path] = []
 
 
-def _remove(path: Path | None = None) -> None:
+def remove_cgroups(path: Path | None = None) -> None:
+    """Remove ``path`` (an emptied turn cgroup) and any an earlier try found still busy (kept
+    to retry)."""
     for cgroup in [*_unremoved, *([path] if path is not None else [])]:
         try:
             cgroup.rmdir()
@@ -468,7 +470,7 @@ def kill_cgroups(owner_token: str) -> None:
     # offline for its parent's.
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
-        _remove(base)
+        remove_cgroups(base)
         if not _unremoved:
             return
         time.sleep(0.002)

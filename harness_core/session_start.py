@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
+from attrs import frozen
 from harness_hookspecs import (
     HarnessDescriptor,
     HarnessError,
@@ -19,6 +20,7 @@ from harness_hookspecs import (
     ResumeSessionRequest,
     SandboxHandle,
     SandboxRequest,
+    SandboxSpec,
     SessionRecord,
     SessionRef,
 )
@@ -30,12 +32,13 @@ from .budgets import SessionLimits
 from .clock import now
 from .context import RuntimeSessionContext, make_state_dir, state_path
 from .credentials import resolve_credentials
+from .delivery import Delivery
 from .diagnostics import harness_raised
-from .digests import event_id_prefix
 from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
 from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
+from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
 from .turn import CLEANUP_GRACE, LiveSession, as_error
 
@@ -52,14 +55,15 @@ class SessionStarter(Protocol):
     approvals: Approvals
     host_tools: tuple[HostTool, ...]
     clock: Callable[[], float]
-    _call: HookCalls
-    _task_group: anyio.abc.TaskGroup | None
-    _live: dict[str, LiveSession]
+    call: HookCalls
+    delivery: Delivery
+    task_group: anyio.abc.TaskGroup | None
+    live_sessions: dict[str, LiveSession]
 
     @property
     def hook(self) -> Any: ...
 
-    async def _finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None: ...
+    async def finalize_sandbox(self, handle: SandboxHandle, outcome: str) -> None: ...
 
 
 def create_record(
@@ -87,101 +91,66 @@ def create_record(
     )
 
 
+@frozen
+class SessionFields:
+    """What opening and resuming a session both say about it (the fields of
+    ``OpenSessionRequest`` and ``ResumeSessionRequest``), with the target it runs on."""
+
+    target: str
+    workspace: str | None
+    model: str | None
+    posture: str
+    sandbox: SandboxSpec
+    agent: str | None
+    user: str | None
+    config: Mapping[str, Any]
+
+    @classmethod
+    def of(cls, request: OpenSessionRequest | ResumeSessionRequest, target: str) -> SessionFields:
+        return cls(
+            target,
+            request.workspace,
+            request.model,
+            request.posture,
+            request.sandbox,
+            request.agent,
+            request.user,
+            request.config,
+        )
+
+
 async def attach_session(
     controller: SessionStarter,
     descriptor: HarnessDescriptor,
-    *,
     session_id: str,
-    target: str,
-    workspace: str | None,
-    model: str | None,
-    posture: str,
-    spec: Any,
-    agent: str | None,
-    user: str | None,
-    config: Mapping[str, Any],
+    fields: SessionFields,
     call: Callable[[RuntimeSessionContext], Any],
     expect: SessionRef | None = None,
 ) -> LiveSession:
     """The sandbox, credentials, context and bridge of a session; ``call`` (the adapter's open
     or resume) then gives its ref. On failure everything started is stopped again."""
-    if workspace is not None and target == "local" and not os.path.isdir(workspace):
+    if (
+        fields.workspace is not None
+        and fields.target == "local"
+        and not os.path.isdir(fields.workspace)
+    ):
         raise HarnessError("invalid-request", "the workspace directory does not exist")
-    # The state dir (CLI config, native session ids) is created before provisioning when a
-    # sandbox may bind it writable. The direct sandbox (no provider named, no plugin
-    # answering the hook) needs no request: the context creates the dir on first use.
-    if spec.provider is None and controller._call.sole("sandbox_provision") is not None:
-        sandbox = direct_sandbox(spec, workspace)
-    else:
-        sandbox = await _provision(
-            controller,
-            SandboxRequest(
-                session_id=session_id,
-                harness=descriptor.provider,
-                workspace=workspace,
-                spec=spec,
-                agent=agent,
-                user=user,
-                posture=posture,
-                state_dir=state_path(controller.state_root, descriptor.provider, session_id),
-            ),
-        )
+    sandbox = await _sandbox(controller, descriptor, session_id, fields)
     redactor = Redactor()
     resolvers = controller.plugins.credential_resolvers
     if resolvers:
         add_known_secrets(redactor, resolvers.values())
     context: RuntimeSessionContext | None = None
     try:
-        credentials = (
-            await resolve_credentials(controller.hook, descriptor, agent, user)
-            if resolvers or not controller._call.sole("credentials_resolve")
-            else {}  # nobody to ask
-        )
-        for credential in credentials.values():
-            redactor.add(credential.value)
-        context = RuntimeSessionContext(
-            session_id=session_id,
-            harness=descriptor.provider,
-            target=target,
-            workspace=workspace,
-            model=model,
-            posture=posture,
-            config=config,
-            credential_env={k: c.value for k, c in credentials.items()},
-            sandbox=sandbox,
-            state_root=controller.state_root,
-            redactor=redactor,
-            task_group=controller._task_group,
-            env_passthrough=controller.env_passthrough,
-            approvals=controller.approvals,
-            ledger=controller.ledger,
-        )
-        if controller.plugins.host_tools or controller.host_tools:
-            tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
-            caller = ToolCaller(
-                session_id=session_id,
-                harness=descriptor.provider,
-                agent=agent,
-                user=user,
-                posture=posture,
-            )
-            context.bridge = await start_bridge(tools, config, controller._task_group, caller)
-        ref = await call(context)
-        if not isinstance(ref, SessionRef):
-            raise HarnessError("provider-failed", "the adapter returned no session ref")
-        if ref.provider != descriptor.provider or ref.target != target:
-            raise HarnessError("provider-failed", "the adapter returned a foreign session ref")
-        if expect is not None and ref != expect:
-            raise HarnessError("provider-failed", "the adapter changed the session ref")
-        if ref.session_id in controller._live:
-            raise HarnessError("provider-failed", "the adapter reused a live session id")
+        context = await _context(controller, descriptor, session_id, fields, sandbox, redactor)
+        ref = _checked_ref(controller, descriptor, await call(context), fields.target, expect)
     except BaseException as error:
         with anyio.CancelScope(shield=True):
             if context is not None:
                 await context.kill_processes("turn", CLEANUP_GRACE)
                 await context.kill_processes("session", CLEANUP_GRACE)
                 await context.close_bridge()
-            await controller._finalize_sandbox(sandbox, "failure")
+            await controller.finalize_sandbox(sandbox, "failure")
         if isinstance(error, Exception):
             harness_raised(
                 error,
@@ -198,11 +167,105 @@ async def attach_session(
         descriptor=descriptor,
         context=context,
         sandbox=sandbox,
-        prefix=event_id_prefix(ref.session_id),
+        recorder=SessionRecorder(
+            ref, ledger=controller.ledger, delivery=controller.delivery, redactor=redactor
+        ),
         limits=SessionLimits(started=controller.clock()),
     )
-    controller._live[ref.session_id] = live
+    controller.live_sessions[ref.session_id] = live
     return live
+
+
+async def _sandbox(
+    controller: SessionStarter,
+    descriptor: HarnessDescriptor,
+    session_id: str,
+    fields: SessionFields,
+) -> SandboxHandle:
+    # The state dir (CLI config, native session ids) is created before provisioning when a
+    # sandbox may bind it writable. The direct sandbox (no provider named, no plugin
+    # answering the hook) needs no request: the context creates the dir on first use.
+    if fields.sandbox.provider is None and controller.call.sole("sandbox_provision") is not None:
+        return direct_sandbox(fields.sandbox, fields.workspace)
+    return await _provision(
+        controller,
+        SandboxRequest(
+            session_id=session_id,
+            harness=descriptor.provider,
+            workspace=fields.workspace,
+            spec=fields.sandbox,
+            agent=fields.agent,
+            user=fields.user,
+            posture=fields.posture,
+            state_dir=state_path(controller.state_root, descriptor.provider, session_id),
+        ),
+    )
+
+
+async def _context(
+    controller: SessionStarter,
+    descriptor: HarnessDescriptor,
+    session_id: str,
+    fields: SessionFields,
+    sandbox: SandboxHandle,
+    redactor: Redactor,
+) -> RuntimeSessionContext:
+    """The session's context: its credentials resolved (and redacted), its bridge started."""
+    credentials = (
+        await resolve_credentials(controller.hook, descriptor, fields.agent, fields.user)
+        if controller.plugins.credential_resolvers
+        or not controller.call.sole("credentials_resolve")
+        else {}  # nobody to ask
+    )
+    for credential in credentials.values():
+        redactor.add(credential.value)
+    context = RuntimeSessionContext(
+        session_id=session_id,
+        harness=descriptor.provider,
+        target=fields.target,
+        workspace=fields.workspace,
+        model=fields.model,
+        posture=fields.posture,
+        config=fields.config,
+        credential_env={k: c.value for k, c in credentials.items()},
+        sandbox=sandbox,
+        state_root=controller.state_root,
+        redactor=redactor,
+        task_group=controller.task_group,
+        env_passthrough=controller.env_passthrough,
+        approvals=controller.approvals,
+        ledger=controller.ledger,
+    )
+    if controller.plugins.host_tools or controller.host_tools:
+        tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
+        caller = ToolCaller(
+            session_id=session_id,
+            harness=descriptor.provider,
+            agent=fields.agent,
+            user=fields.user,
+            posture=fields.posture,
+        )
+        context.bridge = await start_bridge(tools, fields.config, controller.task_group, caller)
+    return context
+
+
+def _checked_ref(
+    controller: SessionStarter,
+    descriptor: HarnessDescriptor,
+    ref: Any,
+    target: str,
+    expect: SessionRef | None,
+) -> SessionRef:
+    """The ref the adapter's open or resume returned, if it is one this session may have."""
+    if not isinstance(ref, SessionRef):
+        raise HarnessError("provider-failed", "the adapter returned no session ref")
+    if ref.provider != descriptor.provider or ref.target != target:
+        raise HarnessError("provider-failed", "the adapter returned a foreign session ref")
+    if expect is not None and ref != expect:
+        raise HarnessError("provider-failed", "the adapter changed the session ref")
+    if ref.session_id in controller.live_sessions:
+        raise HarnessError("provider-failed", "the adapter reused a live session id")
+    return ref
 
 
 async def _provision(controller: SessionStarter, request: SandboxRequest) -> SandboxHandle:
@@ -211,7 +274,7 @@ async def _provision(controller: SessionStarter, request: SandboxRequest) -> San
     if request.state_dir is not None:
         make_state_dir(request.state_dir)
     try:
-        sandbox: SandboxHandle = await controller._call("sandbox_provision", request=request)
+        sandbox: SandboxHandle = await controller.call("sandbox_provision", request=request)
     except HarnessError:
         raise
     except Exception:

@@ -10,7 +10,7 @@ active slot); iterating the turn hands the events out once the ledger made them 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,6 +29,7 @@ from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
     Payload,
+    RunTurnRequest,
     SandboxHandle,
     SessionRef,
     TurnCancelled,
@@ -43,8 +44,9 @@ from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
 from .delivery import Delivery
 from .diagnostics import harness_raised
-from .lineage import Lineage
+from .hook_calls import HookCalls
 from .pricing import priced
+from .recorder import SessionRecorder
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
     from .turn_protocol import StructuredTurn
@@ -62,7 +64,9 @@ class TurnOwner(Protocol):
     delivery: Delivery
     #: where the session logs go (:mod:`.diagnostics`)
     log_directory: Path
-    _task_group: anyio.abc.TaskGroup | None
+    #: lifecycle hooks, by the fast path (see :class:`~harness_core.hook_calls.HookCalls`)
+    call: HookCalls
+    task_group: anyio.abc.TaskGroup | None
     #: the running backend's Event and CancelScope classes (``anyio.Event()`` looks the
     #: backend up on every call; the class taken once is ~0.7 us cheaper per object)
     event_class: Callable[[], anyio.Event]
@@ -70,16 +74,6 @@ class TurnOwner(Protocol):
     #: ``anyio.current_time`` and ``anyio.get_cancelled_exc_class()``, looked up once
     clock: Callable[[], float]
     cancelled_class: type[BaseException] | None
-
-    @property
-    def hook(self) -> Any:
-        """The plugins' hook relay (a structured-output retry starts a new attempt with it)."""
-
-    def _emit(self, live: LiveSession, turn_id: str | None, payload: Payload) -> Event: ...
-
-    async def _deliver(self, *, seen: bool = False) -> None: ...
-
-    async def _flush(self) -> None: ...
 
 
 def as_error(error: BaseException) -> HarnessError:
@@ -151,13 +145,12 @@ class LiveSession:
     descriptor: HarnessDescriptor
     context: RuntimeSessionContext
     sandbox: SandboxHandle
-    prefix: str
-    next_sequence: int = 1
+    #: the session's one write path: every event of it is recorded there
+    recorder: SessionRecorder
     active: Turn | None = None
     outcome: str = "success"
     closed: bool = False
     limits: SessionLimits = field(factory=SessionLimits)
-    lineage: Lineage = field(factory=Lineage)
     #: the turn a dead process left open that this resume keeps for its retry (:mod:`.retry`)
     retrying: str | None = None
 
@@ -184,7 +177,9 @@ class Turn:
         self.controller = controller
         self.session = live.ref
         self.turn_id = turn_id
-        self._live = live
+        #: the session the turn runs in, and its recorder (every event of the turn goes there)
+        self.live = live
+        self.recorder = live.recorder
         self._iterator = iterator
         self._deadline = deadline
         self._max_events = max_events
@@ -254,7 +249,7 @@ class Turn:
                     # wait for then covers it too (a short turn: one commit less).
                     await checkpoint()
                 covered = len(self.events)
-                await self.controller._deliver(seen=True)
+                await self.recorder.deliver(seen=True)
                 self._durable = covered
             pending.popleft()
             self._delivered += 1
@@ -267,11 +262,67 @@ class Turn:
 
     def start(self) -> None:
         """Start the producer (once the adapter's iterator is in place)."""
-        group = self.controller._task_group
+        group = self.controller.task_group
         if group is None:
             raise HarnessError("invalid-request", "use the Controller with `async with`")
         self._started = True
         group.start_soon(self._produce)
+
+    async def begin(self, opening: Payload, request: RunTurnRequest, *, inline: bool) -> None:
+        """Record the turn's opening event, open the adapter's stream and start the producer
+        (unless ``inline``: :meth:`run_inline` drives it). A turn the adapter refuses ends here
+        with ``turn.failed``."""
+        self._record(opening)
+        context = self.live.context
+        if context.bridge is not None:
+            # The run's bridge token (the session has host tools): revoked in _finish.
+            context.begin_bridge_run(self.turn_id, self.record_side_event, self._deadline)
+        try:
+            self._open_stream(request)
+            if not inline:
+                self.start()
+        except Exception as error:
+            self.log_raised(error)
+            failure = as_error(error)
+            await self._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+
+    async def next_attempt(
+        self, prompt: str, retry: Payload, *, output_schema: Mapping[str, Any] | None = None
+    ) -> int:
+        """Start the turn's next attempt with the adapter (same turn id: one turn to everyone):
+        close this attempt's stream, stop its processes, release held-back text, record
+        ``retry`` (a child of ``turn.started``) and open the new stream. Returns how many
+        events the turn holds before the new attempt's first. Raises when the adapter gives
+        no stream (the caller then ends the turn)."""
+        live = self.live
+        with anyio.CancelScope(shield=True):
+            aclose = getattr(self._iterator, "aclose", None)
+            if aclose is not None:
+                with anyio.move_on_after(5):
+                    try:
+                        await aclose()
+                    except Exception:
+                        pass
+            await live.context.kill_processes("turn", CLEANUP_GRACE)
+        self._release_carry()
+        self.recorder.lineage.expect(self.events[0].event_id if self.events else None)
+        self._record(retry)
+        before = len(self.events)
+        self._open_stream(
+            RunTurnRequest(
+                session=live.ref, turn_id=self.turn_id, prompt=prompt, output_schema=output_schema
+            )
+        )
+        return before
+
+    def _open_stream(self, request: RunTurnRequest) -> None:
+        """The adapter's event stream for ``request``: the one route, for every attempt."""
+        iterator = self.controller.call(
+            "harness_run_turn", request=request, context=self.live.context
+        )
+        if iterator is None or not hasattr(iterator, "__anext__"):
+            raise HarnessError("provider-failed", "the adapter returned no event stream")
+        self._iterator = iterator
 
     @property
     def settled(self) -> bool:
@@ -324,7 +375,7 @@ class Turn:
         """Inline: what was recorded goes to the observers and the caller now."""
         delivery = self.controller.delivery
         if delivery.instant and delivery.observed:
-            await self.controller._deliver()
+            await self.recorder.deliver()
         self._give_out()
 
     def _give_out(self) -> None:
@@ -347,7 +398,7 @@ class Turn:
     def log_raised(self, error: BaseException) -> None:
         """What the harness raised, with its traceback, to the session's diagnostic log (the
         turn's record keeps the fixed reason only)."""
-        live = self._live
+        live = self.live
         harness_raised(
             error,
             directory=self.controller.log_directory,
@@ -367,7 +418,7 @@ class Turn:
         return True
 
     def _record(self, payload: Payload) -> Event:
-        event = self.controller._emit(self._live, self.turn_id, payload)
+        event = self.recorder.record(self.turn_id, payload)
         self.events.append(event)
         self._pending.append(event)
         if self._ready is not None:
@@ -436,7 +487,7 @@ class Turn:
         cancelled = self.controller.cancelled_class or anyio.get_cancelled_exc_class()
         iterator = self._iterator
         pending = self._pending
-        redactor = self._live.context.redactor
+        redactor = self.live.context.redactor
         delivery = self.controller.delivery
         outcome: Payload | None = None
         deadline = self._deadline
@@ -480,7 +531,7 @@ class Turn:
                     if type(payload) is UsageReported and payload.usage.cost_usd is None:
                         # tokens without cost: estimated from a price table (on a thread: the
                         # table's first import takes a second or two)
-                        live = self._live
+                        live = self.live
                         payload = await anyio.to_thread.run_sync(
                             priced, payload, live.context.model, live.descriptor.vendor
                         )
@@ -492,7 +543,7 @@ class Turn:
                     else:
                         self._record(payload)
                     if outcome is None and type(payload) is UsageReported:
-                        crossed = self._live.limits.add(payload.usage, self.controller.clock())
+                        crossed = self.live.limits.add(payload.usage, self.controller.clock())
                         if crossed is not None:  # the budget is spent: end the turn here
                             outcome = TurnFailed(reason="limit-exceeded", hint=crossed)
         self._scope = None
@@ -520,7 +571,7 @@ class Turn:
         """Record, holding back the tail of streamed text that could start a secret."""
         if isinstance(payload, MessageDelta):
             text = self._carry + payload.text
-            keep = self._live.context.redactor.hold_back(text)
+            keep = self.live.context.redactor.hold_back(text)
             self._carry = text[len(text) - keep :]
             if len(text) > keep:
                 self._record(MessageDelta(text=text[: len(text) - keep]))
@@ -546,10 +597,10 @@ class Turn:
         if self.terminal is not None:
             return
         # Revoked first: no bridged call can record an event after the terminal one.
-        self._live.context.end_bridge_run(self.turn_id)
+        self.live.context.end_bridge_run(self.turn_id)
         self._release_carry()
         self.terminal = self._record(terminal)
-        live = self._live
+        live = self.live
         live.outcome = _OUTCOMES[terminal.TYPE]
         aclose = getattr(self._iterator, "aclose", None)
         # An async generator that ran to its end (ag_frame None) has nothing to close.
@@ -573,12 +624,12 @@ class Turn:
             )
             self._let_go()
             covered = len(self.events)
-            await self.controller._flush()
+            await self.recorder.flush()
             self._durable = covered  # the terminal's delivery needs no flush of its own
 
     def _let_go(self) -> None:
         """The session is free for its next turn."""
-        live = self._live
+        live = self.live
         live.context.deadline = None
         if live.context.recorder == self.record_runtime:
             live.context.turn_id, live.context.recorder = None, None
@@ -626,7 +677,7 @@ class Turn:
             reason=terminal.payload.reason
             if terminal is not None and isinstance(terminal.payload, TurnFailed)
             else None,
-            session_usage=self._live.limits.usage,
+            session_usage=self.live.limits.usage,
             output=terminal.payload.output
             if terminal is not None and isinstance(terminal.payload, TurnCompleted)
             else None,
@@ -645,6 +696,19 @@ _STATUSES = {
     TurnFailed.TYPE: "failed",
     TurnCancelled.TYPE: "cancelled",
 }
+
+
+def end_interrupted(live: LiveSession, turn_id: str) -> None:
+    """End turn ``turn_id``, which a dead process left open, as ``turn.failed(interrupted)``."""
+    live.recorder.record(turn_id, TurnFailed(reason="interrupted"))
+
+
+def end_unretried(live: LiveSession, turn_id: str | None = None) -> None:
+    """A turn kept open for a retry that did not come (another turn ``turn_id``, a close) ends
+    now (see :mod:`.retry`)."""
+    if live.retrying not in (None, turn_id):
+        end_interrupted(live, live.retrying)
+    live.retrying = None
 
 
 class NotStarted:

@@ -19,7 +19,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import attrs
 from attrs import frozen
 from harness_hookspecs import (
@@ -29,7 +28,6 @@ from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
     Payload,
-    RunTurnRequest,
     Status,
     TurnCompleted,
     TurnFailed,
@@ -265,31 +263,10 @@ class StructuredTurn:
         return None
 
     async def _retry(self, turn: Any, prompt: str) -> None:
-        """End the attempt's stream and processes, record the retry, start the next attempt
-        with the adapter in the same session (same turn id: it is one turn to everyone)."""
-        live = turn._live
-        with anyio.CancelScope(shield=True):
-            aclose = getattr(turn._iterator, "aclose", None)
-            if aclose is not None:
-                with anyio.move_on_after(5):
-                    try:
-                        await aclose()
-                    except Exception:
-                        pass
-            await live.context.kill_processes("turn", CLEANUP_GRACE)
-        turn._release_carry()
-        started = turn.events[0].event_id if turn.events else None
-        live.lineage.expect(started)
-        turn._record(self.retry_status())
+        """The next attempt, in the same turn (:meth:`~harness_core.turn.Turn.next_attempt`)."""
+        started = await turn.next_attempt(prompt, self.retry_status(), output_schema=self.schema)
         self.attempt += 1
-        self.attempt_start = len(turn.events)
-        request = RunTurnRequest(
-            session=live.ref, turn_id=turn.turn_id, prompt=prompt, output_schema=self.schema
-        )
-        iterator = turn.controller.hook.harness_run_turn(request=request, context=live.context)
-        if iterator is None or not hasattr(iterator, "__anext__"):
-            raise HarnessError("provider-failed", "the adapter returned no event stream")
-        turn._iterator = iterator
+        self.attempt_start = started
 
     def accepted(self, completed: TurnCompleted, value: Any) -> TurnCompleted:
         return attrs.evolve(completed, output=value)

@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 import anyio
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnFailed, TurnStarted
+from attrs import frozen
+from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnStarted
 
-from .lineage import check_parent
+from .budgets import DEFAULT_OUTPUT_RETRIES
 from .request_checks import safe_hint
 from .retry import opening_event
-from .turn import LiveSession, NotStarted, Turn, TurnOwner, as_error
+from .turn import LiveSession, NotStarted, Turn, TurnOwner, end_unretried
 
 
 class TurnStarter(TurnOwner, Protocol):
@@ -23,23 +24,27 @@ class TurnStarter(TurnOwner, Protocol):
     turn_timeout: float | None
     max_events_per_turn: int | None
 
-    def _call(self, name: str, **kwargs: Any) -> Any: ...
 
-    def _end_unretried(self, live: LiveSession, turn_id: str | None = None) -> None: ...
+@frozen
+class TurnOptions:
+    """How one turn runs: the keywords of :meth:`Controller.turn` and :meth:`Controller.run_turn`
+    (see there), as one value."""
+
+    timeout: float | None = None
+    max_events: int | None = None
+    turn_id: str | None = None
+    attempt: int = 1
+    output_schema: Mapping[str, Any] | None = None
+    output_retries: int = DEFAULT_OUTPUT_RETRIES
+    parent_event_id: str | None = None
 
 
 async def begin_turn(
     controller: TurnStarter,
     live: LiveSession,
     prompt: str,
+    options: TurnOptions,
     *,
-    timeout: float | None,
-    max_events: int | None,
-    turn_id: str | None,
-    attempt: int,
-    output_schema: Mapping[str, Any] | None,
-    output_retries: int,
-    parent_event_id: str | None,
     inline: bool,
 ) -> Turn:
     """The session's new active turn, ``turn.started`` recorded and the adapter's stream in
@@ -49,6 +54,7 @@ async def begin_turn(
         raise HarnessError("turn-active")
     clock = controller.clock()
     live.limits.before_turn(clock)
+    turn_id, output_schema = options.turn_id, options.output_schema
     retried = turn_id is not None
     # 96 random bits, as the first 24 hex digits of a uuid4 were (without building a UUID)
     turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
@@ -56,8 +62,8 @@ async def begin_turn(
     if output_schema is not None:  # the structured turn's module only for a turn that has one
         from .turn_protocol import structured_turn
 
-        structured = structured_turn(live.descriptor, output_schema, output_retries)
-    check_parent(live.prefix, live.next_sequence, parent_event_id)
+        structured = structured_turn(live.descriptor, output_schema, options.output_retries)
+    live.recorder.check_parent(options.parent_event_id)
     try:
         request = RunTurnRequest(
             session=live.ref,
@@ -70,9 +76,9 @@ async def begin_turn(
     opening: Payload = TurnStarted(prompt=prompt)
     if retried:
         opening = await anyio.to_thread.run_sync(
-            opening_event, controller.ledger, live.ref.session_id, turn_id, attempt, prompt
+            opening_event, controller.ledger, live.ref.session_id, turn_id, options.attempt, prompt
         )
-    timeout = timeout if timeout is not None else controller.turn_timeout
+    timeout = options.timeout if options.timeout is not None else controller.turn_timeout
     deadline = clock + timeout if timeout is not None else None
     deadline, limit_hint = live.limits.deadline(deadline)
     live.context.deadline = deadline
@@ -82,7 +88,7 @@ async def begin_turn(
         turn_id,
         NotStarted(),
         deadline,
-        max_events if max_events is not None else controller.max_events_per_turn,
+        options.max_events if options.max_events is not None else controller.max_events_per_turn,
     )
     live.active = turn
     turn.limit_hint = limit_hint
@@ -90,21 +96,7 @@ async def begin_turn(
     live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
     turn.structured = structured
     if live.retrying is not None:
-        controller._end_unretried(live, turn_id)
-    live.lineage.expect(parent_event_id)
-    turn._record(opening)
-    if live.context.bridge is not None:
-        # The run's bridge token (the session has host tools): revoked in Turn._finish.
-        live.context.begin_bridge_run(turn_id, turn.record_side_event, deadline)
-    try:
-        iterator = controller._call("harness_run_turn", request=request, context=live.context)
-        if iterator is None or not hasattr(iterator, "__anext__"):
-            raise HarnessError("provider-failed", "the adapter returned no event stream")
-        turn._iterator = iterator
-        if not inline:
-            turn.start()
-    except Exception as error:
-        turn.log_raised(error)
-        failure = as_error(error)
-        await turn._finish(TurnFailed(reason=failure.reason, hint=failure.hint))
+        end_unretried(live, turn_id)
+    live.recorder.lineage.expect(options.parent_event_id)
+    await turn.begin(opening, request, inline=inline)
     return turn

@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import os
 import sys
-from argparse import ArgumentParser, ArgumentTypeError, Namespace
-from collections.abc import Callable, Sequence
-from importlib import import_module
-from typing import Any, NoReturn
+from argparse import ArgumentParser, Namespace
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from .commands.reading import DEFAULT_SESSIONS_LIMIT
 from .exits import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE
 from .view import format_event
 
-__all__ = ["build_parser", "format_event", "main"]
+if TYPE_CHECKING:
+    from .commands import CommandSet
 
-#: ``harness sessions`` shows the newest this many by default.
-DEFAULT_SESSIONS_LIMIT = 50
+__all__ = ["DEFAULT_SESSIONS_LIMIT", "build_parser", "format_event", "main"]
 
 
 class _Parser(ArgumentParser):
@@ -34,321 +34,89 @@ class _Parser(ArgumentParser):
         raise CliError("invalid-request", hint)
 
 
-def _lazy(module: str, function: str) -> Callable[[Namespace], int]:
-    """``module.function``, imported when the command runs: ``harness list`` must not pay for
-    the imports of ``harness run`` (the ledger, the controller) just to build the parser."""
-
-    def command(args: Namespace) -> int:
-        return int(getattr(import_module(f"{__name__}.{module}"), function)(args))
-
-    command.__name__ = function
-    return command
-
-
-def _positive_seconds(text: str) -> float:
-    from ..number_checks import positive_number
-
-    try:
-        return positive_number(text, seconds=True)
-    except ValueError as error:
-        raise ArgumentTypeError(str(error)) from None
-
-
-def _positive_number(text: str) -> float:
-    from ..number_checks import positive_number
-
-    try:
-        return positive_number(text)
-    except ValueError as error:
-        raise ArgumentTypeError(str(error)) from None
-
-
-def _count(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        from ..number_checks import whole_number
-
-        try:
-            return whole_number(text, minimum)
-        except ValueError as error:
-            raise ArgumentTypeError(str(error)) from None
-
-    parse.__name__ = "count"
-    return parse
-
-
-def _command(
-    sub: Any, name: str, help: str, func: Callable[[Namespace], int], json_help: str | None = None
-) -> ArgumentParser:
-    parser: ArgumentParser = sub.add_parser(name, help=help, description=help)
-    parser.set_defaults(func=func)
-    parser.add_argument(
-        "--json", action="store_true", help=json_help or "print JSON Lines (one object per line)"
-    )
-    return parser
-
-
-class _Skipped:
-    """Stands in for the parser of a command this invocation does not run: argparse builds
-    each subparser with gettext look-ups (a dozen ``stat`` calls each) and a terminal-size query
-    per argument, most of a ``harness run``'s parsing time for parsers it never uses."""
-
-    def add_argument(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def set_defaults(self, **kwargs: Any) -> None:
-        return None
-
-
-class _OnlyCommand:
-    """The subparsers action, adding only ``command``'s parser (the others are skipped)."""
-
-    def __init__(self, sub: Any, command: str) -> None:
-        self.sub = sub
-        self.command = command
-
-    def add_parser(self, name: str, **kwargs: Any) -> Any:
-        return self.sub.add_parser(name, **kwargs) if name == self.command else _Skipped()
-
-
 def build_parser(command: str | None = None, *, only_command: bool = True) -> ArgumentParser:
-    """The whole parser; with ``command`` (what ``main`` is about to run; ``""`` for none),
-    optional plugins' arguments only for the command that needs them, and with
-    ``only_command`` only that command's parser (it parses the same). A ``command`` that is no
-    command gets every parser (for the usage error listing them)."""
-    if command and only_command:
-        parser = _build_parser(command, only=True)
-        if command in _subcommands(parser):
-            return parser
-    return _build_parser(command, only=False)
+    """The parser of every command, the installed plugins' too (see :mod:`.commands`).
+
+    With ``command`` (what ``main`` is about to run; ``""`` for none) the plugins are imported
+    only as that command needs them (its own plugin; for ``run``, those adding run options; the
+    others' commands are listed from the plugin cache), only that command's parser gets its
+    arguments, and with ``only_command`` the others are left out (it parses the same). A
+    ``command`` that is no command gets every command listed (for the usage error naming them).
+    """
+    from .commands import builtin
+
+    commands = builtin()
+    if command is None or command not in commands.commands or command == "run":
+        _add_plugin_commands(commands, command)
+    known = command in commands.commands
+    return _parser(commands, command, only=known and only_command)
 
 
-def _subcommands(parser: ArgumentParser) -> dict[str, Any]:
-    sub = next(a for a in parser._actions if a.dest == "command")
-    choices: dict[str, Any] = getattr(sub, "choices", None) or {}
-    return choices
-
-
-def _build_parser(command: str | None, *, only: bool) -> ArgumentParser:
+def _parser(commands: CommandSet, command: str | None, *, only: bool) -> ArgumentParser:
     parser = _Parser(
         prog="harness",
         description="Drive coding-agent harnesses through one Session -> Turns control plane.",
     )
+    parser.set_defaults(hand_offs=commands.hand_offs())
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub: Any = parser.add_subparsers(dest="command", metavar="COMMAND")
-    if only and command:
-        sub = _OnlyCommand(sub, command)
-    ledger_help = "ledger URL (default: $HARNESS_LEDGER or sqlite:.harness/ledger.sqlite)"
-
-    _command(
-        sub,
-        "plugins",
-        "list installed plugins, what each registers, broken ones",
-        _lazy("info", "cmd_plugins"),
-    )
-    _command(sub, "list", "list harness names", _lazy("info", "cmd_list"))
-    p = _command(sub, "describe", "describe a harness", _lazy("info", "cmd_describe"))
-    p.add_argument("name")
-
-    p = _command(
-        sub,
-        "run",
-        "run one turn (opening or resuming a session): the answer as it streams",
-        _lazy("run", "cmd_run"),
-        "print every event as JSON Lines",
-    )
-    p.add_argument("name", help="harness name")
-    p.add_argument(
-        "prompt", nargs="?", help="the prompt; - (or piped stdin without PROMPT) reads stdin"
-    )
-    p.add_argument("--prompt-file", metavar="FILE", help="read the prompt from FILE (- = stdin)")
-    p.add_argument("--session", help="resume this session id instead of opening a new one")
-    p.add_argument("--workspace", help="workspace directory (default: current directory)")
-    p.add_argument("--ledger", help=ledger_help)
-    p.add_argument("--model")
-    p.add_argument("--posture", choices=("strict", "auto", "dangerous"), help="default: auto")
-    p.add_argument(
-        "--grant-dangerous",
-        action="store_true",
-        help="grant this run the dangerous posture (refused without it)",
-    )
-    p.add_argument("--sandbox", metavar="PROVIDER", help="sandbox provider (see harness plugins)")
-    p.add_argument(
-        "--scope",
-        default="run",
-        choices=("run", "agent", "agent-user"),
-        help="workspace scope: a fresh one per run, or durable per agent / agent+user",
-    )
-    p.add_argument("--network", default="open", choices=("none", "mcp-only", "allowlist", "open"))
-    p.add_argument(
-        "--allow", action="append", default=[], metavar="HOST:PORT", help="allowlist entry"
-    )
-    p.add_argument(
-        "--sandbox-config", action="append", default=[], metavar="KEY=VALUE", help="repeatable"
-    )
-    p.add_argument("--agent", help="who the session runs for (agent-level credential grants)")
-    p.add_argument("--user", help="the user the agent works for (agent-user workspaces)")
-    p.add_argument("--timeout", type=_positive_seconds, help="turn deadline in seconds")
-    p.add_argument("--max-events", type=_count(1), help="event-count limit for the turn")
-    p.add_argument(
-        "--approve",
-        action="store_true",
-        help="ask on the terminal (y/n) before each tool call (implies --posture strict)",
-    )
-    p.add_argument("--max-turns", type=_count(1), help="session budget: turns (all runs)")
-    p.add_argument("--max-cost", type=_positive_number, metavar="USD", help="session budget")
-    p.add_argument("--max-tokens", type=_count(1), help="session budget: input + output tokens")
-    p.add_argument("--max-wall-clock", type=_positive_seconds, metavar="SECONDS")
-    p.add_argument(
-        "--output-schema",
-        metavar="FILE",
-        help="a JSON Schema file the final answer must match; prints the parsed answer",
-    )
-    p.add_argument(
-        "--output-retries",
-        type=_count(0),
-        metavar="N",
-        help="retries of an answer that does not match --output-schema (default 2)",
-    )
-    p.add_argument("--close", action="store_true", help="close the session after the turn")
-    p.add_argument("--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)")
-    p.add_argument("--events", action="store_true", help="one line per event instead")
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="harness configuration (VALUE parsed as JSON when it is JSON); repeatable",
-    )
-
-    p = _command(
-        sub,
-        "close",
-        "close a session (after harness run without --close)",
-        _lazy("run", "cmd_close"),
-    )
-    p.add_argument("session")
-    p.add_argument("--ledger", help=ledger_help)
-    p = _command(
-        sub,
-        "logs",
-        "print a session's diagnostic log (what a failing harness raised, with its traceback)",
-        _lazy("reading", "cmd_logs"),
-    )
-    p.add_argument("session")
-    p.add_argument("--ledger", help=ledger_help)
-    p = _command(
-        sub,
-        "cancel",
-        "cancel the turn a harness run is running in a session",
-        _lazy("run", "cmd_cancel"),
-    )
-    p.add_argument("session")
-
-    p = _command(
-        sub,
-        "sessions",
-        "list sessions with turns, tokens and cost",
-        _lazy("reading", "cmd_sessions"),
-    )
-    p.add_argument("--ledger", help=ledger_help)
-    p.add_argument("--limit", type=_count(1), help=f"newest N (default {DEFAULT_SESSIONS_LIMIT})")
-    p.add_argument("--harness", help="only sessions of this harness")
-    p.add_argument("--status", choices=("open", "closed"))
-    p.add_argument("--since", help="created since: 30m, 2h, 7d, 1w or an ISO date/time")
-    p.add_argument("-q", "--query", metavar="TEXT", help="search prompts and answers")
-    p = _command(
-        sub, "events", "print a session's events from the ledger", _lazy("reading", "cmd_events")
-    )
-    p.add_argument("session")
-    p.add_argument("--ledger", help=ledger_help)
-    p.add_argument("--after", type=_count(0), default=0, help="only events with sequence > N")
-    p.add_argument("--limit", type=_count(1))
-    p.add_argument(
-        "--follow", action="store_true", help="keep printing new events as they are recorded"
-    )
-    p = _command(
-        sub,
-        "export",
-        "export a session as a portable JSON bundle",
-        _lazy("reading", "cmd_export"),
-        "the bundle on one line (and a JSON confirmation with -o)",
-    )
-    p.add_argument("session")
-    p.add_argument("--ledger", help=ledger_help)
-    p.add_argument("-o", "--output", help="write to this file (default: stdout)")
-    if not (only and command) or command in ("import", "replay"):  # else skipped: no import
-        from . import bundle_cmd
-
-        bundle_cmd.add_commands(sub, _command, ledger_help)
-
-    p = _command(
-        sub,
-        "policy",
-        "check a command against the auto posture's command policy: verdict and rule",
-        _lazy("policy_cmd", "cmd_policy"),
-        "one JSON object: verdict, rule, reason, command",
-    )
-    if not (only and command) or command == "policy":  # else skipped: no import
-        from .policy_cmd import add_arguments as add_policy_arguments
-
-        add_policy_arguments(p)
-    p = _command(
-        sub,
-        "conformance",
-        "run the conformance kit against a harness",
-        _lazy("conformance_cmd", "cmd_conformance"),
-    )
-    p.add_argument("name")
-    p.add_argument("--workspace", help="workspace directory (default: a temporary one)")
-    p.add_argument(
-        "--timeout", type=_positive_seconds, default=60.0, help="per-turn deadline in seconds"
-    )
-    p = sub.add_parser("new", help="scaffold a new plugin from the cookiecutter template")
-    p.set_defaults(func=_lazy("info", "cmd_new"))
-    p.add_argument("--kind", choices=("harness", "harness-cli", "sandbox", "credentials"))
-    p.add_argument("--name")
-    p.add_argument("--description")
-    p.add_argument("--author")
-    p.add_argument("--output-dir", default=".")
-    p.add_argument("--no-input", action="store_true")
-    p = sub.add_parser("serve", help="serve the HTTP API and the live session viewer (127.0.0.1)")
-    p.set_defaults(func=_serve)
-    if not (only and command) or command == "serve":  # else skipped: no import
-        from ..serve.command import add_arguments as add_serve_arguments
-
-        add_serve_arguments(p)
-    p = sub.add_parser("worker", help="run a Temporal worker for sessions (executor-temporal)")
-    p.set_defaults(func=_worker)
-    if command in (None, "worker"):
-        _worker_arguments(p)
-    p = sub.add_parser("fake-model", help="run the scripted fake model server (offline tests)")
-    p.set_defaults(func=_lazy("info", "cmd_fake_model"))
-    p.add_argument("rest", nargs="...", help="e.g. serve --port 8080 --script FILE")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for entry in commands.commands.values():
+        # argparse builds each subparser with gettext look-ups and a terminal-size query per
+        # argument: most of a ``harness run``'s parsing time, for parsers it never uses.
+        if only and entry.name != command:
+            continue
+        p = sub.add_parser(entry.name, help=entry.help, description=entry.help)
+        p.set_defaults(func=entry.run)
+        if command is not None and entry.name != command:
+            continue  # listed, not parsed: no arguments
+        if entry.json_help is not None:
+            p.add_argument("--json", action="store_true", help=entry.json_help)
+        if entry.arguments is not None:
+            entry.arguments(p)
+        if entry.name == "run":
+            for options in commands.run_options:
+                options.arguments(p)
     return parser
 
 
-def _serve(args: Namespace) -> int:
-    from ..serve.command import main as serve_main
+def _add_plugin_commands(commands: CommandSet, command: str | None) -> None:
+    """Add the installed plugins' commands: for real (arguments, code) those ``command`` needs
+    (all for ``None``), the others as listed by the plugin cache (name and help)."""
+    from ..plugin_cache import listing
+    from .commands import Command, add_from_plugins
 
-    return serve_main(args)
+    known = listing()
+    rows = [row for row in known["plugins"] if row.get("commands") or row.get("run_options")]
+    if command is None:
+        wanted = {row["name"] for row in rows}
+    elif command == "run":
+        wanted = {row["name"] for row in rows if row.get("run_options")}
+    else:
+        wanted = {row["name"] for row in rows if command in (c[0] for c in row["commands"])}
+    if wanted:  # (the plugin manager's imports only then: not for harness --help)
+        from ..plugin_manager import EntryPointRef
+
+        refs = [EntryPointRef(*ep) for ep in known["entry_points"] if ep[0] in wanted]
+        add_from_plugins(commands, ((ref.name, _load(ref)) for ref in refs))
+    for row in rows:
+        for name, help, json_help in row["commands"]:
+            if row["name"] not in wanted and name not in commands.commands:
+                commands.commands[name] = Command(
+                    name, help, _listed_only, None, json_help, plugin=row["name"]
+                )
 
 
-def _worker_arguments(parser: ArgumentParser) -> None:
+def _load(ref: Any) -> Any:
     try:
-        from executor_temporal.cli import add_arguments
-    except ImportError:
-        return  # `harness worker` then says what to install
-    add_arguments(parser)
+        return ref.load()
+    except Exception:  # a broken plugin: its commands are absent (harness plugins says why)
+        return None
 
 
-def _worker(args: Namespace) -> int:
+def _listed_only(args: Namespace) -> int:
     from .errors import CliError
 
-    try:
-        from executor_temporal.cli import run
-    except ImportError:
-        raise CliError("unsupported", "install harnessplane-executor-temporal") from None
-    return run(args)
+    raise CliError("invalid-request", f"run harness {args.command} as the command itself")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

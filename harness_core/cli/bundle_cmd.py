@@ -11,38 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .commands.bundle import PACE_CAP
 from .exits import EXIT_OK
 from .output import print_json
 from .view import format_event
 
 if TYPE_CHECKING:
     from harness_hookspecs import Event
-
-# The ledger readers are imported by the commands, not here: building the parser (every
-# ``harness`` invocation) must stay cheap.
-
-PACE_CAP = 2.0
-
-
-def add_commands(sub: Any, command: Any, ledger_help: str) -> None:
-    """Register the two commands (``command`` is the CLI's ``_command`` helper)."""
-    p = command(
-        sub,
-        "import",
-        "load an exported session bundle into a ledger (ids kept)",
-        cmd_import,
-        "one line: the imported session id, harness and event count",
-    )
-    p.add_argument("bundle", help="a file written by harness export (- = stdin)")
-    p.add_argument("--ledger", help=ledger_help)
-    p = command(sub, "replay", "print a session's events as they happened", cmd_replay)
-    p.add_argument("session")
-    p.add_argument("--ledger", help=ledger_help)
-    p.add_argument(
-        "--pace", action="store_true", help=f"wait the recorded gaps (each at most {PACE_CAP}s)"
-    )
 
 
 def cmd_import(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
-"""What is installed: ``plugins``, ``list``, ``describe``, ``--version``; and the tool commands
-(``new``, ``fake-model``) that live in their own modules."""
+"""What is installed: ``plugins``, ``list``, ``describe``, ``--version``; and ``new``, whose
+scaffolding lives in its own module."""
 
 from __future__ import annotations
 
@@ -46,6 +46,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             ("ledger_schemes", "ledger"),
         ):
             provides += [f"{label}:{name}" for name in row[key]]
+        provides += [f"command:{command[0]}" for command in row["commands"]]
+        provides += ["run options"] if row["run_options"] else []
         provides += [f"hook:{h}" for h in row["hooks"] if not h.startswith("register_")]
         version = f" {row['version']}" if row["version"] else ""
         dist = f"{row['distribution']}{version}" if row["distribution"] else "-"
@@ -97,14 +99,3 @@ def cmd_new(args: argparse.Namespace) -> int:
     from ..scaffold import cli_main
 
     return int(cli_main(args))
-
-
-def cmd_fake_model(args: argparse.Namespace) -> int:
-    from ..testing.fake_model import FakeModelNotInstalled, load
-    from .errors import CliError
-
-    try:
-        fake_model = load()
-    except FakeModelNotInstalled as error:
-        raise CliError("provider-unavailable", str(error)) from None
-    return int(fake_model.main(args.rest) or 0)

@@ -16,7 +16,7 @@ from typing import Any
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..ledger import DEFAULT_LEDGER_URL, ENV_LEDGER, open_ledger, path_of
-from ..ledger._base import event_from_row
+from ..ledger.base import event_from_row
 from ..ledger.sqlite import _SELECT_EVENTS, SCHEMA_VERSION
 from ..serialize import loads_record
 from .errors import CliError
@@ -160,7 +160,7 @@ class ReadOnlySqlite:
         """Whether a live process holds the session (its writer, per the ``claims`` table)."""
         import time
 
-        from ..ledger._base import holder_alive
+        from ..ledger.base import holder_alive
 
         rows = self._rows(
             "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
-from . import DEFAULT_SESSIONS_LIMIT
+from .commands.reading import DEFAULT_SESSIONS_LIMIT
 from .errors import EXIT_OK, CliError, file_error
 from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading, resolve_session
 from .output import Out, print_json, print_json_lines

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from attrs import frozen
+
 from ..diagnostics import session_log
 from ..digests import sha256_hex
 from .approve import TerminalApprover, open_terminal
@@ -169,6 +171,19 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
     return record
 
 
+@frozen
+class RunInvocation:
+    """What ``harness run`` hands a plugin's run option (``add_run_options``'s ``run``): the
+    prompt, the ``--config`` pairs, the checked workspace, the printer of events and the
+    structured-output options (empty without ``--output-schema``)."""
+
+    prompt: str
+    config: dict[str, Any]
+    workspace: str | None
+    printer: Any
+    structured: dict[str, Any]
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import anyio
     from harness_hookspecs import HarnessError
@@ -191,14 +206,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = sandbox_spec(args)
     workspace = check_workspace(args.workspace) if args.workspace or not args.session else None
     printer = _Printer(args)
-    if args.temporal:  # the session runs on Temporal workers (harnessplane-executor-temporal)
-        if structured:
-            raise CliError("unsupported-feature", "--output-schema does not run on --temporal yet")
-        try:
-            from executor_temporal.cli import run_on_temporal
-        except ImportError:
-            raise CliError("unsupported", "install harnessplane-executor-temporal") from None
-        return run_on_temporal(args, prompt, config, workspace, printer)
+    # A plugin's run option may take the turn elsewhere (executor-temporal: --temporal).
+    invocation = RunInvocation(prompt, config, workspace, printer, structured)
+    for hand_off in getattr(args, "hand_offs", ()):
+        handed = hand_off(args, invocation)
+        if handed is not None:
+            return int(handed)
     approver = TerminalApprover(open_terminal()) if args.approve else None
 
     async def main() -> int:

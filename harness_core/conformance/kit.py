@@ -67,21 +67,7 @@ async def arun_conformance(
 ) -> ConformanceReport:
     """Run the conformance kit (async form of :func:`run_conformance`)."""
     started = time.monotonic()
-    if isinstance(harness, str):
-        name = harness
-        plugins = plugins if plugins is not None else Plugins()
-    else:
-        adapter = as_adapter(harness)
-        if adapter is None:
-            raise TypeError(
-                "run_conformance needs a harness name, an adapter or an @harness function"
-            )
-        name = adapter.name
-        if plugins is None:
-            plugins = plugins_from([harness])
-        elif name not in plugins.harnesses:
-            plugins.register(harness)
-
+    name, plugins = _harness_and_plugins(harness, plugins)
     root = Path(tempfile.mkdtemp(prefix="harness-conformance-"))
     secret = "hc-canary-" + secrets.token_hex(16)
     env_secret = "hc-env-canary-" + secrets.token_hex(16)
@@ -137,6 +123,21 @@ async def arun_conformance(
     return ConformanceReport(
         harness=name, checks=tuple(checks), duration=time.monotonic() - started
     )
+
+
+def _harness_and_plugins(harness: str | Any, plugins: Plugins | None) -> tuple[str, Plugins]:
+    """The harness's name and the plugins that hold it (``harness``: a name, an adapter or an
+    ``@harness`` function, registered into ``plugins`` if they lack it)."""
+    if isinstance(harness, str):
+        return harness, plugins if plugins is not None else Plugins()
+    adapter = as_adapter(harness)
+    if adapter is None:
+        raise TypeError("run_conformance needs a harness name, an adapter or an @harness function")
+    if plugins is None:
+        plugins = plugins_from([harness])
+    elif adapter.name not in plugins.harnesses:
+        plugins.register(harness)
+    return adapter.name, plugins
 
 
 def run_conformance(

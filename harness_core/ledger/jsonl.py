@@ -29,7 +29,7 @@ from typing import TypeVar
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import dumps_event, dumps_record, loads_event, loads_record
-from ._base import SequenceGuard, nth_event
+from .base import SequenceGuard, SessionsInMemory, nth_event
 from .tail import PAGE, poll_tail
 
 T = TypeVar("T")
@@ -39,7 +39,7 @@ T = TypeVar("T")
 TORN = "\ttorn"
 
 
-class JsonlStore:
+class JsonlStore(SessionsInMemory):
     commits_on_append = True
     syncs_on_flush = True
 
@@ -119,13 +119,6 @@ class JsonlStore:
         with self._lock:
             self._sessions[record.session_id] = record
             self._write(self._sessions_path, [dumps_record(record) + "\n"])
-
-    def get_session(self, session_id: str) -> SessionRecord | None:
-        return self._sessions.get(session_id)
-
-    def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
-        records = sorted(self._sessions.values(), key=lambda r: r.created_at, reverse=True)
-        return records[:limit] if limit is not None else records
 
     def append(self, events: Sequence[Event]) -> None:
         if self._closed:

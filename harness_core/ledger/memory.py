@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from ._base import SequenceGuard, nth_event
+from .base import SequenceGuard, SessionsInMemory, nth_event
 
 
-class MemoryStore:
+class MemoryStore(SessionsInMemory):
     #: appends are complete when ``append`` returns (CommitsOnAppend): no flush before delivery
     commits_on_append = True
     syncs_on_flush = False
@@ -40,13 +40,6 @@ class MemoryStore:
     def update_session(self, record: SessionRecord) -> None:
         with self._lock:
             self._sessions[record.session_id] = record
-
-    def get_session(self, session_id: str) -> SessionRecord | None:
-        return self._sessions.get(session_id)
-
-    def list_sessions(self, *, limit: int | None = None) -> list[SessionRecord]:
-        records = sorted(self._sessions.values(), key=lambda r: r.created_at, reverse=True)
-        return records[:limit] if limit is not None else records
 
     def append(self, events: Sequence[Event]) -> None:
         with self._lock:

@@ -41,7 +41,7 @@ from typing import Any
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from ..serialize import loads_record
-from ._base import (
+from .base import (
     LEASE,
     STOP,
     QueuedWrites,

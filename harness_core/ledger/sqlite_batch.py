@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from harness_hookspecs import SessionRecord
 
-from ._base import STOP, Waiter, event_row, record_row
+from .base import STOP, Waiter, event_row, record_row
 
 INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 #: Events go in multi-row INSERTs: each statement step releases and re-takes the GIL, and a

@@ -1,30 +1,20 @@
 """The scripted fake model server, re-exported from its own distribution.
 
 It lives in ``harnessplane-fake-model`` (import ``harness_fake_model``; the ``testing`` extra
-installs it), so the core does not need aiohttp. Names load on first use: importing this module
-works without it, using a name says which distribution to install.
+installs it), so the core does not need aiohttp; it is found through its ``harness_core.testing``
+entry point, not imported by name. Names load on first use: importing this module works without
+it, using a name says which distribution to install.
 """
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # the real types for type checkers (``X as X``: an explicit re-export)
-    from harness_fake_model import ErrorReply as ErrorReply
-    from harness_fake_model import FakeModelServer as FakeModelServer
-    from harness_fake_model import Match as Match
-    from harness_fake_model import RecordedRequest as RecordedRequest
-    from harness_fake_model import Step as Step
-    from harness_fake_model import ToolCall as ToolCall
-    from harness_fake_model import Usage as Usage
-    from harness_fake_model import load_script as load_script
-    from harness_fake_model import main as main
-
-# Loaded from harness_fake_model on first use (its __all__).
+# Loaded from harness_fake_model on first use (its __all__). Not in this module's __all__: they
+# are the fake model's (documented with it), reached here as attributes.
 REEXPORTED = "ErrorReply FakeModelServer Match RecordedRequest Step ToolCall Usage load_script main"
-__all__ = [*REEXPORTED.split(), "FakeModelNotInstalled", "INSTALL_HINT", "load"]
+__all__ = ["INSTALL_HINT", "REEXPORTED", "FakeModelNotInstalled", "load"]
 
 INSTALL_HINT = (
     "the fake model server is not installed: "
@@ -38,12 +28,15 @@ class FakeModelNotInstalled(ModuleNotFoundError):
 
 def load() -> ModuleType:
     """The ``harness_fake_model`` package, or :class:`FakeModelNotInstalled`."""
+    from ..extensions import TESTING_GROUP, ExtensionMissing, load
+
     try:
-        return importlib.import_module("harness_fake_model")
-    except ModuleNotFoundError as error:
-        if error.name not in ("harness_fake_model", "aiohttp"):
+        module: ModuleType = load(TESTING_GROUP, "fake-model")
+    except ExtensionMissing as error:
+        if error.name not in ("fake-model", "harness_fake_model", "aiohttp"):
             raise
         raise FakeModelNotInstalled(INSTALL_HINT, name=error.name) from None
+    return module
 
 
 def __getattr__(name: str) -> Any:

@@ -38,7 +38,7 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.events import make_payload
 
-import harness_core.controller as controller_module
+import harness_core.recorder as recorder_module
 from harness_core import Controller
 from harness_core.conformance import CANARY_ENV_VAR, ConformanceProfile
 from harness_core.ledger import MemoryStore
@@ -305,13 +305,16 @@ class LeaksHostEnv(FakeAdapter):
 class NaiveTimestamps(Controller):
     """envelope: stamps timestamps without a time zone."""
 
-    def _emit(self, live, turn_id, payload):
-        original = controller_module.now
-        controller_module.now = lambda: "2024-01-01T00:00:00"
+    async def __aenter__(self):
+        self.original_now = recorder_module.now
+        recorder_module.now = lambda: "2024-01-01T00:00:00"  # the recorder stamps every event
+        return await super().__aenter__()
+
+    async def __aexit__(self, *exc_info):
         try:
-            return super()._emit(live, turn_id, payload)
+            return await super().__aexit__(*exc_info)
         finally:
-            controller_module.now = original
+            recorder_module.now = self.original_now
 
 
 class _Reordered:
@@ -351,7 +354,7 @@ class SharedIdPrefix(Controller):
 
     async def _attach(self, *args, **kwargs):
         live = await super()._attach(*args, **kwargs)
-        live.prefix = "ev_"
+        live.recorder.prefix = "ev_"
         return live
 
 

@@ -106,7 +106,7 @@ def test_targeted_cancellation_kills_the_turn_process(make_controller, workspace
                 async for event in turn:
                     seen.append(event)
                     if event.type == "status":
-                        live = controller._live[ref.session_id]
+                        live = controller.live(ref.session_id)
                         pids = [p.pid for p in live.context.turn_processes]
                         with pytest.raises(HarnessError) as info:
                             await controller.cancel_turn(ref, "turn_someone_else")

@@ -216,7 +216,7 @@ def test_a_cost_budget_crossed_mid_turn_ends_it_and_kills_its_process(tmp_path):
     async def main():
         async with _controller(tmp_path, budget={"max_cost_usd": 0.1}) as c:
             ref = await c.open_session(harness="spender", workspace=str(tmp_path))
-            live = c._live[ref.session_id]
+            live = c.live(ref.session_id)
             with anyio.fail_after(20):
                 result = await c.run_turn(ref, "hang")
             assert live.context.turn_processes == []
@@ -314,7 +314,7 @@ def test_a_resumed_session_keeps_its_wall_clock_from_its_opening(tmp_path):
             except HarnessError as error:  # spent already: refused before session.resumed
                 assert len(c.ledger.events(session_id)) == before
                 return None, error
-            elapsed = anyio.current_time() - c._live[session_id].limits.started
+            elapsed = anyio.current_time() - c.live(session_id).limits.started
             return elapsed, await c.run_turn(ref, "b")
 
     _, refused = anyio.run(resume, 1.0)

@@ -52,7 +52,7 @@ def test_history_and_transcript_survive_a_fresh_adapter(make_controller, workspa
         async with make_controller(fresh()) as c:
             await c.resume_session(ref, workspace=workspace)
             result = await c.run_turn(ref, "again")
-            seen["transcript"] = c._live[ref.session_id].context.transcript()
+            seen["transcript"] = c.live(ref.session_id).context.transcript()
             return result
 
     result = anyio.run(second)

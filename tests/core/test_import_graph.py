@@ -109,6 +109,52 @@ def test_harness_core_has_no_import_circle():
     assert circles == [], "\n".join(described)
 
 
+#: Every distribution's package: the contract, the runtime and each plugin.
+ROOT = PACKAGE.parent
+DISTRIBUTIONS = sorted(
+    [ROOT / "hookspecs" / "harness_hookspecs", PACKAGE]
+    + [
+        package
+        for plugin in (ROOT / "plugins").iterdir()
+        for package in plugin.iterdir()
+        if (package / "__init__.py").is_file()
+    ]
+)
+
+
+def house_graph() -> dict[str, set[str]]:
+    """One graph over every distribution's modules (an edge may cross distributions)."""
+    known: dict[str, Path] = {}
+    for package in DISTRIBUTIONS:
+        known.update(modules(package))
+    return {name: imports(name, path, known) for name, path in known.items()}
+
+
+def test_no_import_circle_in_any_distribution_nor_across_them():
+    graph = house_graph()
+    assert {"harness_hookspecs", "executor_temporal", "ledger_postgresql"} <= set(graph)
+    assert len(DISTRIBUTIONS) >= 15  # the contract, the runtime and every plugin
+    circles = cycles(graph)
+    described = [
+        " <-> ".join(c) + ": " + "; ".join(f"{m} -> {sorted(graph[m] & set(c))}" for m in c)
+        for c in circles
+    ]
+    assert circles == [], "\n".join(described)
+
+
+def test_neither_the_contract_nor_the_runtime_imports_a_plugin():
+    graph = house_graph()
+    plugin_packages = {p.name for p in DISTRIBUTIONS} - {"harness_core", "harness_hookspecs"}
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.split(".")[0] in ("harness_core", "harness_hookspecs")
+        for target in targets
+        if target.split(".")[0] in plugin_packages
+    )
+    assert upward == []
+
+
 def test_the_walk_finds_a_circle_hidden_behind_type_checking_and_a_lazy_import(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)

@@ -60,7 +60,7 @@ def test_a_killed_cgroup_is_waited_for_until_empty_then_removed(tmp_path: Path) 
     assert not path.exists() or b"populated 0" in (path / "cgroup.events").read_bytes()
     shell.wait()
     assert [pid for pid in tree if proctree.read_stat(pid) is not None] == []
-    proctree._remove()
+    proctree.remove_cgroups()
     assert not path.exists()
 
 

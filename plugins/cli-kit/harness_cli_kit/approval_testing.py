@@ -64,7 +64,7 @@ def approval_turn(
                 posture=posture,
             )
             result = await controller.run_turn(ref, f"create {APPROVED}")
-            assert controller._live[ref.session_id].context.turn_processes == []
+            assert controller.live(ref.session_id).context.turn_processes == []
             return result
 
     with serve(approval_script(tool_call)) as server:

@@ -24,6 +24,13 @@ CLI_PATH_ENV = "HARNESS_CLI_PATH"
 
 _VERSION = re.compile(rb"(\d+\.\d+\.\d+)")
 _cache: dict[tuple[str, float], str | None] = {}
+
+
+def forget_versions() -> None:
+    """Forget the versions this process asked (as a new process would; the file stays)."""
+    _cache.clear()
+
+
 #: Versions CLIs reported, kept across processes (``harness run`` is one process per turn, and
 #: ``node cli --version`` costs 0.1-0.5 s): keyed by real path, mtime and size, so an upgraded
 #: or replaced binary is asked again. Same directory as harness_core's plugin listing cache.

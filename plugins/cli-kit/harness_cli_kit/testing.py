@@ -187,7 +187,8 @@ class CliUnderTest:
         assert [r.step_index for r in requests] == [0, 1, 2]
         return server, result
 
-    async def _open(self, c: Any, config: dict[str, Any], **open_kwargs: Any) -> Any:
+    async def open_session(self, c: Any, config: dict[str, Any], **open_kwargs: Any) -> Any:
+        """Open a session of this CLI's harness in controller ``c`` (its workspace and model)."""
         return await c.open_session(
             harness=self.harness,
             workspace=self.workspace,
@@ -204,9 +205,9 @@ class CliUnderTest:
 
         async def main() -> Any:
             async with self.controller(turn_timeout=timeout) as c:
-                ref = await self._open(c, config, **open_kwargs)
+                ref = await self.open_session(c, config, **open_kwargs)
                 result = await c.run_turn(ref, prompt)
-                assert c._live[ref.session_id].context.turn_processes == []
+                assert c.live(ref.session_id).context.turn_processes == []
                 return result
 
         started = time.monotonic()
@@ -221,9 +222,9 @@ class CliUnderTest:
 
         async def first() -> tuple[Any, Any]:
             async with self.controller(turn_timeout=timeout) as c:
-                ref = await self._open(c, config)
+                ref = await self.open_session(c, config)
                 result = await c.run_turn(ref, prompt)
-                processes = c._live[ref.session_id].context.session_processes
+                processes = c.live(ref.session_id).context.session_processes
                 self.session_leader = processes[0].pid if processes else None
             return ref, result
 
@@ -244,11 +245,11 @@ class CliUnderTest:
 
         async def main() -> tuple[Any, int, float]:
             async with self.controller(turn_timeout=90) as c:
-                ref = await self._open(c, config)
+                ref = await self.open_session(c, config)
                 async with c.turn(ref, "hang please") as turn:
                     async for event in turn:
                         if event.type == "status":
-                            context = c._live[ref.session_id].context
+                            context = c.live(ref.session_id).context
                             with anyio.fail_after(30):  # the CLI is talking to the model
                                 while not server.model_requests():
                                     await anyio.sleep(0.05)
@@ -273,7 +274,7 @@ class CliUnderTest:
 
             async def main() -> tuple[Any, list[Any]]:
                 async with self.controller(turn_timeout=timeout) as c:
-                    ref = await self._open(c, config)
+                    ref = await self.open_session(c, config)
                     result = await c.run_turn(
                         ref, "decide", output_schema=schema, output_retries=retries
                     )
@@ -295,7 +296,7 @@ class CliUnderTest:
 
             async def main() -> tuple[Any, list[Any]]:
                 async with self.controller(turn_timeout=90) as c:
-                    ref = await self._open(c, config)
+                    ref = await self.open_session(c, config)
                     loop = await host_loop(c, ref, "tidy up", schema=schema, execute=execute)
                     return loop, c.events(ref.session_id)
 

@@ -138,11 +138,11 @@ def test_cli_version_is_remembered_across_processes_per_binary(tmp_path, monkeyp
     tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 1.2.3\n")
     tool.chmod(0o755)
     assert locate.version_sync(str(tool)) == "1.2.3"
-    locate._cache.clear()  # a new process: only the file cache is left
+    locate.forget_versions()  # a new process: only the file cache is left
     assert locate.version_sync(str(tool)) == "1.2.3"
     assert calls.read_text().count("x") == 1
     tool.write_text(f"#!/bin/sh\necho x >> {calls}\necho 2.0.10\n")  # upgraded (size differs)
-    locate._cache.clear()
+    locate.forget_versions()
     assert locate.version_sync(str(tool)) == "2.0.10"
     assert calls.read_text().count("x") == 2
 

@@ -10,18 +10,37 @@ something that is not a ``PermissionDecision``, denies (never allows by accident
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
-from harness_hookspecs import TERMINAL_TYPES, HarnessError, PermissionHandler, PermissionRequest
+from harness_hookspecs import (
+    TERMINAL_TYPES,
+    HarnessError,
+    LedgerStore,
+    PermissionDecision,
+    PermissionHandler,
+    PermissionRequest,
+    SessionRef,
+)
 
 from harness_core.approvals import answer_of  # the local seam's own rule
 from harness_core.ledger.tail import follow
 from harness_core.retry import turn_ended
 
-if TYPE_CHECKING:
-    from .client import TemporalController
+
+class TemporalController(Protocol):
+    """What answering a turn's requests needs of :class:`~.client.TemporalController` (a
+    protocol: the client imports this module, so this one does not import the client)."""
+
+    ledger: LedgerStore
+
+    async def approve(
+        self, session: SessionRef | str, request_id: str, decision: PermissionDecision
+    ) -> Any: ...
+
+    async def pending_permissions(self, session: SessionRef | str) -> list[PermissionRequest]: ...
+
 
 #: Seconds a request the ledger shows may take to reach its workflow (the worker records
 #: ``permission.requested`` a moment before the workflow holds it).

@@ -1,5 +1,5 @@
 """harnessplane-fake-model as its own distribution: the core re-exports it, does not need it
-(nor aiohttp), and ``harness fake-model`` without it says what to install."""
+(nor aiohttp), and ``harness fake-model`` is its command (absent without it)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def cli_without(module: str) -> str:
 
 
 def test_the_core_reexports_the_same_objects():
-    assert set(harness_fake_model.__all__) <= set(reexport.__all__)
+    assert set(harness_fake_model.__all__) <= set(reexport.REEXPORTED.split())
     for name in harness_fake_model.__all__:
         assert getattr(reexport, name) is getattr(harness_fake_model, name)
     with pytest.raises(AttributeError):
@@ -41,14 +41,21 @@ def test_the_core_reexports_the_same_objects():
 
 
 @pytest.mark.parametrize("missing", ["harness_fake_model", "aiohttp"])
-def test_harness_fake_model_without_the_distribution_says_what_to_install(missing):
+def test_harness_fake_model_without_the_distribution_is_no_command(missing):
+    # The command is the plugin's (register_commands): without it, harness has no such command.
     result = run_python(cli_without(missing))
-    assert result.returncode == 69  # EX_UNAVAILABLE, as for a missing harness CLI
+    assert result.returncode == 2, result.stderr
     assert result.stdout == ""
-    assert result.stderr == (
-        "harness: error: provider-unavailable: the fake model server is not installed: "
-        "pip install harnessplane-fake-model (or 'harnessplane[testing]')\n"
+    assert result.stderr.startswith(
+        "harness: error: invalid-request: argument COMMAND: invalid choice: 'fake-model' "
     )
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_harness_fake_model_is_the_plugins_command():
+    result = run_python("from harness_core.cli import main\nmain(['fake-model', '--help'])")
+    assert result.returncode == 0, result.stderr
+    assert "run the scripted fake model server" in result.stdout
 
 
 def test_importing_the_reexport_needs_nothing_until_a_name_is_used():
@@ -71,7 +78,10 @@ def test_the_core_does_not_depend_on_aiohttp_and_the_testing_extra_brings_the_fa
     testing = [r for r in requires if 'extra == "testing"' in r]
     assert any(r.startswith("harnessplane-fake-model") for r in testing), testing
     own = metadata.requires("harnessplane-fake-model") or []
-    assert [r for r in own if "extra ==" not in r] == ["aiohttp>=3.9"]
+    assert [r for r in own if "extra ==" not in r] == [
+        "aiohttp>=3.9",
+        "harnessplane-hookspecs>=0.1.0",
+    ]
 
 
 def test_no_module_of_the_package_reaches_650_lines():

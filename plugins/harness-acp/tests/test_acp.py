@@ -174,7 +174,7 @@ def test_cancel_mid_turn_then_next_turn_then_close_leaves_no_process(agent, work
                     model=model_for(agent),
                     config=config,
                 )
-                context = c._live[ref.session_id].context
+                context = c.live(ref.session_id).context
                 leader = context.session_processes[0].pid
                 stamp: list[float] = []
 

@@ -78,11 +78,11 @@ def test_cancel_while_the_host_is_asked_leaves_no_process(cli):
                     if event.type == "permission.requested":
                         with anyio.fail_after(10):
                             await asked.wait()
-                        context = controller._live[ref.session_id].context
+                        context = controller.live(ref.session_id).context
                         leader = context.turn_processes[0].pid
                         started = time.monotonic()
                         await controller.cancel_turn(ref, turn.turn_id)
-            assert controller._live[ref.session_id].context.turn_processes == []
+            assert controller.live(ref.session_id).context.turn_processes == []
             return events, leader, time.monotonic() - started
 
     with FakeModelServer(approval_script(TOUCH)) as server:

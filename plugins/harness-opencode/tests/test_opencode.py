@@ -240,8 +240,8 @@ def test_a_session_opencode_does_not_know_is_session_not_found(cli):
 
         async def main():
             async with cli.controller() as c:
-                ref = await cli._open(c, config)
-                state = Path(c._live[ref.session_id].context.state_dir) / STATE_FILE
+                ref = await cli.open_session(c, config)
+                state = Path(c.live(ref.session_id).context.state_dir) / STATE_FILE
             state.write_text(json.dumps({"native_session_id": "ses_00000000000000000000000000"}))
             async with cli.controller(turn_timeout=60) as c:
                 await c.resume_session(ref, workspace=cli.workspace, model=cli.model, config=config)

@@ -37,8 +37,8 @@ def test_the_server_and_its_tools_are_gone_after_the_turn(cli, ending):
 
     async def main(server):
         async with cli.controller(turn_timeout=45 if ending == "timeout" else 90) as c:
-            ref = await cli._open(c, cli.config(cli.url(server)))
-            context = c._live[ref.session_id].context
+            ref = await cli.open_session(c, cli.config(cli.url(server)))
+            context = c.live(ref.session_id).context
             prefix = f"{proctree.owner()}/{context.tag_prefix}"
             seen: list[int] = []
             async with c.turn(ref, "wait please") as turn:

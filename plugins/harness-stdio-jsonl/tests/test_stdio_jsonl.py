@@ -127,7 +127,7 @@ def test_cancel_kills_the_process_group(tmp_path, workspace, mode):
                 async for event in turn:
                     if event.type == "status":
                         child = int(event.payload.message.split()[1])
-                        context = c._live[ref.session_id].context
+                        context = c.live(ref.session_id).context
                         procs = context.turn_processes + context.session_processes
                         leader = procs[0].pid
                         assert alive(child) and alive(leader)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio.to_thread
 import psycopg
@@ -21,8 +21,16 @@ from harness_core.ledger.tail import PAGE
 
 from .schema import CHANNEL
 
-if TYPE_CHECKING:
-    from .store import PostgresStore
+
+class PostgresStore(Protocol):
+    """What a live tail needs of :class:`~.store.PostgresStore` (a protocol: the store imports
+    this module, so this one does not import the store)."""
+
+    url: str
+    listeners: list[Listener]
+
+    def read_events(self, session_id: str, after: int, limit: int | None) -> list[Event]: ...
+
 
 #: Seconds between reads when no notification came (and the longest a cancelled tail waits).
 BACKSTOP = 0.5

@@ -32,7 +32,7 @@ import psycopg
 import psycopg_pool
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
-from harness_core.ledger._base import (
+from harness_core.ledger.base import (
     CONFLICT,
     EVENT_COLUMNS,
     GAP,
@@ -135,6 +135,13 @@ class PostgresStore(QueuedWrites):
     def _stored_event(self, session_id: str, sequence: int) -> Event | None:
         found = self.events(session_id, after=sequence - 1, limit=1)
         return found[0] if found and found[0].sequence == sequence else None
+
+    @property
+    def writer_backend_pid(self) -> int | None:
+        """The server process behind the writer thread's connection (``None`` before it has
+        one): what an operator - or a test of reconnection - terminates to cut the writer off."""
+        connection = self._writer_connection
+        return connection.info.backend_pid if connection is not None else None
 
     def read_events(self, session_id: str, after: int, limit: int | None) -> list[Event]:
         """Committed events after ``after`` without waiting for this store's own queue."""

@@ -307,7 +307,7 @@ def test_writer_reconnects_after_its_connection_is_killed(
     store, _ = open_two(url, stores)
     store.append([event(i) for i in range(1, 51)])
     store.flush()
-    pid = store._writer_connection.info.backend_pid  # type: ignore[union-attr]
+    pid = store.writer_backend_pid
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
     store.append([event(i) for i in range(51, 101)])
@@ -321,7 +321,7 @@ def test_a_batch_the_server_never_took_is_reported_and_the_session_goes_on(
     store, _ = open_two(url, stores)
     store.append([event(1), event(2)])
     store.flush()
-    pid = store._writer_connection.info.backend_pid  # type: ignore[union-attr]
+    pid = store.writer_backend_pid
     store.url = "postgresql://harness@127.0.0.1:1/unreachable"  # the writer can't reconnect
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (pid,))

@@ -128,6 +128,12 @@ class Bridge:
         self._session_token: str | None = None
         self._server: _Quiet | None = None
         self._stopped = anyio.Event()
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """The (host, port) the bridge's socket is bound to: always on 127.0.0.1."""
+        host, port = self._sock.getsockname()[:2]
+        return host, port
         self.startup_seconds: float | None = None
 
     @property

@@ -48,6 +48,11 @@ class TokenTable:
     _grants: dict[bytes, Grant] = field(default_factory=dict)
     active_run: str | None = None
 
+    @property
+    def grants(self) -> tuple[Grant, ...]:
+        """What the table stores for its live tokens (their digests' grants, never a token)."""
+        return tuple(self._grants.values())
+
     def mint(
         self,
         run_id: str | None,

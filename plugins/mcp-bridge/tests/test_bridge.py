@@ -65,7 +65,7 @@ def serve(tools: list[HostTool], body: Any, **kwargs: Any) -> Any:
 
 def test_up_within_200ms_on_loopback_only():
     async def body(bridge, client, events):
-        return bridge._sock.getsockname()
+        return bridge.address
 
     up, bridge, sockname = serve([tool()], body)
     assert up <= 0.2, up
@@ -80,7 +80,7 @@ def test_the_auth_matrix():
     async def body(bridge, client, events):
         other = Bridge([tool()])  # another session's bridge: its tokens mean nothing here
         foreign = other.begin_run("elsewhere", events.append)
-        other._sock.close()
+        await other.close()  # never served: its socket closes
         statuses: dict[str, Any] = {}
         statuses["none"] = await client.post(INIT, None)
         statuses["wrong"] = await client.post(INIT, "hmcp_" + "A" * 43)
@@ -122,7 +122,7 @@ def test_the_auth_matrix():
 def test_tokens_are_stored_hashed_read_only_with_the_url_as_audience():
     async def body(bridge, client, events):
         token = bridge.begin_run("run-1", events.append)
-        return token, repr(vars(bridge.tokens)), list(bridge.tokens._grants.values())
+        return token, repr(vars(bridge.tokens)), list(bridge.tokens.grants)
 
     _, bridge, (token, stored, grants) = serve([tool()], body)
     assert token not in stored and token.startswith("hmcp_") and len(token) > 40

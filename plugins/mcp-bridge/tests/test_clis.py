@@ -77,10 +77,8 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
     state: dict[str, Any] = {}
 
     async def lookup(arguments):
-        context = state["controller"]._live[state["session"]].context
-        token = (
-            context.bridge._session_token if harness.session_lived else context._turn_env[TOKEN_ENV]
-        )
+        context = state["controller"].live(state["session"]).context
+        token = context.bridge.session_token() if harness.session_lived else context.env[TOKEN_ENV]
         processes = context.session_processes if harness.session_lived else context.turn_processes
         seen.append(
             {
@@ -116,7 +114,7 @@ def test_a_turn_calls_a_host_tool_through_the_bridge(name, workspace, make_contr
                     config={**harness.config(server), **config_extra},
                 )
                 state["session"] = ref.session_id
-                url = c._live[ref.session_id].context.mcp_bridge.url
+                url = c.live(ref.session_id).context.mcp_bridge.url
                 first = await c.run_turn(ref, "look it up", timeout=90)
                 after_first = await call_succeeds(url, seen[0]["token"]) if seen else None
                 second = await c.run_turn(ref, "look it up again", timeout=90)

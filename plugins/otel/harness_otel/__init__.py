@@ -88,6 +88,11 @@ class OtelObserver:
         self._instruments: Any = None
         self._sessions: dict[str, _Session] = {}
 
+    @property
+    def idle(self) -> bool:
+        """Keeps no state: no tracer made, no session's span open (the state without an SDK)."""
+        return self._tracer is None and not self._sessions
+
     # -- setup ---------------------------------------------------------------------------------
 
     def _active(self) -> bool:

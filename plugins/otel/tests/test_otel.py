@@ -165,7 +165,7 @@ def test_idle_without_an_sdk_and_registered_by_entry_point(tmp_path):
 
     # no global SDK provider installed: the observer keeps no state
     run_session(tmp_path, observer, ["fix"])
-    assert observer._sessions == {} and observer._tracer is None
+    assert observer.idle
 
 
 _GLOBAL_PROVIDER_SCRIPT = """

@@ -79,7 +79,7 @@ def test_cancel_kills_the_agent(controller, workspace):
     async def main():
         async with controller() as c:
             ref = await c.open_session(harness=NAME, workspace=workspace)
-            context = c._live[ref.session_id].context
+            context = c.live(ref.session_id).context
             async with c.turn(ref, "sleep 30") as turn:
                 async for event in turn:
                     if event.type == "status":  # the agent is running
