@@ -23,19 +23,11 @@ class Gated:
         self.seen.append(event.sequence)
 
 
-class Audit:
-    def __init__(self) -> None:
-        self.seen: list[int] = []
-
-    @hookimpl
-    def on_event(self, event):
-        self.seen.append(event.sequence)
-
-
 def test_a_stalled_async_observer_never_holds_the_turn_and_then_sees_every_event(
     make_controller, workspace
 ):
     from tests.core.test_controller import talker
+    from tests.core.test_observer_isolation import Audit
 
     slow, audit = Gated(), Audit()
 
