@@ -43,6 +43,8 @@ from .command_policy import CommandPolicy
 from .tool_hooks import ASK, ToolHook
 from .tool_hooks import call as call_hook
 
+__all__ = ["DEFAULT_PERMISSION_TIMEOUT", "Approvals", "PendingApprovals"]
+
 #: Seconds a request waits for an answer when the controller names none.
 DEFAULT_PERMISSION_TIMEOUT = 300.0
 

@@ -26,6 +26,8 @@ from attrs import frozen
 from harness_hookspecs import HarnessError, Usage
 from harness_hookspecs.bounds import COST_USD_MAX, MAX_SAFE_INTEGER
 
+__all__ = ["LIMIT_NAMES", "Budget", "add_usage", "sum_usage"]
+
 _INT_LIMITS = ("max_turns", "max_input_tokens", "max_output_tokens", "max_tokens")
 _NUMBER_LIMITS = ("max_wall_clock", "max_cost_usd")
 LIMIT_NAMES = (*_INT_LIMITS, *_NUMBER_LIMITS)

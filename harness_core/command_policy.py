@@ -36,6 +36,14 @@ from harness_hookspecs import HarnessError, PermissionRequest
 
 from .shell_words import SHELLS, Invocation, parse
 
+__all__ = [
+    "BUILTIN_RULES",
+    "VERDICTS",
+    "CommandPolicy",
+    "Judgement",
+    "Rule",
+]
+
 VERDICTS = ("allow", "ask", "deny")
 SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
 #: which of an invocation's words a rule's ``paths``/``where`` look at

@@ -24,6 +24,8 @@ from harness_hookspecs.events import (
     TurnStarted,
 )
 
+__all__ = ["TranscriptTurn", "history_pairs", "render_transcript", "transcript", "transcript_of"]
+
 _STATUS = {"turn.completed": "completed", "turn.failed": "failed", "turn.cancelled": "cancelled"}
 
 

@@ -57,6 +57,18 @@ if TYPE_CHECKING:
     from .controller import Controller
     from .turn import TurnResult
 
+__all__ = [
+    "ACTION_TOOL",
+    "LoopResult",
+    "LoopStep",
+    "default_actions",
+    "default_is_terminal",
+    "describe_action",
+    "host_loop",
+    "results_prompt",
+    "run_actions",
+]
+
 #: The decision schema of the README's example (and the default ``is_terminal``): a turn ends
 #: with ``{"step": "actions", "actions": [...]}`` or ``{"step": "done", "answer": ...}``.
 STEP_SCHEMA: Mapping[str, Any] = {

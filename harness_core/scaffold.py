@@ -69,6 +69,93 @@ def check_name(name: str, kind: str) -> None:
         raise ScaffoldError(f"invalid plugin name {name!r}: package name {package!r} is not usable")
 
 
+def check_free(name: str, kind: str) -> None:
+    """Raise :class:`ScaffoldError` when the plugin's distribution is already installed here
+    (``--name echo`` would make ``harnessplane-echo``, the bundled echo plugin)."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    dist = distribution_name(name, kind)
+    try:
+        distribution(dist)
+    except PackageNotFoundError:
+        return
+    raise ScaffoldError(
+        f"invalid plugin name {name!r}: {dist} is an installed distribution; choose another name"
+    )
+
+
+KIND_CHOICES = {
+    "harness": "a one-function harness (an async function)",
+    "harness-cli": "a full adapter that spawns a command and parses its JSONL",
+    "sandbox": "a sandbox provider",
+    "credentials": "a credential resolver",
+}
+
+
+def _read(question: str) -> str:
+    """One answer from stdin (the question on stderr: stdout carries only the project path)."""
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    line = sys.stdin.readline() if sys.stdin is not None else ""
+    if not line:
+        raise ScaffoldError("cancelled (no answer on stdin)")
+    return line.strip()
+
+
+def ask(
+    kind: str | None, name: str | None, description: str | None, author: str | None
+) -> dict[str, str]:
+    """The questions ``--kind/--name/--description/--author`` left open, in the template's
+    order, each answer checked as it is given (a bad one is said at once and asked again)."""
+    while name is None:
+        answer = _read("Plugin name (lowercase letters, digits, hyphens) [my-plugin]: ")
+        name = _checked(answer or "my-plugin", kind)
+    if kind is None:
+        _show_kinds()
+    while kind is None:
+        kind = _kind(_read(f"Kind of plugin [1-{len(KIND_CHOICES)}, default 1]: ") or "1")
+        if kind is not None and _checked(name, kind) is None:  # e.g. its distribution exists
+            name = None
+            while name is None:
+                name = _checked(_read("Plugin name: ") or "my-plugin", kind)
+    if description is None:
+        description = _read("One-line description [from the kind]: ") or None
+    if author is None:
+        author = _read("Author [Your Name]: ") or None
+    answers = {"kind": kind, "name": name}
+    answers.update({k: v for k, v in (("description", description), ("author", author)) if v})
+    return answers
+
+
+def _checked(name: str, kind: str | None) -> str | None:
+    """``name`` if it is usable for ``kind`` (any kind while it is not known yet), else say
+    why on stderr and return None."""
+    try:
+        for each in [kind] if kind is not None else list(KIND_CHOICES):
+            check_name(name, each)
+        if kind is not None:
+            check_free(name, kind)
+    except ScaffoldError as error:
+        sys.stderr.write(f"  {error}\n")
+        return None
+    return name
+
+
+def _kind(answer: str) -> str | None:
+    choices = list(KIND_CHOICES)
+    if answer.isdigit() and 1 <= int(answer) <= len(choices):
+        return choices[int(answer) - 1]
+    if answer in choices:
+        return answer
+    sys.stderr.write(f"  choose 1-{len(choices)} or one of {', '.join(choices)}\n")
+    return None
+
+
+def _show_kinds() -> None:
+    for number, (choice, what) in enumerate(KIND_CHOICES.items(), 1):
+        sys.stderr.write(f"  {number} - {choice}: {what}\n")
+
+
 def generate(
     *,
     kind: str | None = None,
@@ -97,6 +184,7 @@ def generate(
         raise ScaffoldError(f"invalid kind {kind!r}: choose one of {', '.join(KINDS)}")
     if name is not None:
         check_name(name, kind or KINDS[0])
+        check_free(name, kind or KINDS[0])
         if kind is not None or no_input:
             target = output / distribution_name(name, kind or KINDS[0])
             if target.exists():
@@ -141,14 +229,23 @@ def generate(
 
 def cli_main(args: argparse.Namespace) -> int:
     """``harness new [--kind K] [--name N] [--description D] [--author A] [--output-dir D] [--no-input]``."""
+    answers: dict[str, Any] = {
+        "kind": getattr(args, "kind", None),
+        "name": getattr(args, "name", None),
+        "description": getattr(args, "description", None),
+        "author": getattr(args, "author", None),
+    }
+    no_input = bool(getattr(args, "no_input", False))
     try:
+        if not no_input:
+            if answers["name"] is not None:  # given: checked before any question
+                check_name(answers["name"], answers["kind"] or KINDS[0])
+                check_free(answers["name"], answers["kind"] or KINDS[0])
+            answers = dict(ask(**answers))
         path = generate(
-            kind=getattr(args, "kind", None),
-            name=getattr(args, "name", None),
-            description=getattr(args, "description", None),
-            author=getattr(args, "author", None),
+            **answers,
             output_dir=getattr(args, "output_dir", None) or ".",
-            no_input=bool(getattr(args, "no_input", False)),
+            no_input=True,  # every answer is known (and checked) by now
         )
     except ScaffoldError as error:
         sys.stderr.write(f"harness: error: {error}\n")

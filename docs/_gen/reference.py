@@ -353,6 +353,12 @@ def cli_reference() -> str:
         lines += options_table(sub)
         if sub.epilog:
             lines += [sub.epilog.strip(), ""]
+        for nested_name, nested in subcommands(sub).items():  # e.g. harness policy check
+            lines += [f"#### `harness {name} {nested_name}`", ""]
+            if nested.description or _command_help(sub, nested_name):
+                lines += [_cell(nested.description or _command_help(sub, nested_name)), ""]
+            lines += ["```text", nested.format_usage().strip(), "```", ""]
+            lines += options_table(nested)
     return "\n".join(lines)
 
 

@@ -25,12 +25,31 @@ __all__ = ["DEFAULT_SESSIONS_LIMIT", "build_parser", "format_event", "main"]
 
 
 class _Parser(ArgumentParser):
-    """argparse, but a usage error is the same one line as every other error."""
+    """argparse, but a usage error is the same one line as every other error, naming the
+    command's own ``--help``; an ``intermixed`` parser takes its options anywhere among its
+    positionals (``harness run echo --close "closing"``)."""
+
+    intermixed = False
+    _mixing = False
+    #: the command the last parse found (its ``--help`` is the one a usage error points at)
+    _command: str | None = None
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        if self.intermixed and not self._mixing:
+            self._mixing = True  # argparse's intermixed parsing calls back into this method
+            try:
+                return self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._mixing = False
+        known, extras = super().parse_known_args(args, namespace)
+        self._command = getattr(known, "command", None)
+        return known, extras
 
     def error(self, message: str) -> NoReturn:
         from .errors import CliError
 
-        hint = f"{message}; see {self.prog} --help"
+        command = self._command if " " not in self.prog else None
+        hint = f"{message}; see {self.prog}{' ' + command if command else ''} --help"
         raise CliError("invalid-request", hint)
 
 

@@ -67,13 +67,12 @@ def cmd_conformance(args: argparse.Namespace) -> int:
 def _show(report: Any, out: Out) -> None:
     width = max((len(c.name) for c in report.checks), default=5)
     out.line(f"harness conformance: {report.harness}", "bold")
+    colours = {"PASS": "green", "SKIP": "yellow", "FAIL": "bold red"}
     for check in report.checks:
         out.write("  ")
-        out.write("PASS" if check.passed else "FAIL", "green" if check.passed else "bold red")
+        out.write(check.mark, colours[check.mark])
         out.line(f"  {check.name:<{width}}  {check.detail}")
-    failed = len(report.failed)
     out.line(
-        f"{len(report.checks)} checks: {len(report.checks) - failed} passed, {failed} failed"
-        f" ({report.duration:.1f}s)",
+        f"{report.counts()} ({report.duration:.1f}s)",
         "bold green" if report.passed else "bold red",
     )

@@ -69,4 +69,9 @@ def add_arguments(parser: Any) -> None:
         "--policy", metavar="FILE", help="a JSON command_policy (rules, allow/ask/deny, ...)"
     )
     check.add_argument("--path", help="check a file tool's path instead of a command")
-    check.add_argument("--kind", choices=("read", "write"), default="write")
+    check.add_argument(
+        "--kind",
+        choices=("read", "write"),
+        default="write",
+        help="with --path: whether the file tool reads or writes it (default write)",
+    )

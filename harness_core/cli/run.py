@@ -171,6 +171,41 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
     return record
 
 
+def session_words(args: argparse.Namespace) -> None:
+    """``NAME`` and ``PROMPT`` as the user meant them. With ``--session ID`` (a unique prefix
+    will do) or ``-c/--continue`` (the newest open session) the harness is the session's own:
+    a lone word is the prompt, unless it names that harness (then stdin gives the prompt)."""
+    from harness_hookspecs import HarnessError
+
+    from .ledger_read import latest_open_session, open_for_reading, resolve_session
+
+    if getattr(args, "continue_session", False):
+        if args.session:
+            raise CliError("invalid-request", "give --session ID or --continue, not both")
+        args.session = latest_open_session(args.ledger)
+    if not args.session:
+        if args.name is None:
+            raise CliError(
+                "invalid-request",
+                "give a harness NAME (harness list), or --session ID / -c to resume",
+            )
+        return
+    resolve_session(args)
+    store = open_for_reading(args.ledger)
+    try:
+        record = store.get_session(args.session) if store is not None else None
+    finally:
+        if store is not None:
+            store.close()
+    if record is None:
+        raise HarnessError("session-not-found")
+    harness = record.ref.provider
+    if args.name is not None and args.prompt is None and args.name != harness:
+        args.name, args.prompt = harness, args.name  # the lone word is the prompt
+    elif args.name is None:
+        args.name = harness
+
+
 @frozen
 class RunInvocation:
     """What ``harness run`` hands a plugin's run option (``add_run_options``'s ``run``): the
@@ -190,9 +225,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from ..controller import Controller
     from ..plugin_cache import plugins_for
-    from .ledger_read import resolve_session
 
-    resolve_session(args)
+    session_words(args)
     prompt = read_prompt(args)
     structured = structured_options(args)
     from .ledger_read import ledger_url

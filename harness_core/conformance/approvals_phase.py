@@ -29,6 +29,8 @@ class ApprovalsSeen:
     note: str = ""
     problems: list[str] = field(factory=list)
     not_run: str | None = None
+    #: nothing to exercise for this harness (``note`` says why): SKIP, neither PASS nor FAIL
+    skipped: bool = False
 
 
 async def approvals_phase(run: Any) -> None:
@@ -64,14 +66,14 @@ async def approvals_phase(run: Any) -> None:
             if "permissions" in run.features:
                 seen.problems.append(f"a strict session did not open ({reason})")
             elif reason == "unsupported-feature":
-                seen.note = "skipped: the harness cannot ask the host (strict refused)"
+                seen.note, seen.skipped = "the harness cannot ask the host (strict refused)", True
             else:
                 seen.problems.append(f"strict was refused with {reason}, not unsupported-feature")
             return
         if "permissions" not in run.features:
             seen.problems.append("a harness that cannot ask the host accepted the strict posture")
         elif run.profile.approval_prompt is None:
-            seen.note = "skipped: the profile names no approval_prompt (strict opens)"
+            seen.note, seen.skipped = "the profile names no approval_prompt (strict opens)", True
         else:
             await _approval_turn(controller, ref, run.profile.approval_prompt, asked, seen)
         await controller.close_session(ref)

@@ -55,6 +55,13 @@ class Evidence:
 class Outcome:
     passed: bool
     detail: str
+    #: nothing applied to this harness: reported as SKIP and counted apart (never a failure)
+    skipped: bool = False
+
+
+def skip(detail: str) -> Outcome:
+    """Nothing to exercise for this harness; ``detail`` says why (shown beside ``SKIP``)."""
+    return Outcome(True, detail, skipped=True)
 
 
 def verdict(problems: Sequence[str], ok_detail: str, not_run: str | None = None) -> Outcome:
@@ -81,7 +88,9 @@ class Check:
 
     def __call__(self, evidence: Evidence) -> CheckResult:
         outcome = self.judge(evidence)
-        return CheckResult(self.name, outcome.passed, outcome.detail, self.description)
+        return CheckResult(
+            self.name, outcome.passed, outcome.detail, self.description, outcome.skipped
+        )
 
 
 def check(name: str, description: str) -> Callable[[Callable[[Evidence], Outcome]], Check]:

@@ -16,6 +16,13 @@ class CheckResult:
     detail: str
     #: What the check establishes (filled in by the kit from the check's registration).
     description: str = field(default="", eq=False, repr=False)
+    #: Nothing applied to this harness (``detail`` says why): ``SKIP``, counted apart.
+    skipped: bool = False
+
+    @property
+    def mark(self) -> str:
+        """``PASS``, ``SKIP`` or ``FAIL``."""
+        return "SKIP" if self.skipped else ("PASS" if self.passed else "FAIL")
 
 
 @frozen
@@ -32,6 +39,16 @@ class ConformanceReport:
     def failed(self) -> list[str]:
         return [check.name for check in self.checks if not check.passed]
 
+    @property
+    def skipped(self) -> list[str]:
+        return [check.name for check in self.checks if check.skipped]
+
+    def counts(self) -> str:
+        """``18 checks: 17 passed, 1 skipped, 0 failed``."""
+        failed, skipped = len(self.failed), len(self.skipped)
+        passed = len(self.checks) - failed - skipped
+        return f"{len(self.checks)} checks: {passed} passed, {skipped} skipped, {failed} failed"
+
     def __getitem__(self, name: str) -> CheckResult:
         for check in self.checks:
             if check.name == name:
@@ -44,7 +61,8 @@ class ConformanceReport:
             "passed": self.passed,
             "duration_s": round(self.duration, 3),
             "checks": [
-                {"name": c.name, "passed": c.passed, "detail": c.detail} for c in self.checks
+                {"name": c.name, "passed": c.passed, "skipped": c.skipped, "detail": c.detail}
+                for c in self.checks
             ],
         }
 
@@ -52,13 +70,8 @@ class ConformanceReport:
         width = max((len(c.name) for c in self.checks), default=5)
         lines = [f"harness conformance: {self.harness}"]
         for check in self.checks:
-            mark = "PASS" if check.passed else "FAIL"
-            lines.append(f"  {mark}  {check.name:<{width}}  {check.detail}")
-        failed = len(self.failed)
-        lines.append(
-            f"{len(self.checks)} checks: {len(self.checks) - failed} passed, {failed} failed"
-            f" ({self.duration:.1f}s)"
-        )
+            lines.append(f"  {check.mark}  {check.name:<{width}}  {check.detail}")
+        lines.append(f"{self.counts()} ({self.duration:.1f}s)")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -22,6 +22,8 @@ from . import api, viewer
 from .limits import DEFAULT_MAX_BODY
 from .runner import Server
 
+__all__ = ["create_app", "serve"]
+
 STATIC = Path(__file__).with_name("static")
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 

@@ -65,6 +65,9 @@ def _session(tmp_path, budget, prompts):
 
 
 def _resumed(tmp_path, session_id, budget, prompts):
+    """The outcomes of ``prompts`` after a resume; a spent budget may refuse the resume itself
+    (then that refusal is the one outcome)."""
+
     async def main():
         async with _controller(tmp_path) as c:
             before = len(c.ledger.events(session_id))
@@ -182,3 +185,12 @@ def test_bad_budgets_say_which_limit_and_why():
     assert hint({"max_apples": 3, "max_bananas": 1}) == "unknown budget limit max_apples"
     long_name = "max_" + "x" * 300
     assert hint({long_name: 1}) == f"unknown budget limit {long_name}"[:200]
+
+
+def test_a_total_with_an_estimated_part_is_an_estimate():
+    from harness_core.budgets import add_usage
+
+    reported, estimated = Usage(cost_usd=0.1), Usage(cost_usd=0.2, cost_estimated=True)
+    assert add_usage(reported, estimated).cost_estimated
+    assert add_usage(estimated, reported).cost_estimated
+    assert not add_usage(reported, reported).cost_estimated

@@ -202,7 +202,11 @@ CASES = [
         USAGE,
     ),
     (["run", "echo", "--prompt-file", "-"], "invalid-request: the prompt is empty", USAGE),
-    (["run"], "invalid-request: the following arguments are required: name", USAGE),
+    (
+        ["run"],
+        "invalid-request: give a harness NAME (harness list), or --session ID / -c to resume",
+        USAGE,
+    ),
     (["run", "echo", "hi", "--bogus"], "invalid-request: unrecognized arguments: --bogus", USAGE),
     # the other commands
     (["nosuchcommand"], "invalid-request: argument COMMAND: invalid choice", USAGE),

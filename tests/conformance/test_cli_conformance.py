@@ -31,9 +31,14 @@ def test_echo_passes_with_a_table():
     assert out.returncode == 0, out.stdout + out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "harness conformance: echo"
+    # echo claims no approvals prompt in its profile: that check is SKIP, counted apart
     for name in CHECK_NAMES:
-        assert any(line.split()[:2] == ["PASS", name] for line in lines), name
-    assert f"{len(CHECK_NAMES)} checks: {len(CHECK_NAMES)} passed, 0 failed" in lines[-1]
+        mark = "SKIP" if name == "approvals" else "PASS"
+        assert any(line.split()[:2] == [mark, name] for line in lines), name
+    total = len(CHECK_NAMES)
+    assert f"{total} checks: {total - 1} passed, 1 skipped, 0 failed" in lines[-1]
+    (skipped,) = [line for line in lines if line.split()[:1] == ["SKIP"]]
+    assert "the profile names no approval_prompt" in skipped
 
 
 def test_echo_json():
@@ -43,6 +48,7 @@ def test_echo_json():
     assert data["harness"] == "echo" and data["passed"] is True
     assert [c["name"] for c in data["checks"]] == list(CHECK_NAMES)
     assert all(c["passed"] and c["detail"] for c in data["checks"])
+    assert [c["name"] for c in data["checks"] if c["skipped"]] == ["approvals"]
 
 
 def test_unknown_harness_is_a_usage_error():

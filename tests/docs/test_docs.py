@@ -124,7 +124,7 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
         assert f"### `harness {name}`" in text
         section = text.split(f"### `harness {name}`", 1)[1].split("\n### ", 1)[0]
         for action in sub._actions:
-            if action.help == argparse.SUPPRESS:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
                 continue
             row = next(
                 (
@@ -138,6 +138,29 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
                 f"harness {name}: {action.option_strings or action.dest} is not documented"
             )
             assert reference._cell(reference._action_help(action)) in row
+
+
+def test_every_cli_argument_has_help():
+    # the CLI reference is generated from the parser: an argument without help is a blank row
+    parser = reference.cli_parser()
+    commands = {
+        f"{name} {nested_name}": nested
+        for name, sub in reference.subcommands(parser).items()
+        for nested_name, nested in reference.subcommands(sub).items()
+    }
+    commands.update(reference.subcommands(parser))
+    blank = [
+        f"harness {name} {' '.join(action.option_strings) or action.dest}"
+        for name, sub in commands.items()
+        for action in sub._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+    blank += [
+        f"harness {' '.join(action.option_strings)}"
+        for action in parser._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+    assert not blank, f"arguments without help text: {blank}"
 
 
 def test_the_site_builds_strict(site):
@@ -162,3 +185,71 @@ def test_every_page_is_in_the_nav():
     config = (ROOT / "mkdocs.yml").read_text()
     for page in DOCS.glob("*.md"):
         assert f" {page.name}" in config, f"{page.name} is not in the mkdocs nav"
+
+
+PAGES_WITH_CODE = [
+    ROOT / "README.md",
+    *sorted(DOCS.glob("*.md")),
+    *sorted(ROOT.glob("plugins/*/README.md")),
+]
+PACKAGES = "|".join(sorted({module.split(".")[0] for module in MODULES}))
+IMPORT = re.compile(rf"^\s*from ((?:{PACKAGES})(?:\.\w+)*) import ([\w, ]+)", re.M)
+DOTTED = re.compile(rf"`((?:{PACKAGES})(?:\.\w+)+)")
+
+
+def test_what_the_pages_import_is_public():
+    # a page imports only what a public module exports, so the API reference documents it
+    wrong = []
+    for page in PAGES_WITH_CODE:
+        for module, names in IMPORT.findall(page.read_text()):
+            for name in (n.strip() for n in names.split(",")):
+                if module not in MODULES or name not in MODULES[module]:
+                    wrong.append(f"{page.relative_to(ROOT)}: from {module} import {name}")
+    assert not wrong, "imports of names no public module exports:\n" + "\n".join(wrong)
+
+
+GUIDES = [
+    "README.md",
+    "index.md",
+    "host-apps.md",
+    "plugin-authors.md",
+    "turn-protocol.md",
+    "serve.md",
+    "conformance.md",
+]
+
+
+def resolves(dotted: str) -> bool:
+    """Whether ``a.b.c`` names a module or an attribute of one."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            if not hasattr(value, part):
+                return False
+            value = getattr(value, part)
+        return True
+    return False
+
+
+def test_the_dotted_names_the_pages_use_exist():
+    # `harness_core.approvals.PendingApprovals` in prose names something real; in the guides,
+    # something public (a public module, or a name one exports), so the reference has it
+    wrong = []
+    for page in PAGES_WITH_CODE:
+        guide = page.relative_to(ROOT).as_posix() in GUIDES
+        if not guide and page.parent == DOCS:
+            continue
+        for dotted in DOTTED.findall(page.read_text()):
+            where = f"{page.relative_to(ROOT)}: {dotted}"
+            if not resolves(dotted):
+                wrong.append(f"{where} (does not exist)")
+                continue
+            module, _, name = dotted.rpartition(".")
+            public = dotted in MODULES or (module in MODULES and name in MODULES[module])
+            if guide and not public:
+                wrong.append(f"{where} (not public)")
+    assert not wrong, "dotted names the pages use:\n" + "\n".join(wrong)

@@ -303,6 +303,8 @@ def test_encodings_are_the_other_forms_not_the_secret_itself():
     forms = encodings("Secret-Value/1")
     assert "Secret-Value/1" not in forms
     assert {"SECRET-VALUE/1", "secret-value/1", "Secret-Value%2F1"} <= forms
+    # a form that is the secret itself (its lower case, here) is not another form
+    assert "secret-value" not in encodings("secret-value")
 
 
 def test_a_secret_with_a_lone_surrogate_is_registered_and_redacted():

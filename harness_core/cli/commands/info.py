@@ -23,6 +23,12 @@ def register_commands(commands: Any) -> None:
         _describe_arguments,
         json_help=JSON_LINES,
     )
+    commands.add(
+        "doctor",
+        "what is installed and will work: harness CLIs, versions, credentials, sandboxes",
+        lazy("doctor", "cmd_doctor"),
+        json_help=JSON_LINES,
+    )
 
 
 def _describe_arguments(parser: ArgumentParser) -> None:

@@ -23,9 +23,18 @@ def register_commands(commands: Any) -> None:
 def add_arguments(p: ArgumentParser) -> None:
     """The options of ``harness run``, in the order ``--help`` shows them (the plugins' run
     options follow)."""
-    p.add_argument("name", help="harness name")
+    if hasattr(p, "intermixed"):  # the CLI's own parser class: options anywhere among words
+        p.intermixed = True  # type: ignore[attr-defined]
+    p.add_argument("name", nargs="?", help="harness name (not needed with --session or --continue)")
     p.add_argument(
         "prompt", nargs="?", help="the prompt; - (or piped stdin without PROMPT) reads stdin"
+    )
+    p.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_session",
+        action="store_true",
+        help="resume the newest open session in the ledger",
     )
     p.add_argument("--prompt-file", metavar="FILE", help="read the prompt from FILE (- = stdin)")
     p.add_argument("--session", help="resume this session id instead of opening a new one")

@@ -7,7 +7,7 @@ turn (strict posture, a host that denies); one that does not must refuse strict 
 
 from __future__ import annotations
 
-from ..check import Evidence, Outcome, check, verdict
+from ..check import Evidence, Outcome, check, skip, verdict
 
 
 @check("approvals", "permission requests reach the host and are recorded; strict needs them")
@@ -15,4 +15,6 @@ def approvals(evidence: Evidence) -> Outcome:
     seen = evidence.run.approvals
     if seen is None:
         return verdict([], "", "the approvals phase did not run")
+    if seen.skipped and not seen.problems:
+        return skip(seen.note)
     return verdict(seen.problems, seen.note, seen.not_run)

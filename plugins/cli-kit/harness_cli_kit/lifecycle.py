@@ -29,6 +29,7 @@ from harness_hookspecs import (
 
 from .describe import CLI_CONFIG_PROPERTIES, cli_descriptor
 from .endpoint import preflight
+from .locate import find_cli
 from .settings import require_workspace
 from .state import DEFAULT_KEY, NativeSession, Sessions
 from .stream import JsonLinesStream
@@ -67,6 +68,9 @@ class PerTurnCliAdapter:
     details: dict[str, str] = {}
     #: Set to report the installed CLI's version and path in the descriptor.
     binary: str | None = None
+    #: Set instead of ``binary`` for a CLI whose ``--version`` is slow (10 s): the descriptor
+    #: reports where it is (or that it is not found), not its version.
+    command_name: str | None = None
     vendor: str | None = None
     #: The config keys the adapter reads besides :data:`CLI_CONFIG_PROPERTIES` (JSON Schema
     #: ``properties``); a session config with any other key is ``invalid-request``.
@@ -78,12 +82,16 @@ class PerTurnCliAdapter:
 
     def describe(self) -> HarnessDescriptor:
         if self._descriptor is None:
+            details = dict(self.details)
+            if self.binary is None and self.command_name is not None:
+                path = find_cli({}, self.command_name)
+                details.update({"cli_path": path[-128:]} if path else {"cli_version": "not found"})
             self._descriptor = cli_descriptor(
                 self.name,
                 self.display_name,
                 tested_cli=self.tested_cli,
                 features=self.features,
-                details=self.details,
+                details=details,
                 binary=self.binary,
                 vendor=self.vendor,
                 config={**CLI_CONFIG_PROPERTIES, **self.config_properties},

@@ -14,8 +14,12 @@ from .shapes import NAMESPACE, TASK_QUEUE
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default="127.0.0.1:7233", help="Temporal frontend host:port")
-    p.add_argument("--namespace", default=NAMESPACE)
-    p.add_argument("--task-queue", default=TASK_QUEUE)
+    p.add_argument(
+        "--namespace", default=NAMESPACE, help=f"Temporal namespace (default {NAMESPACE})"
+    )
+    p.add_argument(
+        "--task-queue", default=TASK_QUEUE, help=f"task queue to poll (default {TASK_QUEUE})"
+    )
     p.add_argument(
         "--ledger",
         default=os.environ.get("HARNESS_LEDGER"),

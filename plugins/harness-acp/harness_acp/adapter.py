@@ -34,6 +34,7 @@ from harness_cli_kit import (
     NativeSession,
     bridge_of,
     config_schema,
+    find_cli,
     located,
     preflight,
     require_workspace,
@@ -289,12 +290,19 @@ class AcpAdapter:
         details = {"protocol": f"ACP v{ACP_PROTOCOL_VERSION}"}
         if self.agent.tested:
             details["tested_agent"] = self.agent.tested
+        if self.agent.command:  # where the agent is (ACP agents have no common --version)
+            path = find_cli({}, self.agent.command[0])
+            if path is None:
+                details["cli_version"] = "not found"
+            else:
+                details["cli_path"] = path[-128:]
         return HarnessDescriptor(
             provider=self.name,
             targets=["local"],
             features=["resume", "cancel", "permissions", "usage"]
             + (["mcp"] if self.agent.mcp else []),
             version="0.1.0",
+            vendor=self.agent.vendor,
             display_name=self.agent.display_name,
             details=details,
             config_schema=config_schema(CONFIG_PROPERTIES),

@@ -38,6 +38,8 @@ class AgentSpec:
     mcp: bool = False
     #: The variable its key is injected as (named when the agent says it has no credentials).
     key_var: str | None = None
+    #: Whose model it calls: credentials-env's vendor fallback injects that vendor's key.
+    vendor: str | None = None
 
 
 def _command(context: SessionContext, default: tuple[str, ...]) -> list[str]:
@@ -178,6 +180,7 @@ AGENTS: dict[str, AgentSpec] = {
             "@zed-industries/claude-code-acp 0.16.2",
             mcp=True,
             key_var="ANTHROPIC_API_KEY",
+            vendor="anthropic",
         ),
         AgentSpec(
             "codex",
@@ -186,6 +189,7 @@ AGENTS: dict[str, AgentSpec] = {
             codex,
             "@zed-industries/codex-acp 0.16.0",
             key_var="OPENAI_API_KEY",
+            vendor="openai",
         ),
         AgentSpec(
             "cline",

@@ -82,6 +82,9 @@ class OpenCodeAdapter(PerTurnCliAdapter):
 
     name = "opencode"
     state_file = STATE_FILE
+    command_name = "opencode"
+    #: its key comes as OPENAI_API_KEY (credentials-env's vendor fallback for openai)
+    vendor = "openai"
 
     display_name = "OpenCode"
     tested_cli = f"opencode-ai {TESTED_CLI}"

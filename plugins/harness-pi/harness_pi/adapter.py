@@ -71,6 +71,9 @@ class PiAdapter(PerTurnCliAdapter):
 
     name = "pi"
     state_file = STATE_FILE
+    command_name = "pi"
+    #: the default api (openai-completions) takes OPENAI_API_KEY (credentials-env's fallback)
+    vendor = "openai"
 
     display_name = "Pi coding agent"
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
