@@ -49,11 +49,13 @@ from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
+from .config_check import check_config
 from .context import default_state_root
 from .delivery import Delivery
 from .diagnostics import log_directory
 from .hook_calls import HookCalls
 from .ledger import open_ledger
+from .observer_queue import DEFAULT_OBSERVER_QUEUE
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
 from .record_close import closing_events
 from .redaction import Redactor
@@ -125,6 +127,7 @@ class Controller:
         host_tools: Sequence[HostTool] = (),
         dangerous_grant: bool | Collection[str] = False,
         tool_hooks: Sequence[ToolHook] = (),
+        observer_queue: int = DEFAULT_OBSERVER_QUEUE,
     ) -> None:
         """Every argument is keyword-only; a controller is entered with ``async with``.
 
@@ -162,6 +165,9 @@ class Controller:
             all, or a collection of the agent names allowed (otherwise ``dangerous`` is
             ``policy-refused`` and nothing opens).
         :param tool_hooks: the host's ``before_tool``/``after_tool`` hooks (:mod:`.tool_hooks`).
+        :param observer_queue: how many events an ``async def`` ``on_event`` observer may lag;
+            it is fed from its own queue by a task, never awaited by a turn; the events beyond
+            are dropped for it and reported (:mod:`.observer_queue`).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self._set_storage(ledger, state_dir)
@@ -177,11 +183,15 @@ class Controller:
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
-        self._set_delivery(tool_hooks)
+        self._set_delivery(tool_hooks, observer_queue)
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
         #: the sessions open in this controller, by id (see :meth:`live`)
         self.live_sessions: dict[str, LiveSession] = {}
+        self._set_backend()
+
+    def _set_backend(self) -> None:
+        """What the async backend supplies, set for real when the controller is entered."""
         #: where turns' producers, bridges and session-lived tasks run (``None`` until entered)
         self.task_group: anyio.abc.TaskGroup | None = None
         self.event_class: Callable[[], anyio.Event] = anyio.Event
@@ -207,7 +217,7 @@ class Controller:
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
 
-    def _set_delivery(self, tool_hooks: Sequence[ToolHook]) -> None:
+    def _set_delivery(self, tool_hooks: Sequence[ToolHook], observer_queue: int) -> None:
         """The hook fast path, the delivery every session's recorder shares, and the host's
         after_tool hooks fed from it."""
         #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
@@ -215,7 +225,11 @@ class Controller:
         self.call = HookCalls(self.plugins.pm.hook, self.plugins.pm.get_plugin(CORE_PLUGIN_NAME))
         #: what is recorded, durable and seen (shared by every session's recorder)
         self.delivery = Delivery(
-            self.ledger, self.plugins.pm.hook, self.call.implementations("on_event")
+            self.ledger,
+            self.plugins.pm.hook,
+            self.call.implementations("on_event"),
+            spawn=lambda: self.task_group,
+            observer_queue=observer_queue,
         )
         #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
         self.after_tool = AfterTool(tool_hooks, lambda: self.task_group)
@@ -246,6 +260,7 @@ class Controller:
                 await self._release(live, closing=False)
                 self.ledger.release(live.ref.session_id)
             self.live_sessions.clear()
+            await self.delivery.close_observers()
         assert self.task_group is not None
         self.task_group.cancel_scope.cancel()
         # The body's own exception is not handed to the task group, so a HarnessError raised
@@ -298,6 +313,7 @@ class Controller:
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
         require_usage_for(descriptor, limits)
+        check_config(descriptor, request.config)
         proposed = session_id if session_id is not None else new_session_id()
         live = await self._attach(
             descriptor,
@@ -381,6 +397,7 @@ class Controller:
         agent = request.agent or (record.agent if record is not None else None)
         require_dangerous_grant(request.posture, agent, self.dangerous_grant)
         require_usage_for(descriptor, limits)
+        check_config(descriptor, request.config)
         if record is not None:
             require_same_workspace(record.workspace, request.workspace)
             if not limits.empty:  # a spent budget refuses here, before session.resumed

@@ -3,18 +3,33 @@ iterator) only once the ledger made it durable, and no flush runs that would cov
 
 from __future__ import annotations
 
+import inspect
+import math
 import sys
+from collections.abc import Callable
 from typing import Any
 
+import anyio
 from harness_hookspecs import CommitsOnAppend, Event, LedgerStore
 
 from .ledger import _nothing, durable_waiter, flusher
+from .observer_queue import CLOSE_GRACE, DEFAULT_OBSERVER_QUEUE, AsyncObserver
 
 
 class Delivery:
     """The controller's record of what was appended, what is durable, what observers saw."""
 
-    def __init__(self, ledger: LedgerStore, hook: Any, observers: list[Any] | None = None) -> None:
+    def __init__(
+        self,
+        ledger: LedgerStore,
+        hook: Any,
+        observers: list[Any] | None = None,
+        *,
+        spawn: Callable[[], Any] = lambda: None,
+        observer_queue: int = DEFAULT_OBSERVER_QUEUE,
+    ) -> None:
+        """``spawn``: the task group async observers' workers run in (the controller's, while
+        it runs); ``observer_queue``: how many events each async observer may be behind by."""
         self._hook = hook
         #: the ``on_event`` implementations (pluggy's list, kept current by pluggy), else asked
         self._observers = observers
@@ -32,6 +47,10 @@ class Delivery:
         self.listeners: list[Any] = []
         #: failures per observer (its plugin name); each is reported once on stderr
         self.observer_failures: dict[str, int] = {}
+        self._spawn = spawn
+        self._observer_queue = observer_queue
+        #: each ``async def`` observer (by its hook implementation) and its queue
+        self.async_observers: dict[int, AsyncObserver] = {}
 
     def recorded(self, event: Event) -> None:
         self._appended += 1
@@ -75,9 +94,36 @@ class Delivery:
             self._guarded(self._hook.on_event, event, "on_event")
             return  # a wrapper around observers: pluggy runs the chain
         for impl in reversed(observers):
+            if inspect.iscoroutinefunction(impl.function):
+                self._queued(impl).put(event)  # never awaited here: a slow one drops, not brakes
+                continue
             self._guarded(impl.function, event, _observer_name(impl))
         for listener in self.listeners:
             self._guarded(listener, event, "after_tool")
+
+    def _queued(self, impl: Any) -> AsyncObserver:
+        observer = self.async_observers.get(id(impl))
+        if observer is None:
+            observer = AsyncObserver(
+                _observer_name(impl), impl.function, self._observer_queue, self._spawn
+            )
+            self.async_observers[id(impl)] = observer
+        return observer
+
+    async def observers_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every async observer handled what it was given (``False`` on timeout)."""
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            for observer in list(self.async_observers.values()):
+                await observer.wait_idle()
+            return True
+        return False
+
+    async def close_observers(self, grace: float = CLOSE_GRACE) -> None:
+        """Give async observers ``grace`` seconds to catch up, stop feeding them, report loss."""
+        await self.observers_idle(grace)
+        for observer in self.async_observers.values():
+            observer.close()
+            observer.report()
 
     def _guarded(self, observer: Any, event: Event, name: str) -> None:
         try:

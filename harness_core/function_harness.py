@@ -173,6 +173,7 @@ class FunctionHarness:
         version: str | None = None,
         vendor: str | None = None,
         display_name: str | None = None,
+        config_schema: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.function = function
@@ -184,6 +185,7 @@ class FunctionHarness:
             vendor=vendor,
             display_name=display_name,
             details={"kind": "function"},
+            config_schema=config_schema,
         )
         self._sessions: dict[str, FunctionSession] = {}
 
@@ -384,6 +386,7 @@ def harness(
     version: str | None = None,
     vendor: str | None = None,
     display_name: str | None = None,
+    config_schema: Mapping[str, Any] | None = None,
 ) -> Callable[[F], F]:
     """Decorate ``async def run(message, session)`` to make it a harness named ``name``.
 
@@ -400,6 +403,10 @@ def harness(
     :param version: the harness's version, shown by ``describe``.
     :param vendor: the model company behind it, if any.
     :param display_name: a human name for listings.
+    :param config_schema: the keys ``session.config`` may hold, as a JSON Schema object
+        (``{"properties": {"depth": {"type": "integer"}}}``); a config with another key or a
+        wrong type is ``invalid-request`` at open. ``None`` (the default) declares nothing and
+        leaves the function's keys unchecked (see :mod:`harness_core.config_check`).
     """
 
     def decorate(function: F) -> F:
@@ -411,6 +418,7 @@ def harness(
             version=version,
             vendor=vendor,
             display_name=display_name,
+            config_schema=config_schema,
         )
         setattr(function, ADAPTER_ATTRIBUTE, adapter)
         return function

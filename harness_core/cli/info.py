@@ -69,6 +69,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    from ..config_check import config_rows
     from ..plugins import get_plugins
     from ..serialize import descriptor_to_dict
     from .prompt import check_harness
@@ -88,6 +89,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         ["features", ", ".join(sorted(descriptor.features)) or "-"],
         ["protocol", str(descriptor.protocol_version)],
         *[[key, str(value)] for key, value in sorted(descriptor.details.items())],
+        *config_rows(descriptor),
     ]
     Out().table(["FIELD", "VALUE"], rows)
     return EXIT_OK

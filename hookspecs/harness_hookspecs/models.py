@@ -114,6 +114,19 @@ class HarnessDescriptor:
     #: Adapter-authored facts such as the detected CLI version or permission modes.
     details: Mapping[str, str] = field(converter=_frozen_mapping, factory=dict)
     protocol_version: int = PROTOCOL_VERSION
+    #: The harness's own session config as a JSON Schema object (``properties``; unknown keys
+    #: are refused unless it says ``additionalProperties``). The runtime adds its own keys
+    #: (``command_policy``, ``mcp_loopback``) and validates every config against the result at
+    #: open and resume (``invalid-request`` naming the key). ``None``: the harness declares
+    #: nothing, so its keys go unchecked (only the runtime's keys are typed).
+    config_schema: Mapping[str, Any] | None = field(default=None)
+
+    @config_schema.validator
+    def _config_schema_is_object(
+        self, attribute: attrs.Attribute[Any], value: Mapping[str, Any] | None
+    ) -> None:
+        if value is not None and not isinstance(value.get("properties", {}), Mapping):
+            raise ValueError("config_schema's properties must be a mapping")
 
     @property
     def harness(self) -> str:

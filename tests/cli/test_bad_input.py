@@ -35,6 +35,27 @@ CASES = [
         "policy-refused: the dangerous posture is not granted to this session",
         USAGE,
     ),
+    # config checked against what the harness declares (harness_core.config_check)
+    (
+        ["run", "--config", "bogus_key=1", "--config", "mcp_loopback=5", "echo", "x"],
+        "invalid-request: unknown config key 'bogus_key' for echo",
+        USAGE,
+    ),
+    (
+        ["run", "--config", "mcp_loopback=5", "echo", "x"],
+        "invalid-request: config key 'mcp_loopback' for echo: must be object or null, not int",
+        USAGE,
+    ),
+    (
+        ["run", "--config", "wire_api=soap", "codex", "x"],
+        "invalid-request: config key 'wire_api' for codex: must be one of 'responses', 'chat'",
+        USAGE,
+    ),
+    (
+        ["run", "--config", "mode=1", "stdio-jsonl", "x"],
+        "invalid-request: config key 'mode' for stdio-jsonl: must be one of",
+        USAGE,
+    ),
     (
         ["run", "echo", "hi", "--max-cost", "0.0001"],
         "unsupported-feature: echo reports no usage, so max_cost_usd cannot bind",
@@ -273,6 +294,10 @@ def test_refusals_record_nothing_in_an_existing_session(cli_env, tmp_path):
         (
             ["run", "echo", "hi", "--session", session_id, "--workspace", str(elsewhere)],
             "invalid-request: the session was recorded for another workspace",
+        ),
+        (
+            ["run", "echo", "hi", "--session", session_id, "--config", "depth=3"],
+            "invalid-request: unknown config key 'depth' for echo",
         ),
         (
             ["run", "echo", "hi", "--session", session_id, "--max-turns", "1"],

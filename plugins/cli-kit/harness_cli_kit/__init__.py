@@ -10,7 +10,13 @@ base (:mod:`.stream`), safe names and prompts (:mod:`.safe`), common session set
 """
 
 from .classify import auth_hint
-from .describe import cli_descriptor, local_descriptor
+from .describe import (
+    CLI_CONFIG_PROPERTIES,
+    COMMAND_PROPERTY,
+    cli_descriptor,
+    config_schema,
+    local_descriptor,
+)
 from .endpoint import endpoint_reachable, preflight
 from .locate import (
     CLI_PATH_ENV,
@@ -32,7 +38,9 @@ from .state import NativeSession, Sessions
 from .stream import JsonLinesStream, count, json_object, positive_cost, usage_of, usage_report
 
 __all__ = [
+    "CLI_CONFIG_PROPERTIES",
     "CLI_PATH_ENV",
+    "COMMAND_PROPERTY",
     "JsonLinesStream",
     "NativeSession",
     "Sessions",
@@ -46,6 +54,7 @@ __all__ = [
     "cli_details",
     "codex_mcp_toml",
     "command_of",
+    "config_schema",
     "count",
     "endpoint_reachable",
     "extra_env",

@@ -9,7 +9,7 @@ the descriptor's facts as class attributes; :meth:`PerTurnCliAdapter.run_turn` d
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +27,7 @@ from harness_hookspecs import (
     assert_supported,
 )
 
-from .describe import cli_descriptor
+from .describe import CLI_CONFIG_PROPERTIES, cli_descriptor
 from .endpoint import preflight
 from .locate import find_cli
 from .settings import require_workspace
@@ -72,6 +72,9 @@ class PerTurnCliAdapter:
     #: reports where it is (or that it is not found), not its version.
     command_name: str | None = None
     vendor: str | None = None
+    #: The config keys the adapter reads besides :data:`CLI_CONFIG_PROPERTIES` (JSON Schema
+    #: ``properties``); a session config with any other key is ``invalid-request``.
+    config_properties: Mapping[str, Any] = {}
 
     def __init__(self) -> None:
         self._sessions: Sessions[NativeSession] = Sessions()
@@ -91,6 +94,7 @@ class PerTurnCliAdapter:
                 details=details,
                 binary=self.binary,
                 vendor=self.vendor,
+                config={**CLI_CONFIG_PROPERTIES, **self.config_properties},
             )
         return self._descriptor
 

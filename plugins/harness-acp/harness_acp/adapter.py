@@ -29,8 +29,11 @@ import anyio
 import attrs
 from anyio.streams.memory import MemoryObjectSendStream
 from harness_cli_kit import (
+    CLI_CONFIG_PROPERTIES,
+    COMMAND_PROPERTY,
     NativeSession,
     bridge_of,
+    config_schema,
     find_cli,
     located,
     preflight,
@@ -258,6 +261,21 @@ def _usage(result: Mapping[str, Any]) -> UsageReported | None:
     return usage_of(result.get("usage"), (*names, "thoughtTokens"))
 
 
+#: The config keys an ACP session reads (registry.py's launchers, the preflight, ``mode``).
+CONFIG_PROPERTIES: Mapping[str, Any] = {
+    "command": COMMAND_PROPERTY,
+    "args": {"type": "array", "items": {"type": ["string", "number"]}},
+    "api_key": {"type": "string"},
+    "api_key_env": {"type": "string"},
+    "base_url": {"type": "string"},
+    "env": CLI_CONFIG_PROPERTIES["env"],
+    "preflight": {"type": "boolean"},
+    "max_retries": {"type": "integer"},
+    "provider": {"type": "string"},
+    "mode": {"type": "string"},
+}
+
+
 class AcpAdapter:
     """``acp:<agent>``: an Agent Client Protocol agent from the registry, over stdio."""
 
@@ -287,6 +305,7 @@ class AcpAdapter:
             vendor=self.agent.vendor,
             display_name=self.agent.display_name,
             details=details,
+            config_schema=config_schema(CONFIG_PROPERTIES),
         )
 
     # -- connection -------------------------------------------------------------------------

@@ -109,7 +109,7 @@ def acp(agent: str, env_var: str, workspace: str, controller) -> CliUnderTest:
 @pytest.mark.parametrize("agent", sorted(AGENTS))
 def test_turn_tool_call_and_resume_in_new_controller(agent, workspace, controller):
     with serve(agent, tool_script(AGENTS[agent][2])) as server:
-        env_var, config = setup(agent, url_for(agent, server), permissions="allow")
+        env_var, config = setup(agent, url_for(agent, server))
         cli = acp(agent, env_var, workspace, controller)
         result, again = cli.turn_then_resume(config, 60)
         assert result.status == "completed", result

@@ -69,6 +69,12 @@ DETAILS = {
 #: ``permission_prompt`` config values: ``auto`` (the bridge when the session has one, else
 #: stdio) or ``stdio`` (always the stdio control protocol).
 PROMPT_CHANNELS = ("auto", "stdio")
+#: Tools whose input names a path. Where the runtime is asked (``strict``, ``auto``) they are
+#: not pre-allowed: Claude Code then allows on its own only what it allows in the working
+#: directory (reads there, ``acceptEdits``' edits there) and asks for the rest, so a
+#: ``Read`` of ``~/.ssh/id_rsa`` or an edit outside the workspace reaches the command policy's
+#: path rules, as its ``cat`` does.
+PATH_TOOLS = ("Edit", "Write", "Read", "Glob", "Grep", "NotebookEdit")
 #: ``dangerous`` when ``bypassPermissions`` is refused (root): every built-in tool allowed.
 ALL_TOOLS = (*AUTO_TOOLS, "WebFetch", "WebSearch")
 
@@ -99,8 +105,10 @@ def permission_args(posture: str, config: Mapping[str, Any]) -> tuple[list[str],
         ], "acceptEdits"
     tools = list(allowed) if allowed is not None else list(AUTO_TOOLS)
     if asks_host(posture):
-        # Shell commands go through the approval seam (the command policy reads them).
-        tools = [tool for tool in tools if tool != "Bash"]
+        # Shell commands go through the approval seam (the command policy reads them), and so
+        # do file tools beyond the working directory (a host's own allowed_tools is kept).
+        held = ("Bash", *PATH_TOOLS) if allowed is None else ("Bash",)
+        tools = [tool for tool in tools if tool not in held]
     args = ["--permission-mode", "acceptEdits"]
     if tools:
         args += ["--allowedTools", ",".join(tools)]
@@ -143,6 +151,10 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     vendor = "anthropic"
     features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
     details = DETAILS
+    config_properties = {
+        "allowed_tools": {"type": "array", "items": {"type": "string"}},
+        "permission_prompt": {"enum": list(PROMPT_CHANNELS)},
+    }
 
     def _home(self, context: SessionContext) -> Path:
         home = Path(context.state_dir) / "home"

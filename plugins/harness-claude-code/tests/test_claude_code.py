@@ -205,6 +205,9 @@ def test_postures_map_to_permission_modes():
     args, mode = permission_args("auto", {})
     # shell commands are not pre-allowed: they reach the approval seam (the command policy)
     assert mode == "acceptEdits" and "Bash" not in args[args.index("--allowedTools") + 1]
+    # nor are file tools: beyond the working directory Claude Code asks, the policy judges
+    pre_allowed = args[args.index("--allowedTools") + 1].split(",")
+    assert not {"Read", "Edit", "Write", "Glob", "Grep"} & set(pre_allowed)
     args, _ = permission_args("auto", {"allowed_tools": ["Read"]})
     assert args[-1] == "Read"
     _, mode = permission_args("dangerous", {})

@@ -116,6 +116,10 @@ class CodexAdapter(PerTurnCliAdapter):
     # "permissions": codex app-server asks before each command and patch (approval policy
     # untrusted) and the adapter answers through the approval seam.
     features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    config_properties = {
+        "wire_api": {"enum": ["responses", "chat"]},
+        "network_waits": {"type": "integer"},
+    }
     details = {
         "wire_api": "openai-responses",
         "protocol": "codex app-server (JSON-RPC lines on stdio), one process per turn",

@@ -13,7 +13,12 @@ from harness_core import FunctionSession, Message, harness
 __all__ = ["echo"]
 
 
-@harness("echo", display_name="Echo", features=("resume", "cancel", "permissions"))
+@harness(
+    "echo",
+    display_name="Echo",
+    features=("resume", "cancel", "permissions"),
+    config_schema={"properties": {}},  # echo reads no config of its own
+)
 async def echo(message: Message, session: FunctionSession) -> AsyncIterator[str]:
     words = message.content.split()
     if len(words) >= 2 and words[0] == "run":

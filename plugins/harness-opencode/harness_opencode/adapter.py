@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli_kit import (
+    COMMAND_PROPERTY,
     api_key,
     base_url,
     bridge_of,
@@ -93,6 +94,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         "structured_output": "format json_schema (the StructuredOutput tool)",
     }
     features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    config_properties = {"command": COMMAND_PROPERTY, "provider_package": {"type": "string"}}
 
     async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])

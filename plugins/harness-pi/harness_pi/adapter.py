@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness_cli_kit import (
+    COMMAND_PROPERTY,
     NativeSession,
     api_key,
     base_url,
@@ -78,6 +79,12 @@ class PiAdapter(PerTurnCliAdapter):
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
     features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
     details = DETAILS
+    config_properties = {
+        "command": COMMAND_PROPERTY,
+        "api": {"type": "string"},
+        "settings": {"type": "object"},
+        "mcp_extension": {"type": "string"},
+    }
 
     async def check(self, context: SessionContext) -> str:
         command_of(context.config, [self.name])

@@ -7,7 +7,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from harness_cli_kit import Sessions, command_of, json_object, local_descriptor
+from harness_cli_kit import COMMAND_PROPERTY, Sessions, command_of, json_object, local_descriptor
 from harness_hookspecs import (
     REASONS,
     CancelTurnRequest,
@@ -136,7 +136,12 @@ class StdioJsonlAdapter:
     def describe(self) -> HarnessDescriptor:
         features = ["resume", "cancel", "usage", "permissions"]
         details = {"protocol": str(PROTOCOL)}
-        return local_descriptor(self.name, "Any JSONL program", features, details)
+        config = {
+            "command": COMMAND_PROPERTY,
+            "mode": {"enum": ["per-turn", "session"]},
+            "permissions": {"type": "boolean"},
+        }
+        return local_descriptor(self.name, "Any JSONL program", features, details, config=config)
 
     def _command(self, config: Mapping[str, Any]) -> list[str]:
         raw = config.get("command") or os.environ.get(ENV_COMMAND)
