@@ -152,16 +152,8 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
     from harness_hookspecs import HarnessError
 
     from ..context import default_state_root
-    from .ledger_read import open_for_reading
 
-    store = open_for_reading(args.ledger)
-    try:
-        record = store.get_session(args.session) if store is not None else None
-    finally:
-        if store is not None:
-            store.close()
-    if record is None:
-        raise HarnessError("session-not-found")
+    record = stored_session(args.ledger, args.session)
     if harness is not None and record.ref.provider != harness:
         raise CliError("invalid-request", f"the session belongs to harness {record.ref.provider!r}")
     if _active_pid(default_state_root(), args.session) is not None:
@@ -171,13 +163,29 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
     return record
 
 
+def stored_session(ledger: str | None, session_id: str) -> Any:
+    """The session's record, read (without creating the ledger) or ``session-not-found``."""
+    from harness_hookspecs import HarnessError
+
+    from .ledger_read import open_for_reading
+
+    store = open_for_reading(ledger)
+    try:
+        record = store.get_session(session_id) if store is not None else None
+    finally:
+        if store is not None:
+            store.close()
+    if record is None:
+        raise HarnessError("session-not-found")
+    return record
+
+
 def session_words(args: argparse.Namespace) -> None:
     """``NAME`` and ``PROMPT`` as the user meant them. With ``--session ID`` (a unique prefix
     will do) or ``-c/--continue`` (the newest open session) the harness is the session's own:
     a lone word is the prompt, unless it names that harness (then stdin gives the prompt)."""
-    from harness_hookspecs import HarnessError
 
-    from .ledger_read import latest_open_session, open_for_reading, resolve_session
+    from .ledger_read import latest_open_session, resolve_session
 
     if getattr(args, "continue_session", False):
         if args.session:
@@ -191,14 +199,7 @@ def session_words(args: argparse.Namespace) -> None:
             )
         return
     resolve_session(args)
-    store = open_for_reading(args.ledger)
-    try:
-        record = store.get_session(args.session) if store is not None else None
-    finally:
-        if store is not None:
-            store.close()
-    if record is None:
-        raise HarnessError("session-not-found")
+    record = stored_session(args.ledger, args.session)
     harness = record.ref.provider
     if args.name is not None and args.prompt is None and args.name != harness:
         args.name, args.prompt = harness, args.name  # the lone word is the prompt
