@@ -111,17 +111,16 @@ def test_close_needs_no_harness_that_can_start(cli_env, tmp_path):
 
 def test_a_secret_in_config_is_kept_as_a_reference(cli_env, tmp_path):
     env = dict(cli_env, MY_KEY_FOR_TEST=SECRET)
-    config = {"command": COMMAND, "api_key": SECRET, "args": ["x", SECRET]}
-    options = [
-        arg for key, value in config.items() for arg in ("--config", f"{key}={json.dumps(value)}")
-    ]
-    run = _start_run(env, tmp_path, *options)
+    # stdio-jsonl declares its config keys (command, mode, permissions): the secret rides in the
+    # command's argv, which the reference program ignores
+    command = [*COMMAND, "--api-key", SECRET]
+    run = _start_run(env, tmp_path, "--config", f"command={json.dumps(command)}")
     session_id = _kill_mid_turn(run)
     export = harness(env, "export", session_id)
     assert SECRET not in export.stdout
     stored = json.loads(export.stdout)["session"]["config"]
     reference = {"$secret": "env:MY_KEY_FOR_TEST"}
-    assert stored == {"command": COMMAND, "api_key": reference, "args": ["x", reference]}
+    assert stored == {"command": [*COMMAND, "--api-key", reference]}
     ledger = Path(cli_env["HARNESS_LEDGER"].removeprefix("sqlite:///"))
     for path in ledger.parent.glob(ledger.name + "*"):
         assert SECRET.encode() not in path.read_bytes(), path

@@ -16,9 +16,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
-from harness_cli_kit import JsonLinesStream, NativeSession, command_of, count, usage_report
+from harness_cli_kit import (
+    COMMAND_PROPERTY,
+    JsonLinesStream,
+    NativeSession,
+    command_of,
+    count,
+    usage_report,
+)
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import (
     MessageDelta,
@@ -103,6 +111,9 @@ class {{ cookiecutter.__class_prefix }}Adapter(PerTurnCliAdapter):
     tested_cli = f"fake_agent.py ({NAME} {__version__})"
     # Claim only what really works: the conformance kit checks each claim.
     features = ("resume", "cancel", "usage")
+    # The config keys this adapter reads besides the kit's own (a session config with any
+    # other key is refused at open, naming it).
+    config_properties: Mapping[str, Any] = MappingProxyType({"command": COMMAND_PROPERTY})
 
     def _command(self, config: Mapping[str, Any]) -> list[str]:
         raw = config.get("command") or os.environ.get(ENV_COMMAND)
