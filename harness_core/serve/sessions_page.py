@@ -106,28 +106,32 @@ def row(entry: Entry) -> str:
     )
 
 
-def pager(result: Page) -> str:
+def pager(result: Page, suffix: str = "") -> str:
+    """Where this page is and links to its neighbours (``suffix`` tells the ids of a second one)."""
     query = result.query
     if not result.total:
-        return '<p class="pager muted" id="pager">no sessions match</p>'
+        return f'<p class="pager muted" id="pager{suffix}">no sessions match</p>'
     last = result.first + len(result.entries) - 1
-    shown = f'<span id="page-range">{result.first:,}&ndash;{last:,} of {result.total:,}</span>' + (
-        f' <span class="muted">(of {result.all_sessions:,} sessions)</span>'
-        if result.total != result.all_sessions
-        else ""
+    shown = (
+        f'<span id="page-range{suffix}">{result.first:,}&ndash;{last:,} of {result.total:,}</span>'
+        + (
+            f' <span class="muted">(of {result.all_sessions:,} sessions)</span>'
+            if result.total != result.all_sessions
+            else ""
+        )
     )
     newer = (
-        f'<a rel="prev" id="newer" href="{esc(link(query, page=query.page - 1))}">&lsaquo; newer</a>'
+        f'<a rel="prev" id="newer{suffix}" href="{esc(link(query, page=query.page - 1))}">&lsaquo; newer</a>'
         if query.page > 1
         else '<span class="muted">&lsaquo; newer</span>'
     )
     older = (
-        f'<a rel="next" id="older" href="{esc(link(query, page=query.page + 1))}">older &rsaquo;</a>'
+        f'<a rel="next" id="older{suffix}" href="{esc(link(query, page=query.page + 1))}">older &rsaquo;</a>'
         if query.page < result.pages
         else '<span class="muted">older &rsaquo;</span>'
     )
     return (
-        f'<p class="pager" id="pager">{newer} · page {query.page:,} of {result.pages:,} · '
+        f'<p class="pager" id="pager{suffix}">{newer} · page {query.page:,} of {result.pages:,} · '
         f"{shown} · {older}</p>"
     )
 
@@ -142,7 +146,7 @@ def render(result: Page) -> str:
         + "</tbody></table>"
     )
     return f"<h1>Sessions</h1>{search_form(result)}{state_chips(result)}{pager(result)}{table}" + (
-        pager(result).replace('id="pager"', 'id="pager-bottom"') if result.entries else ""
+        pager(result, "-bottom") if result.entries else ""
     )
 
 

@@ -20,9 +20,10 @@ from .conversation import Item, TurnView, fold
 from .runner import Server
 from .timing import ToolCall, TurnTiming, duration_text, timings
 
+#: form-action 'self': the sessions page's search form is a plain GET to this server.
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
 
@@ -199,13 +200,13 @@ def render_turn(
         f"turn {number} · {relative_time(turn.started_at)} · "
         f'<span class="timing">{esc(render_timing(timing))}</span>'
         '<button type="button" class="raw-toggle" aria-expanded="false">raw events</button></div>'
-        '<pre class="raw" hidden></pre>'
         f'<div class="prompt"><span class="who">prompt</span>'
         f'<div class="text">{esc(turn.prompt)}</div></div>'
         f'<div class="answer"><span class="who">{esc(harness)}</span>'
         f'<div class="items">{items}</div></div>'
         f'<div class="outcome">{render_outcome(turn)}</div>'
-        f'<div class="usage">{esc(render_usage(turn.usage))}</div></article>'
+        f'<div class="usage">{esc(render_usage(turn.usage))}</div>'
+        '<pre class="raw" hidden></pre></article>'
     )
 
 

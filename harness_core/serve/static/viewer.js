@@ -340,13 +340,14 @@ class Live {
     prompt.append(el("span", "who", "prompt"), el("div", "text", event.payload.prompt));
     const answer = el("div", "answer");
     answer.append(el("span", "who", this.harness), el("div", "items"));
-    turn.append(meta, pre, prompt, answer, el("div", "outcome"), el("div", "usage"));
+    turn.append(meta, prompt, answer, el("div", "outcome"), el("div", "usage"), pre);
     this.turns.append(turn);
     this.totals.turns += 1;
     this.showTotals();
     this.running = event.turn_id;
     this.setStatus("running");
     this.showCancel();
+    tickTimes();
   }
 
   firstOutput(turn, event) {
