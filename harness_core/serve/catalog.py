@@ -194,13 +194,13 @@ class Catalog:
 
         def keep(entry: Entry, *, harness: bool = True, state: bool = True) -> bool:
             return (
-                (not harness or not query.harness or entry.record.ref.provider == query.harness)
+                (not harness or not query.harness or entry.record.ref.harness == query.harness)
                 and (not state or not query.state or entry.state == query.state)
                 and (not since or entry.record.created_at >= since)
                 and (not words or entry.matches(words))
             )
 
-        harness_counts = Counter(e.record.ref.provider for e in entries if keep(e, harness=False))
+        harness_counts = Counter(e.record.ref.harness for e in entries if keep(e, harness=False))
         state_counts = Counter(e.state for e in entries if keep(e, state=False))
         matching = [e for e in entries if keep(e)]
         start = (query.page - 1) * query.per_page

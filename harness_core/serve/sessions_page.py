@@ -95,7 +95,7 @@ def row(entry: Entry) -> str:
     return (
         f'<tr data-session="{esc(session_id)}"><td><a href="/sessions/{esc(session_id)}">'
         f"{esc(session_id[:13])}</a></td>"
-        f"<td>{esc(record.ref.provider)}</td>"
+        f"<td>{esc(record.ref.harness)}</td>"
         f'<td><span class="badge {esc(entry.state)}">{esc(entry.state)}</span></td>'
         f'<td class="num">{summary.turns}</td>'
         f"<td>{last_turn}</td>"
