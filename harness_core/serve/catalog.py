@@ -113,6 +113,8 @@ class Entry:
     last_prompt: str = ""
     #: ``running`` / ``interrupted`` / ``idle`` / ``closed``, as of the last refresh
     state: str = "idle"
+    #: ``session.closed`` was read: the session's events are all in
+    ended: bool = False
 
     def add(self, event: Event) -> None:
         if event.sequence <= self.summary.last_sequence:
@@ -124,6 +126,8 @@ class Entry:
             self._keep(payload.prompt)
         elif isinstance(payload, ev.MessageDelta | ev.MessageCompleted | ev.TurnCompleted):
             self._keep(payload.text or "")
+        elif isinstance(payload, ev.SessionClosed):
+            self.ended = True
 
     def _keep(self, text: str) -> None:
         room = MAX_TEXT - len(self.text)
@@ -174,8 +178,9 @@ class Catalog:
                 if entry is None:
                     entry = self._entries[record.session_id] = Entry(record)
                 entry.record = record
-                for event in store.events(record.session_id, after=entry.summary.last_sequence):
-                    entry.add(event)
+                if not entry.ended:  # a closed session records nothing more: no read
+                    for event in store.events(record.session_id, after=entry.summary.last_sequence):
+                        entry.add(event)
                 open_turn = None
                 if record.status != "closed" and entry.summary.last_turn == "running":
                     open_turn = "running" if store.claimed(record.session_id) else "interrupted"
