@@ -91,6 +91,8 @@ def row(entry: Entry) -> str:
     record, summary = entry.record, entry.summary
     session_id = record.ref.session_id
     last = summary.last_turn
+    if last == "running" and entry.state != "running":
+        last = "interrupted"  # no live process holds it: it will never end by itself
     last_turn = f'<span class="badge {esc(last)}">{esc(last)}</span>' if last else "-"
     return (
         f'<tr data-session="{esc(session_id)}"><td><a href="/sessions/{esc(session_id)}">'

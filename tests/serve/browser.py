@@ -22,12 +22,13 @@ def screenshot_dir() -> Path:
     return Path(os.environ.get("HARNESS_SCREENSHOT_DIR") or ROOT / "test-artifacts" / "screenshots")
 
 
-def keep_screenshot(page: Any, name: str) -> Path:
-    """Save the page as ``name``.png in the artifacts folder; return the file."""
+def keep_screenshot(page: Any, name: str, *, full_page: bool = True) -> Path:
+    """Save the page (or only what the viewport shows) as ``name``.png in the artifacts
+    folder; return the file."""
     folder = screenshot_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path), full_page=full_page)
     assert path.stat().st_size > 5_000  # a picture, not an empty page
     return path
 

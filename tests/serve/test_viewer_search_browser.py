@@ -57,7 +57,9 @@ def test_paging_over_a_thousand_sessions(many, browser):
         state: len(expected(COUNT, state=state))
         for state in ("running", "interrupted", "idle", "closed")
     }
-    keep_screenshot(page, "viewer-sessions")
+    interrupted = page.locator(f"tr[data-session='{session_id_of(1)}'] td").all()
+    assert [cell.inner_text() for cell in interrupted[2:5]] == ["interrupted", "1", "interrupted"]
+    keep_screenshot(page, "viewer-sessions", full_page=False)
     page.locator("#older").click()
     page.wait_for_url(re.compile(r"page=2"))
     assert page_range(page) == f"51-100 of {COUNT:,}"
