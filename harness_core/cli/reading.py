@@ -102,7 +102,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             r
             for r in store.list_sessions()
             if (args.harness is None or r.ref.harness == args.harness)
-            and (args.status is None or r.status == args.status)
+            and (args.status is None or (r.status == "closed") == (args.status == "closed"))
             and (since is None or r.created_at >= since)
         ]
         if args.query:
@@ -113,6 +113,16 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                 records = [r for r in records if r.session_id in found]
             else:
                 records = [r for r in records if _matches(store, r.session_id, needle)]
+        # A state past open/closed needs the session's last turn: read for those asked about.
+        turns: dict[str, str | None] = {}
+
+        def turn_of(record: Any) -> str | None:
+            if record.session_id not in turns:
+                turns[record.session_id] = open_turn(store, record.session_id)
+            return turns[record.session_id]
+
+        if args.status in ("running", "interrupted", "idle"):
+            records = [r for r in records if session_state(r.status, turn_of(r)) == args.status]
         limit = args.limit or DEFAULT_LIMIT
         more = len(records) > limit
         shown = records[:limit]
@@ -126,7 +136,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         # "interrupted" when a dead process left it (the next resume records that).
         rows = []
         for r in shown:
-            turn = open_turn(store, r.session_id)
+            turn = turn_of(r)
             rows.append(
                 {
                     **record_to_dict(r),
