@@ -17,11 +17,12 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
+from ..ledger.sqlite_read import SEARCHED_TYPES
+from ..transcript import clip, cost_text, format_event
 from .commands.reading import DEFAULT_SESSIONS_LIMIT
 from .errors import EXIT_OK, CliError, file_error
-from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading, resolve_session
+from .ledger_read import ledger_url, open_for_reading, resolve_session
 from .output import Out, print_json, print_json_lines
-from .view import clip, cost_text, format_event
 
 DEFAULT_LIMIT = DEFAULT_SESSIONS_LIMIT
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
-from .conversation import Item, TurnView, fold
 from .runner import Server
 from .timing import ToolCall, TurnTiming, duration_text, timings
 
