@@ -184,6 +184,9 @@ def test_live_timing_and_relative_timestamps(serve, workspace_dir, browser):
             assert text.startswith("running "), text
             return float(text.split()[1])
 
+        # usage nobody reported is unknown, not "-"
+        assert page.locator("#session-tokens").inner_text() == "unknown"
+        assert page.locator("#session-cost").inner_text() == "unknown"
         first = running_seconds()
         time.sleep(1.3)
         assert running_seconds() > first  # the elapsed time moves while the turn runs

@@ -393,9 +393,11 @@ class Live {
 
   async cancel() {
     if (!this.running) return;
+    const turnId = this.running;
     try {
-      await post("/api/sessions/" + encodeURIComponent(this.session) + "/cancel", { turn_id: this.running });
-      notice("cancel requested");
+      await post("/api/sessions/" + encodeURIComponent(this.session) + "/cancel", { turn_id: turnId });
+      // the turn's end may have arrived before this answer: say nothing then
+      if (this.running === turnId) notice("cancel requested");
     } catch (error) {
       notice(error.message);
     }
