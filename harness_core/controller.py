@@ -57,7 +57,7 @@ from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .observer_queue import DEFAULT_OBSERVER_QUEUE
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
-from .record_close import closing_events
+from .record_close import closing_payloads, closing_recorder
 from .redaction import Redactor
 from .request_checks import (
     is_uuid,
@@ -329,7 +329,7 @@ class Controller:
         live.recorder.record(
             None,
             SessionOpened(
-                provider=live.ref.provider,
+                provider=live.ref.harness,
                 target=live.ref.target,
                 model=request.model,
                 posture=request.posture,
@@ -391,7 +391,7 @@ class Controller:
             raise HarnessError("session-closed")
         if record is not None and record.ref != ref:
             raise HarnessError("invalid-request", "the session ref does not match the ledger")
-        descriptor = self.describe(ref.provider)
+        descriptor = self.describe(ref.harness)
         assert_supported(descriptor, ref.target, "resume")
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
@@ -443,7 +443,7 @@ class Controller:
         interrupted, live.retrying = recovered(dangling, retrying)
         if interrupted is not None:
             end_interrupted(live, interrupted)
-        recorder.record(None, SessionResumed(provider=ref.provider, target=ref.target))
+        recorder.record(None, SessionResumed(provider=ref.harness, target=ref.target))
         return live
 
     async def _attach(
@@ -493,7 +493,7 @@ class Controller:
         Leaving the block before the terminal event cancels the turn (recorded as cancelled).
         ``turn_id`` + ``attempt``: the caller's id for a turn it may retry (see
         :mod:`harness_core.retry`); by default a new id. ``output_schema``: the JSON Schema the
-        final answer must match (see :mod:`harness_core.turn_protocol`), retried at most
+        final answer must match (see :mod:`harness_core.structured_output`), retried at most
         ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
         turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """
@@ -611,13 +611,12 @@ class Controller:
         with self.scope_class(shield=True):
             self.ledger.claim(session_id)
             try:
-                events = closing_events(self.ledger, record)
-                self.ledger.append(events)
-                for event in events:
-                    self.delivery.recorded(event)
+                recorder = closing_recorder(self.ledger, self.delivery, record)
+                for turn_id, payload in closing_payloads(self.ledger, record):
+                    recorder.record(turn_id, payload)
                 self.ledger.update_session(closed_record(record, now()))
-                await self.delivery.deliver()
-                await self.delivery.flush()
+                await recorder.deliver()
+                await recorder.flush()
             finally:
                 self.ledger.release(session_id)
 

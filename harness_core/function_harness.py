@@ -42,7 +42,7 @@ from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import add_usage
-from .history import history_pairs
+from .transcript import history_pairs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
