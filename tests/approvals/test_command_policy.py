@@ -191,6 +191,15 @@ def test_writes_outside_the_workspace():
     assert file_call("write", "notes.txt").verdict == "allow"
 
 
+def test_descriptor_duplications_are_not_files_but_a_file_after_them_is():
+    # `2>&1`, `>&2`, `>&-` name descriptors: run outside the workspace they write no file there
+    for command in ("cd /etc && make 2>&1", "cd /etc && make >&2", "cd /etc && make 2>&-"):
+        assert judge(command).verdict == "allow", command
+    # a file after `>&` gets both streams, and a file may be named by digits
+    assert judge("make >& /etc/build.log").rule == "write-outside-workspace"
+    assert judge("cd /etc && echo x > 1").rule == "write-outside-workspace"
+
+
 def test_computed_power_and_process_rules():
     assert judge("$X").rule == "computed-command"
     assert judge("X=ls; $X").verdict == "allow"  # known on the line
@@ -322,6 +331,28 @@ def test_empty_configuration_is_the_built_in_policy():
     assert CommandPolicy.from_config(None) == CommandPolicy()
     assert CommandPolicy.from_config({}) == CommandPolicy()
     assert CommandPolicy.from_config({"default": "ask"}).default == "ask"
+
+
+def test_every_configuration_key_reaches_the_policy():
+    rule = {"name": "tf", "verdict": "deny", "programs": ["terraform"]}
+    config = {
+        "allow": ["make*"],
+        "ask": ["git push*"],
+        "deny": ["npm publish*"],
+        "default": "ask",
+        "rules": [rule],
+        "builtin": False,
+        "disable": ["other-user"],
+    }
+    assert CommandPolicy.from_config(config) == CommandPolicy(
+        allow=("make*",),
+        ask=("git push*",),
+        deny=("npm publish*",),
+        default="ask",
+        rules=(Rule(**rule),),
+        builtin=False,
+        disable=("other-user",),
+    )
 
 
 # -- the parser's reading -----------------------------------------------------------------------
