@@ -164,6 +164,9 @@ def test_git_force_push():
     assert judge("git -c a.b=c push -f").rule == "git-force-push"
     assert judge("git --no-pager push --force").rule == "git-force-push"
     assert judge("git push -- -f").verdict == "allow"  # an operand named -f
+    # no subcommand at all: options only, or an option's value missing at the end
+    for command in ("git --version", "git -C", "git -C /srv --no-pager"):
+        assert judge(command).verdict == "allow", command
 
 
 def test_writes_outside_the_workspace():
@@ -192,8 +195,8 @@ def test_writes_outside_the_workspace():
 
 
 def test_descriptor_duplications_are_not_files_but_a_file_after_them_is():
-    # `2>&1`, `>&2`, `>&-` name descriptors: run outside the workspace they write no file there
-    for command in ("cd /etc && make 2>&1", "cd /etc && make >&2", "cd /etc && make 2>&-"):
+    # `2>&1`, `>&2`, `>& -` name descriptors: run outside the workspace they write no file there
+    for command in ("cd /etc && make 2>&1", "cd /etc && make >&2", "cd /etc && make >& -"):
         assert judge(command).verdict == "allow", command
     # a file after `>&` gets both streams, and a file may be named by digits
     assert judge("make >& /etc/build.log").rule == "write-outside-workspace"
