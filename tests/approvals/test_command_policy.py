@@ -164,6 +164,15 @@ def test_git_force_push():
     assert judge("git -c a.b=c push -f").rule == "git-force-push"
     assert judge("git --no-pager push --force").rule == "git-force-push"
     assert judge("git push -- -f").verdict == "allow"  # an operand named -f
+    # git's global options that take a value are skipped with it, however many come first
+    for command in (
+        "git --git-dir /r/.git push -f",
+        "git --work-tree /w push -f",
+        "git --namespace n push -f",
+        "git --no-pager -C /srv push -f",
+        "git -C /srv push origin -f",
+    ):
+        assert judge(command).rule == "git-force-push", command
     # no subcommand at all: options only, or an option's value missing at the end
     for command in ("git --version", "git -C", "git -C /srv --no-pager"):
         assert judge(command).verdict == "allow", command
