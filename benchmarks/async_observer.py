@@ -116,11 +116,14 @@ def main() -> None:
     ):
         runs = ", ".join(f"{t:.3f}" for t in times[kind])
         figure(f"turn, {label} (median)", median[kind], "s", note=f"runs {runs}")
-    # What the slow observer costs the turn beyond observing at all (any observer makes
-    # delivery wait for durability): the target. And against no observer, for the record.
-    slowdown = (median["slow"] / median["instant"] - 1) * 100
-    figure("slowdown, slow vs instant observer", slowdown, "%", target="< 10 %")
-    figure("slowdown, slow vs no observer", (median["slow"] / median["none"] - 1) * 100, "%")
+    # What the slow observer costs the turn against no observer at all: the target (the turn
+    # neither awaits an async observer nor the ledger's commit for it; its worker waits for
+    # durability). And against an instant one, for the record.
+    slowdown = (median["slow"] / median["none"] - 1) * 100
+    figure("slowdown, slow vs no observer", slowdown, "%", target="< 10 %")
+    figure(
+        "slowdown, slow vs instant observer", (median["slow"] / median["instant"] - 1) * 100, "%"
+    )
     if args.no_drain:
         return
     observer = SlowObserver(args.delay)

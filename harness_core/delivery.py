@@ -51,22 +51,48 @@ class Delivery:
         self._observer_queue = observer_queue
         #: each ``async def`` observer (by its hook implementation) and its queue
         self.async_observers: dict[int, AsyncObserver] = {}
+        # the observers split by how they are fed, for the implementations of _split_key
+        self._split_key: tuple[int, ...] | None = None
+        self._shown: tuple[Any, ...] = ()  # called in delivery, once durable (pluggy's order)
+        self._queues: tuple[AsyncObserver, ...] = ()  # fed at once; each waits for durability
+        self._wrapped = False  # a wrapper around observers: pluggy runs the whole chain
 
     def recorded(self, event: Event) -> None:
         self._appended += 1
-        # Kept for the observers (pluggy's own list, read in place: no copy per event); an
-        # observer registered later sees what is recorded from then on.
-        if self._observers is None or self._observers or self.listeners:
+        shown, queues = self._split()
+        # An async observer's queue takes the event now, with how far the ledger must be
+        # durable before its worker hands it over: the turn does not wait for the commit.
+        for queue in queues:
+            queue.put(event, self._appended)
+        # The others see it in delivery, once durable; an observer registered later sees what
+        # is recorded from then on.
+        if shown or self.listeners:
             self._waiting.append(event)
+
+    def _split(self) -> tuple[tuple[Any, ...], tuple[AsyncObserver, ...]]:
+        """The observers called in delivery, and the async ones fed through their queues."""
+        observers = self._observers
+        if observers is None:
+            observers = self._hook.on_event.get_hookimpls()
+        key = tuple(map(id, observers))  # pluggy's list, read in place: no copy per event
+        if key != self._split_key:
+            self._split_key = key
+            self._wrapped = any(
+                impl.hookwrapper or getattr(impl, "wrapper", False) for impl in observers
+            )
+            ordered = tuple(reversed(observers))  # pluggy's order: the last registered first
+            if self._wrapped:
+                self._shown, self._queues = ordered, ()
+            else:
+                self._shown = tuple(i for i in ordered if not _is_async(i))
+                self._queues = tuple(self._queued(i) for i in ordered if _is_async(i))
+        return self._shown, self._queues
 
     @property
     def observed(self) -> bool:
-        """Whether any plugin observes events (``on_event``), or a runtime listener."""
-        if self.listeners:
-            return True
-        if self._observers is not None:
-            return bool(self._observers)
-        return bool(self._hook.on_event.get_hookimpls())
+        """Whether anything must be shown events in delivery: a synchronous ``on_event``
+        observer or a runtime listener (async observers are fed through their queues)."""
+        return bool(self.listeners or self._split()[0])
 
     async def deliver(self, *, seen: bool = False) -> None:
         """Show what was recorded to observers once it is durable.
@@ -86,18 +112,13 @@ class Delivery:
 
     def _notify(self, event: Event) -> None:
         """Each observer on its own: one that raises is reported (once, by name) and the
-        others still see the event. pluggy's order: the last registered first."""
-        observers = self._observers
-        if observers is None:
-            observers = self._hook.on_event.get_hookimpls()
-        if any(impl.hookwrapper or getattr(impl, "wrapper", False) for impl in observers):
+        others still see the event."""
+        shown, _ = self._split()
+        if self._wrapped:
             self._guarded(self._hook.on_event, event, "on_event")
-            return  # a wrapper around observers: pluggy runs the chain
-        for impl in reversed(observers):
-            if inspect.iscoroutinefunction(impl.function):
-                self._queued(impl).put(event)  # never awaited here: a slow one drops, not brakes
-                continue
-            self._guarded(impl.function, event, _observer_name(impl))
+        else:
+            for impl in shown:
+                self._guarded(impl.function, event, _observer_name(impl))
         for listener in self.listeners:
             self._guarded(listener, event, "after_tool")
 
@@ -105,7 +126,11 @@ class Delivery:
         observer = self.async_observers.get(id(impl))
         if observer is None:
             observer = AsyncObserver(
-                _observer_name(impl), impl.function, self._observer_queue, self._spawn
+                _observer_name(impl),
+                impl.function,
+                self._observer_queue,
+                self._spawn,
+                durable=self.durable_through,
             )
             self.async_observers[id(impl)] = observer
         return observer
@@ -135,12 +160,25 @@ class Delivery:
             if failures == 0:
                 print(f"harness: the on_event observer {name} failed; continuing", file=sys.stderr)
 
+    async def durable_through(self, mark: int) -> None:
+        """Wait until the first ``mark`` events appended are durable (an async observer's
+        worker, before it hands an event over). One wait covers everything appended so far."""
+        if self._covered >= mark:
+            return
+        reach = self._appended
+        await self._durable()
+        self._covered = max(self._covered, reach)
+
     async def flush(self) -> None:
         """Make everything recorded durable as far as the store can (its fsync included)."""
         mark = self._appended
         if self._covered < mark or self._flush is not self._durable:
             await self._flush()
             self._covered = max(self._covered, mark)
+
+
+def _is_async(impl: Any) -> bool:
+    return inspect.iscoroutinefunction(impl.function)
 
 
 def _observer_name(impl: Any) -> str:

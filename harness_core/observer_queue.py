@@ -1,8 +1,10 @@
 """Async observers that never brake a turn: each is fed through its own bounded queue.
 
 An ``on_event`` implementation written ``async def`` may do I/O (post to a webhook, write to a
-database). Delivery never awaits it: each event is put on the observer's queue without waiting
-and a worker task of the controller awaits the observer for one event after another, in order.
+database). The turn never awaits it, nor the ledger's commit for it: each event is put on the
+observer's queue as it is recorded, without waiting, and a worker task of the controller waits
+until the ledger made the event durable (one commit covers whatever is queued by then), then
+awaits the observer, for one event after another, in order.
 When the queue is full the observer is reported once as slow (by name, on stderr) and the
 events that do not fit are counted as dropped for it (``dropped``; reported again when the
 controller closes), so a slow observer costs itself events, never the turn time. Synchronous
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -35,25 +37,32 @@ class AsyncObserver:
         function: Callable[..., Any],
         bound: int,
         spawn: Callable[[], TaskGroup | None],
+        *,
+        durable: Callable[[int], Awaitable[None]] | None = None,
     ) -> None:
+        """``durable(mark)``: returns once the first ``mark`` events recorded are durable
+        (:meth:`~.delivery.Delivery.durable_through`); none: handed over as put."""
         if bound < 1:
             raise ValueError("an observer queue holds at least one event")
         self.name = name
         self.function = function
         self.bound = bound
         self._spawn = spawn
-        self._send, self._receive = anyio.create_memory_object_stream[Event](bound)
+        self._durable = durable
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[Event, int]](bound)
         self._idle: anyio.Event | None = None
         self._running = False
         self.queued = 0  # put and not yet handled
         self.delivered = 0
         self.dropped = 0
         self.failures = 0
+        self.undurable = 0  # not shown: the ledger failed to make them durable
         self.reported_slow = False
         self.closed = False
 
-    def put(self, event: Event) -> None:
-        """Queue ``event`` without waiting; a full queue (or no running controller) drops it."""
+    def put(self, event: Event, mark: int = 0) -> None:
+        """Queue ``event`` without waiting (handed over once the first ``mark`` events recorded
+        are durable); a full queue (or no running controller) drops it."""
         if self.closed:  # the controller is closing: not slowness, and reported already
             self.dropped += 1
             return
@@ -65,7 +74,7 @@ class AsyncObserver:
             self._running = True
             group.start_soon(self._work)
         try:
-            self._send.send_nowait(event)
+            self._send.send_nowait((event, mark))
         except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._drop()
             return
@@ -84,22 +93,38 @@ class AsyncObserver:
     async def _work(self) -> None:
         try:
             async with self._receive:
-                async for event in self._receive:
-                    try:
-                        await self.function(event=event)
-                    except Exception:
-                        self.failures += 1
-                        if self.failures == 1:
-                            print(
-                                f"harness: the on_event observer {self.name} failed; continuing",
-                                file=sys.stderr,
-                            )
-                    self.delivered += 1
+                async for event, mark in self._receive:
+                    if await self._made_durable(mark):
+                        await self._hand_over(event)
                     self.queued -= 1
                     if self.queued == 0 and self._idle is not None:
                         self._idle.set()
         finally:
             self._running = False
+
+    async def _made_durable(self, mark: int) -> bool:
+        """Whether the event may be shown: the ledger made it durable (a failed commit costs
+        the turn, which reports it; the observer is never shown what could be lost)."""
+        if self._durable is None:
+            return True
+        try:
+            await self._durable(mark)
+        except Exception:
+            self.undurable += 1
+            return False
+        return True
+
+    async def _hand_over(self, event: Event) -> None:
+        try:
+            await self.function(event=event)
+        except Exception:
+            self.failures += 1
+            if self.failures == 1:
+                print(
+                    f"harness: the on_event observer {self.name} failed; continuing",
+                    file=sys.stderr,
+                )
+        self.delivered += 1
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every queued event was handled (``False`` when ``timeout`` ran out)."""
@@ -118,11 +143,12 @@ class AsyncObserver:
 
     def report(self) -> None:
         """On close: what the observer lost, if anything."""
-        lost = self.dropped + self.queued
+        lost = self.dropped + self.undurable + self.queued
         if lost:
+            unsafe = f", {self.undurable} the ledger did not make durable" if self.undurable else ""
             print(
                 f"harness: the on_event observer {self.name} missed {lost} events "
-                f"({self.dropped} dropped by its full queue, {self.queued} left at close)",
+                f"({self.dropped} dropped by its full queue{unsafe}, {self.queued} left at close)",
                 file=sys.stderr,
             )
 

@@ -72,18 +72,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _REFUSED_AT_COLLECTION = pytest.StashKey[list[str]]()
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+class _CollectionRefusals:
     """A module skipped while collected (``importorskip`` of a missing extra) is remembered and
-    fails the session at its end: failing the collection itself would stop every other test."""
-    report = yield
-    if report.skipped and under_ci():
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    fails the session at its end: failing the collection itself would stop every other test.
+    Under pytest-xdist the workers collect and their skipped collections reach
+    ``pytest_collectreport`` in the controlling process too, whose exit status is the run's."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if not report.skipped or not under_ci():
+            return
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
         reason = reason.removeprefix("Skipped: ")
         if refused(reason):
-            refusals = collector.config.stash.setdefault(_REFUSED_AT_COLLECTION, [])
-            refusals.append(f"{collector.nodeid}: {reason}")
-    return report
+            refusals = self.config.stash.setdefault(_REFUSED_AT_COLLECTION, [])
+            refusals.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_CollectionRefusals(config), "strict_skips.collection")
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -9,6 +9,7 @@ the project's venv set up by ``./dev setup``)::
     .venv/bin/python tools/mutation.py --jobs 1 --keep budgets   # one worker; reuse earlier results
     .venv/bin/python tools/mutation.py --survivors lineage       # also print each survivor's diff
     .venv/bin/python tools/mutation.py --report                  # the table from the last runs
+    .venv/bin/python tools/mutation.py command_policy --mutants '*_subcommand*'  # re-run these
 
 Each module runs in its own scratch directory ``.mutation/<name>/`` (git-ignored): symlinks to the
 module's package and to the selected test files, and a pyproject.toml that is the repository's
@@ -212,15 +213,17 @@ def ensure_mutmut() -> None:
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", MUTMUT], check=True)
 
 
-def run(name: str, guard: Guard, *, jobs: int, keep: bool) -> None:
+def run(name: str, guard: Guard, *, jobs: int, keep: bool, mutants: list[str]) -> None:
+    """``mutants``: names or globs to (re-)run, the other results kept (a test added for a
+    survivor: its mutant again, without the whole module)."""
     work = prepare(name, guard)
-    if not keep:
+    if not keep and not mutants:
         shutil.rmtree(work / "mutants", ignore_errors=True)
     print(f"== {name}: {guard.path} against {' '.join(guard.tests)}", flush=True)
     env = dict(os.environ)
     env.pop("CI", None)  # mutants run a narrow selection: the CI strictness hook stays out of it
     with subprocess.Popen(
-        [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)],
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs), *mutants],
         cwd=work,
         env=env,
         stdout=subprocess.PIPE,
@@ -335,6 +338,13 @@ def main() -> None:
     parser.add_argument("guards", nargs="*", help=f"default: all of {', '.join(GUARDS)}")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutmut workers")
     parser.add_argument("--keep", action="store_true", help="reuse the results of an earlier run")
+    parser.add_argument(
+        "--mutants",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="re-run only these mutants (names or globs, as --survivors prints them); keeps the rest",
+    )
     parser.add_argument("--report", action="store_true", help="print the table, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
     parser.add_argument("--excluded", action="store_true", help="list the excluded mutants")
@@ -347,7 +357,7 @@ def main() -> None:
     exclusions = load_exclusions()
     if not args.report:
         for name in names:
-            run(name, GUARDS[name], jobs=args.jobs, keep=args.keep)
+            run(name, GUARDS[name], jobs=args.jobs, keep=args.keep, mutants=args.mutants)
     scores = []
     for name in names:
         result = score(name, GUARDS[name], exclusions)

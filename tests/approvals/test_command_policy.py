@@ -164,6 +164,18 @@ def test_git_force_push():
     assert judge("git -c a.b=c push -f").rule == "git-force-push"
     assert judge("git --no-pager push --force").rule == "git-force-push"
     assert judge("git push -- -f").verdict == "allow"  # an operand named -f
+    # git's global options that take a value are skipped with it, however many come first
+    for command in (
+        "git --git-dir /r/.git push -f",
+        "git --work-tree /w push -f",
+        "git --namespace n push -f",
+        "git --no-pager -C /srv push -f",
+        "git -C /srv push origin -f",
+    ):
+        assert judge(command).rule == "git-force-push", command
+    # no subcommand at all: options only, or an option's value missing at the end
+    for command in ("git --version", "git -C", "git -C /srv --no-pager"):
+        assert judge(command).verdict == "allow", command
 
 
 def test_writes_outside_the_workspace():
@@ -189,6 +201,15 @@ def test_writes_outside_the_workspace():
     assert file_call("write", "/opt/x").rule == "file-write-outside-workspace"
     assert file_call("write", "/tmp/scratch.txt").verdict == "allow"
     assert file_call("write", "notes.txt").verdict == "allow"
+
+
+def test_descriptor_duplications_are_not_files_but_a_file_after_them_is():
+    # `2>&1`, `>&2`, `>& -` name descriptors: run outside the workspace they write no file there
+    for command in ("cd /etc && make 2>&1", "cd /etc && make >&2", "cd /etc && make >& -"):
+        assert judge(command).verdict == "allow", command
+    # a file after `>&` gets both streams, and a file may be named by digits
+    assert judge("make >& /etc/build.log").rule == "write-outside-workspace"
+    assert judge("cd /etc && echo x > 1").rule == "write-outside-workspace"
 
 
 def test_computed_power_and_process_rules():
@@ -322,6 +343,28 @@ def test_empty_configuration_is_the_built_in_policy():
     assert CommandPolicy.from_config(None) == CommandPolicy()
     assert CommandPolicy.from_config({}) == CommandPolicy()
     assert CommandPolicy.from_config({"default": "ask"}).default == "ask"
+
+
+def test_every_configuration_key_reaches_the_policy():
+    rule = {"name": "tf", "verdict": "deny", "programs": ["terraform"]}
+    config = {
+        "allow": ["make*"],
+        "ask": ["git push*"],
+        "deny": ["npm publish*"],
+        "default": "ask",
+        "rules": [rule],
+        "builtin": False,
+        "disable": ["other-user"],
+    }
+    assert CommandPolicy.from_config(config) == CommandPolicy(
+        allow=("make*",),
+        ask=("git push*",),
+        deny=("npm publish*",),
+        default="ask",
+        rules=(Rule(**rule),),
+        builtin=False,
+        disable=("other-user",),
+    )
 
 
 # -- the parser's reading -----------------------------------------------------------------------

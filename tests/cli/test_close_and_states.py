@@ -14,11 +14,16 @@ from cli_run import harness, install_harness
 
 from tests.helpers import harness_cmd
 
+# Runs until the file its prompt names exists (at most 60 s): the test reads the state while it
+# runs, however long two `harness sessions` take on a loaded machine, then lets it end.
 SLOW = """
+import os
 import anyio
 
 async def run(message, session):
-    await anyio.sleep(float(message.content))
+    with anyio.fail_after(60):
+        while not os.path.exists(message.content):
+            await anyio.sleep(0.05)
     return "slept"
 """
 
@@ -51,8 +56,9 @@ def test_close_records_only_session_closed(cli_env, tmp_path):
 def test_a_session_is_running_while_its_turn_runs_then_idle(cli_env, tmp_path):
     install_harness(tmp_path / "site", "slow", SLOW)
     env = {**cli_env, "PYTHONPATH": str(tmp_path / "site")}
+    gate = tmp_path / "turn-may-end"
     process = subprocess.Popen(
-        [*harness_cmd(), "run", "slow", "4", "--workspace", str(tmp_path), "--json"],
+        [*harness_cmd(), "run", "slow", str(gate), "--workspace", str(tmp_path), "--json"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -73,6 +79,7 @@ def test_a_session_is_running_while_its_turn_runs_then_idle(cli_env, tmp_path):
         assert any(
             line.startswith(session_id) and " running " in line for line in table.splitlines()
         )
+        gate.touch()
         assert process.wait(60) == 0
     finally:
         if process.poll() is None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import anyio
 
-from harness_core import hookimpl
+from harness_core import harness, hookimpl
 
 
 class Gated:
@@ -83,3 +83,57 @@ def test_beyond_its_bound_an_async_observer_loses_events_and_is_reported_once(
     # and at close, what it missed (events recorded while the controller closes come after)
     assert err.count("events dropped by its full queue") == 0
     assert err.count(" dropped by its full queue, 0 left at close)") == 1
+
+
+class Checking:
+    """An async observer that reads each event's sequence back from the ledger file through a
+    store of its own (another connection sees only what was committed)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.seen: list[int] = []
+        self.committed: list[bool] = []
+
+    @hookimpl
+    async def on_event(self, event):
+        from harness_core.ledger import open_ledger
+
+        store = open_ledger(self.url)
+        try:
+            self.committed.append(store.last_sequence(event.session_id) >= event.sequence)
+        finally:
+            store.close()
+        self.seen.append(event.sequence)
+
+
+@harness("pausing-talker")
+async def pausing_talker(message, session):
+    """Yields to the event loop after each word, as a model's stream does: the observer's
+    worker runs while the turn still records."""
+    for word in message.content.split():
+        yield word
+        await anyio.sleep(0)
+
+
+def test_an_async_observer_is_shown_only_what_the_ledger_made_durable(make_controller, tmp_path):
+    """The turn no longer waits for the commit on an async observer's behalf (its events are
+    queued as recorded); the observer's worker waits instead, so it never sees an event a crash
+    could still lose."""
+    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    checking = Checking(url)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+
+    async def main():
+        async with make_controller(pausing_talker, checking, ledger=url) as controller:
+            ref = await controller.open_session(harness="pausing-talker", workspace=str(workspace))
+            for turn in range(3):
+                prompt = " ".join(f"t{turn}w{i}" for i in range(200))
+                assert (await controller.run_turn(ref, prompt)).status == "completed"
+            await controller.close_session(ref)
+            assert await controller.delivery.observers_idle(60)
+            return [e.sequence for e in controller.events(ref.session_id)]
+
+    everything = anyio.run(main)
+    assert checking.seen == everything
+    assert all(checking.committed), checking.committed.index(False)

@@ -24,7 +24,7 @@ from harness_stdio_jsonl import plugin as stdio_plugin
 from harness_core import Controller, plugins_from, proctree
 from harness_core.testing import hostile
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 PYTHON = os.path.realpath(sys.executable)
 HOSTILE = os.path.realpath(hostile.__file__)
 DRIVER = str(Path(__file__).with_name("soak_driver.py"))

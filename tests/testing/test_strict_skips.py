@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.strict_skips import ALLOWED_UNDER_CI, refused, under_ci
 
 pytest_plugins = ["pytester"]
@@ -82,6 +83,19 @@ def test_a_module_skipped_at_collection_alone_still_fails_the_ci_run(pytester, m
     monkeypatch.setenv("CI", "1")
     result = pytester.runpytest()
     result.stdout.fnmatch_lines(["*CI runs every test, these modules skipped*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_under_xdist_workers_the_ci_run_still_fails_on_every_refused_skip(suite, monkeypatch):
+    """``./dev test`` runs the suite on pytest-xdist workers: the workers collect and run, the
+    controlling process decides the exit status."""
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the workers import tests.strict_skips
+    result = suite.runpytest_subprocess("-n", "2", "-ra")
+    result.assert_outcomes(passed=1, failed=1, errors=2, skipped=2)
+    result.stdout.fnmatch_lines(
+        ["*CI runs every test, these modules skipped*", "test_extra.py: needs pip no-such-extra*"]
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
