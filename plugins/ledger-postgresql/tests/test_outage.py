@@ -1,60 +1,36 @@
 """Riding out the database (issue 33): a real ``pg_ctl restart -m fast`` and a
 ``pg_terminate_backend`` of every ledger connection while a writer appends and a tail follows;
-an outage longer than the retry window. The server is this module's own (restarting the
-session's shared one would disturb other tests)."""
+an outage longer than the retry window. The server is these tests' own (``conftest``)."""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
-import psycopg
 import pytest
 from harness_hookspecs import Event, HarnessError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from helpers import event
+from helpers import event, terminate_everyone
 from ledger_postgresql.outage import ENV_WINDOW, RetryWindow, window_setting
 from ledger_postgresql.store import PostgresStore
-from ledger_postgresql.testing import PostgresUnavailable, TemporaryPostgres, schema_url, start
+from ledger_postgresql.testing import TemporaryPostgres
 
 #: Events a writer appends (one flush each: a turn delivers them one by one).
 EVENTS = 400
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[TemporaryPostgres]:
-    try:
-        own = start(durable=False)
-    except PostgresUnavailable as error:
-        pytest.skip(f"PostgreSQL server unavailable: {error}")
-    try:
-        yield own
-    finally:
-        own.stop()
+@pytest.fixture
+def server(restartable_server: TemporaryPostgres) -> TemporaryPostgres:
+    return restartable_server
 
 
 @pytest.fixture
-def url(server: TemporaryPostgres, request: pytest.FixtureRequest) -> str:
-    schema = "o_" + request.node.name.lower().replace("[", "_").replace("]", "")[:40]
-    with psycopg.connect(server.url, autocommit=True) as admin:
-        admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
-        admin.execute(f"CREATE SCHEMA {schema}")
-    return schema_url(server.url, schema)
-
-
-def terminate_everyone(server: TemporaryPostgres) -> int:
-    """``pg_terminate_backend`` of every client connection but this one; how many."""
-    with psycopg.connect(server.url, autocommit=True) as admin:
-        rows = admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
-        ).fetchall()
-    return len(rows)
+def url(restartable_url: str) -> str:
+    return restartable_url
 
 
 class Writer(threading.Thread):
