@@ -71,6 +71,8 @@ RECORD_CACHE = 4096
 FENCED = "the session was claimed by another writer (stale writer epoch)"
 UNREACHABLE = "the PostgreSQL ledger could not be reached"
 UNWRITABLE = "the PostgreSQL ledger could not be written"
+#: The epoch an abandoned session is held at: no claim gives it, so every write is fenced.
+ABANDONED = -1
 UNREADABLE = "the PostgreSQL ledger could not be read"
 
 _SELECT_EVENTS = (
@@ -277,6 +279,8 @@ class PostgresStore(QueuedWrites):
     def update_session(self, record: SessionRecord) -> None:
         self._open()
         with self._append_lock:
+            if self._epochs.get(record.session_id) == ABANDONED:
+                raise HarnessError("ledger-failed", FENCED)
             self._records.remember(record)
             self._queue.put(record)
 
@@ -284,6 +288,8 @@ class PostgresStore(QueuedWrites):
         """Check the sequence and enqueue; the writer thread commits (see the module doc)."""
         self._open()
         with self._append_lock:
+            if events and self._epochs.get(events[0].session_id) == ABANDONED:
+                raise HarnessError("ledger-failed", FENCED)
             events = self._guard.check(events)
             if events:
                 self._queue.put(events)
@@ -322,10 +328,25 @@ class PostgresStore(QueuedWrites):
         if epoch is not None:
             self.claims.release(session_id, epoch)
 
+    def abandon(self, session_id: str) -> None:
+        """Stop writing the session as a writer that lost it would: what was appended before
+        is committed, every later append (or record update) of it is refused (``ledger-failed``,
+        fenced) until this store claims it again, and the claim's lock is dropped.
+
+        For a worker that hands a running turn over (it stops): the turn's own cancel then
+        writes nothing - no terminal - and the next claimer retries the turn under its id."""
+        self._open()
+        self.flush()
+        with self._append_lock:
+            epoch = self._epochs.get(session_id)
+            self._epochs[session_id] = ABANDONED
+        if epoch is not None and epoch != ABANDONED:
+            self.claims.release(session_id, epoch)
+
     def claimed(self, session_id: str) -> bool:
         """Whether a live writer holds the session: this store, or a store whose connection
         holds the advisory lock of the session's current epoch."""
-        if session_id in self._epochs:
+        if self._epochs.get(session_id, ABANDONED) != ABANDONED:
             return True
         rows = self._query(_HELD, (session_id,))
         return bool(rows and rows[0][0])

@@ -313,3 +313,24 @@ def test_writer_reconnects_after_its_connection_is_killed(
     store.append([event(i) for i in range(51, 101)])
     store.flush()
     assert [e.sequence for e in store.events("s1")] == list(range(1, 101))
+
+
+def test_an_abandoned_session_is_written_no_more_and_its_next_claimer_goes_on(
+    url: str, stores: list[PostgresStore]
+) -> None:
+    leaving, staying = open_two(url, stores)
+    leaving.claim("s1")
+    leaving.append([event(1), event(2)])
+    leaving.abandon("s1")  # what came before is committed
+    for refused in (lambda: leaving.append([event(3)]), lambda: leaving.update_session(record())):
+        with pytest.raises(HarnessError) as caught:
+            refused()
+        assert caught.value.reason == "ledger-failed" and FENCED in str(caught.value)
+    assert not leaving.claimed("s1")
+    assert staying.claim("s1") == 2  # not busy: the lock went with the abandon
+    staying.append([event(3, writer="b")])
+    staying.flush()
+    assert [e.sequence for e in staying.events("s1")] == [1, 2, 3]
+    assert leaving.take_over("s1") == 3  # taking it again writes again (fencing the other)
+    leaving.append([event(4)])
+    leaving.flush()
