@@ -19,16 +19,20 @@ from .digests import event_id_prefix
 from .retry import dangling_turn
 
 
-def closing_events(ledger: LedgerStore, record: SessionRecord) -> list[Event]:
+def closing_events(
+    ledger: LedgerStore, record: SessionRecord, *, close: bool = True
+) -> list[Event]:
     """The events that close ``record``'s session (the caller holds its claim): the dangling
-    turn's ``interrupted`` terminal when one is open, then ``session.closed``."""
+    turn's ``interrupted`` terminal when one is open, then ``session.closed`` (not with
+    ``close=False``: the turn's end alone, or nothing when no turn is open)."""
     ref = record.ref
     last = ledger.last_sequence(ref.session_id)
     dangling = dangling_turn(ledger, ref.session_id, last)
     ends: list[tuple[str | None, Payload]] = []
     if dangling is not None:
         ends.append((dangling, TurnFailed(reason="interrupted")))
-    ends.append((None, SessionClosed()))
+    if close:
+        ends.append((None, SessionClosed()))
     prefix = event_id_prefix(ref.session_id)
     return [
         Event(

@@ -117,6 +117,49 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_reconcile_arguments(p: argparse.ArgumentParser) -> None:
+    from harness_core.cli.commands.reconcile import add_reconcile_arguments as shared
+
+    p.add_argument("--temporal", metavar="ADDRESS", default="127.0.0.1:7233",
+                   help="Temporal frontend host:port")  # fmt: skip
+    p.add_argument(
+        "--namespace", default=NAMESPACE, help=f"Temporal namespace (default {NAMESPACE})"
+    )
+    shared(p)
+
+
+def reconcile(args: argparse.Namespace) -> int:
+    """``harness reconcile-temporal``: :func:`harness_core.reconcile.reconcile` with the
+    workflows' state: an open session whose workflow is not running (never started, completed,
+    terminated, or lost with a dev server's memory) is closed in the ledger."""
+    import anyio
+    import anyio.from_thread
+    import anyio.to_thread
+
+    from harness_core.cli.reconcile_cmd import run_reconcile
+
+    from .client import workflow_gone
+
+    async def main() -> int:
+        from temporalio.client import Client
+
+        try:
+            client = await Client.connect(args.temporal, namespace=args.namespace)
+        except RuntimeError:  # the SDK's connection failure
+            raise HarnessError(
+                "provider-unavailable", "cannot reach the Temporal service"
+            ) from None
+
+        def gone(session_id: str) -> bool:
+            return bool(anyio.from_thread.run(workflow_gone, client, session_id))
+
+        code: int = await anyio.to_thread.run_sync(run_reconcile, args, gone)
+        return code
+
+    result: int = anyio.run(main)
+    return result
+
+
 def run_on_temporal(
     args: argparse.Namespace,
     prompt: str,
