@@ -40,7 +40,7 @@ def closing_events(
             sequence=last + index,
             session_id=ref.session_id,
             turn_id=turn_id,
-            harness=ref.provider,
+            harness=ref.harness,
             timestamp=now(),
             type=payload.TYPE,
             payload=payload,
