@@ -20,7 +20,8 @@ from harness_hookspecs import HarnessError, LedgerStore, SessionRecord
 
 from .clock import now
 from .controller import closed_record
-from .record_close import closing_events
+from .delivery import Delivery
+from .record_close import closing_payloads, closing_recorder
 from .retry import dangling_turn
 
 #: Why a session or turn was ended.
@@ -83,9 +84,10 @@ def _end(
             return False
         raise
     try:
-        events = closing_events(ledger, record, close=close)
-        if events:
-            ledger.append(events)
+        # the session's one write path, with nobody observing (a Delivery without observers)
+        recorder = closing_recorder(ledger, Delivery(ledger, None, []), record)
+        for turn_id, payload in closing_payloads(ledger, record, close=close):
+            recorder.record(turn_id, payload)
         if close:
             ledger.update_session(closed_record(record, now()))
         ledger.flush()
