@@ -185,7 +185,11 @@ class SessionActivities:
     async def run_turn(self, work: TurnWork) -> TurnSummary:
         info = activity.info()
         attempt = info.attempt
-        fields = {"session_id": work.session_id, "turn_id": work.turn_id, "attempt": attempt}
+        fields: dict[str, Any] = {
+            "session_id": work.session_id,
+            "turn_id": work.turn_id,
+            "attempt": attempt,
+        }
         if attempt > 1:
             reason = WORKER_STOPPED if WORKER_STOPPED in map(str, info.heartbeat_details) else None
             self.monitor.failovers.inc()

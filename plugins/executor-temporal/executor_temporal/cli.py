@@ -9,6 +9,8 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
+from harness_core.cli.commands.args import count
+
 from .shapes import DEFAULT_GRACE, DEFAULT_MAX_CONCURRENT, NAMESPACE, TASK_QUEUE
 
 
@@ -33,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-concurrent",
-        type=_positive_int,
+        type=count(1),
         default=DEFAULT_MAX_CONCURRENT,
         metavar="N",
         help=f"turns this worker runs at once (default {DEFAULT_MAX_CONCURRENT})",
@@ -58,16 +60,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=_host_port,
         help="serve /healthz, /readyz and /metrics (Prometheus) here (e.g. 127.0.0.1:9464)",
     )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _seconds(text: str) -> float:

@@ -193,3 +193,4 @@ def test_an_outage_longer_than_the_window_is_one_line_and_the_next_run_closes_th
     assert terminals == Counter({"turn.completed": 2, "turn.failed": 1}), terminals
     failed = next(e for e in stored if e["type"] == "turn.failed")
     assert failed["payload"]["reason"] in ("interrupted", "ledger-failed")
+    print(f"outage past the window: the turn ended turn.failed({failed['payload']['reason']})")
