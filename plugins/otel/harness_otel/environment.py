@@ -14,7 +14,6 @@ the ``harness`` command line (a host application configures its own SDK instead)
 from __future__ import annotations
 
 import os
-from importlib.metadata import entry_points
 from typing import Any
 
 from harness_hookspecs import HarnessError
@@ -39,6 +38,8 @@ def wanted(explicit: bool = False) -> list[str]:
 
 def exporter(name: str) -> Any:
     """A new span exporter registered under ``name`` (``invalid-request`` naming it if none)."""
+    from importlib.metadata import entry_points  # ~20 ms: only when a run exports
+
     found = [ep for ep in entry_points(group=EXPORTERS_GROUP) if ep.name == name]
     if not found:
         install = "opentelemetry-exporter-otlp" if name == "otlp" else f"an exporter named {name}"
