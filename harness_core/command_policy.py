@@ -25,7 +25,6 @@ import os
 import posixpath
 import re
 import shlex
-import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import Any
@@ -500,6 +499,8 @@ def _scratch(path: str) -> bool:
 
 @cache
 def _temp_dirs() -> tuple[str, ...]:
+    import tempfile  # ~10 ms (random, hashlib): only once a command writes a file
+
     return tuple({os.path.realpath(tempfile.gettempdir()), "/tmp", "/var/tmp"})
 
 

@@ -3,7 +3,8 @@
 Every reader folds events the same way here: ``harness events`` and ``harness run --events``
 (:func:`format_event`), the viewer's first paint (:func:`fold`, whose rules ``static/viewer.js``
 repeats for live events), and the replayable transcript a resumed harness reads
-(:func:`transcript_of`, :func:`history_pairs`, :func:`render_transcript`). The rules:
+(:func:`transcript_of`, :func:`history_pairs`, :func:`render_transcript`); numbers, costs and
+failures are written as :mod:`harness_core.plain_text` writes them. The rules:
 
 - streamed text is grouped into blocks split by tool calls; a completed assistant message counts
   only when nothing was streamed in the turn; the terminal's text shows only when the turn had
@@ -21,25 +22,22 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from attrs import define, field, frozen
-from harness_hookspecs import Event, LedgerStore, Usage
+from harness_hookspecs import Event, LedgerStore
 from harness_hookspecs import events as ev
+
+from .plain_text import clip, failure_text, usage_text
 
 __all__ = [
     "Conversation",
     "Item",
     "TranscriptTurn",
     "TurnView",
-    "clip",
-    "cost_text",
-    "duration_text",
-    "failure_text",
     "fold",
     "format_event",
     "history_pairs",
     "render_transcript",
     "transcript",
     "transcript_of",
-    "usage_text",
 ]
 
 
@@ -299,42 +297,3 @@ def _detail(p: Any) -> str:
     if isinstance(p, ev.TurnCancelled):
         return f"by {p.by}"
     return ""
-
-
-def clip(text: str, limit: int = 160) -> str:
-    """``text`` on one line, at most ``limit`` characters (``...`` marks a cut)."""
-    flat = text.replace("\n", "\\n")
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def failure_text(reason: str, message: str, hint: str | None) -> str:
-    return f"{reason}: {message}" + (f" ({hint})" if hint else "")
-
-
-def usage_text(usage: Usage | None) -> str:
-    """``12 in / 34 out tokens, $0.0012`` with unknown parts left out ('' when all unknown)."""
-    if usage is None:
-        return ""
-    parts = []
-    if usage.input_tokens is not None or usage.output_tokens is not None:
-        parts.append(f"{_n(usage.input_tokens)} in / {_n(usage.output_tokens)} out tokens")
-    if usage.cost_usd is not None:
-        parts.append(cost_text(usage.cost_usd))
-    return ", ".join(parts)
-
-
-def cost_text(cost: float | None) -> str:
-    if cost is None:
-        return "-"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
-
-
-def _n(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes}m{rest:02d}s"

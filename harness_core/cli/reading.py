@@ -18,7 +18,8 @@ from typing import Any
 from harness_hookspecs import HarnessError
 
 from ..ledger.sqlite_read import SEARCHED_TYPES
-from ..transcript import clip, cost_text, format_event
+from ..plain_text import clip, cost_text
+from ..transcript import format_event
 from .commands.reading import DEFAULT_SESSIONS_LIMIT
 from .errors import EXIT_OK, CliError, file_error
 from .ledger_read import ledger_url, open_for_reading, resolve_session

@@ -1,6 +1,7 @@
 """The readable default view of ``harness run``: the answer as it streams, compact tool/approval
 lines, a one-line summary. How one event reads as a line (``--events``, ``harness events``) and
-the text helpers live with the other rules for reading events, in :mod:`harness_core.transcript`.
+the other rules for reading events live in :mod:`harness_core.transcript`; the text helpers in
+:mod:`harness_core.plain_text`.
 
 The readable view writes the assistant's text to stdout and everything else (session line, tool
 calls, approvals, failures, the summary) to stderr, so ``harness run NAME PROMPT > answer.txt``
@@ -49,8 +50,7 @@ class RunView:
     def show(self, event: Event) -> None:
         from harness_hookspecs import events as ev
 
-        # the transcript module (and its attrs classes) only once a run shows an event
-        from ..transcript import clip, failure_text
+        from ..plain_text import clip, failure_text
 
         p = event.payload
         if isinstance(p, ev.MessageDelta):
@@ -95,7 +95,7 @@ class RunView:
         return self._at_line_start
 
     def summary(self, status: str, usage: Usage | None, seconds: float) -> None:
-        from ..transcript import duration_text, usage_text
+        from ..plain_text import duration_text, usage_text
 
         self._end_text()
         style = {"completed": "bold green", "cancelled": "bold yellow"}.get(status, "bold red")

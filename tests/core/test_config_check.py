@@ -67,3 +67,20 @@ async def test_a_refused_config_opens_and_records_nothing(tmp_path) -> None:
         await controller.run_turn(ref, "hi")
         assert seen == [2]
         # a resume given a bad key is refused before session.resumed: tests/cli/test_bad_input.py
+
+
+def test_an_empty_config_skips_the_validator_unless_a_key_is_required() -> None:
+    optional = HarnessDescriptor(
+        provider="optional-keys",
+        targets=["local"],
+        config_schema={"properties": {"model": {"type": "string"}}},
+    )
+    check_config(optional, {})
+    required = HarnessDescriptor(
+        provider="needs-model",
+        targets=["local"],
+        config_schema={"properties": {"model": {"type": "string"}}, "required": ["model"]},
+    )
+    with pytest.raises(HarnessError, match="needs-model") as refused:
+        check_config(required, {})
+    assert refused.value.reason == "invalid-request"
