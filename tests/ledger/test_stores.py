@@ -363,3 +363,70 @@ def test_sqlite_refuses_a_session_id_already_in_the_file(tmp_path: Path) -> None
         second.create_session(make_record("sess-2"))
     assert second.get_session("sess-1").created_at == "2025-01-01T00:00:00Z"
     second.close()
+
+
+def test_a_closed_sqlite_store_refuses_every_write_and_records_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.sqlite"
+    store = SqliteStore(str(path))
+    store.create_session(make_record("a"))
+    store.append([make_event(1, session_id="a")])
+    store.close()
+    store.close()  # idempotent
+    writes = {
+        "create_session": lambda: store.create_session(make_record("b")),
+        "update_session": lambda: store.update_session(
+            attrs.evolve(make_record("a"), status="closed")
+        ),
+        "append": lambda: store.append([make_event(2, session_id="a")]),
+        "import_session": lambda: store.import_session(
+            make_record("c"), [[make_event(1, session_id="c")]]
+        ),
+        "claim": lambda: store.claim("a"),
+    }
+    for name, write in writes.items():
+        with pytest.raises(HarnessError) as refused:
+            write()
+        assert (refused.value.reason, refused.value.hint) == (
+            "ledger-failed",
+            "the ledger is closed",
+        ), name
+    reopened = SqliteStore(str(path))
+    try:
+        assert [r.session_id for r in reopened.list_sessions()] == ["a"]
+        assert reopened.get_session("a") == make_record("a")
+        assert [e.sequence for e in reopened.events("a")] == [1]
+    finally:
+        reopened.close()
+
+
+def test_sqlite_imports_a_session_whole_or_not_at_all(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "ledger.sqlite"))
+    try:
+        store.create_session(make_record("live"))
+        store.append([make_event(1, session_id="live")])  # staged, not yet committed
+        # streamed batches, committed together (the live session's staged event too, first)
+        batches = [[make_event(1, session_id="c"), make_event(2, session_id="c")]]
+        store.import_session(make_record("c"), [*batches, [make_event(3, session_id="c")]])
+        assert store.get_session("c") == make_record("c")
+        assert [e.sequence for e in store.events("c")] == [1, 2, 3]
+        assert [e.sequence for e in store.events("live")] == [1]
+
+        refusals = [
+            # (record, batches, hint): each leaves nothing behind
+            (make_record("c"), [[make_event(1, session_id="c")]], "the ledger already has this session id"),
+            (make_record("d"), [[make_event(2, session_id="d")]], "the bundle's events are not its own"),
+            (make_record("d"), [[make_event(1, session_id="d"), make_event(1, session_id="d")]], "the bundle's events are not its own"),
+            (make_record("d"), [[make_event(1, session_id="d")], [make_event(1, session_id="c")]], "the bundle's events are not its own"),
+            (make_record("d"), [[make_event(1, session_id="d")], [attrs.evolve(make_event(2, session_id="d"), event_id="ev_c_1")]], "an event id of the bundle is already in the ledger"),
+        ]  # fmt: skip
+        for record, bad, hint in refusals:
+            with pytest.raises(HarnessError) as refused:
+                store.import_session(record, bad)
+            assert (refused.value.reason, refused.value.hint) == ("invalid-request", hint)
+            assert store.get_session("d") is None
+            assert list(store.events("d")) == []
+            assert [e.sequence for e in store.events("c")] == [1, 2, 3]
+        store.import_session(make_record("d"), [[make_event(1, session_id="d")]])  # still works
+        assert [e.sequence for e in store.events("d")] == [1]
+    finally:
+        store.close()
