@@ -26,6 +26,7 @@ thread.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,6 +41,10 @@ __all__ = ["CHECKPOINT_PREFIX", "CheckpointSettings", "CheckpointStore", "store_
 #: A checkpoint id is this prefix and the snapshot's commit id.
 CHECKPOINT_PREFIX = "ckpt_"
 _JOURNAL = "REWIND"
+#: ``setpriv --pdeathsig KILL``: a git the runtime started dies with it (a rewind killed with
+#: SIGKILL leaves no git writing the workspace behind the next process's recovery).
+_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+_DIES_WITH_US: tuple[str, ...] = (_SETPRIV, "--pdeathsig", "KILL", "--") if _SETPRIV else ()
 _MiB = 1024 * 1024
 
 
@@ -88,7 +93,7 @@ class CheckpointStore:
     def __init__(
         self, directory: Path, workspace: str | os.PathLike[str], settings: CheckpointSettings
     ) -> None:
-        self.directory = Path(directory)
+        self.directory = Path(directory).absolute()
         self.workspace = Path(workspace).resolve()
         self.settings = settings
         self._ready = False
@@ -119,7 +124,7 @@ class CheckpointStore:
             del env["GIT_DIR"], env["GIT_WORK_TREE"]
         try:
             done = subprocess.run(
-                ["git", *args],
+                [*_DIES_WITH_US, "git", *args],
                 env=env,
                 cwd=self.workspace,
                 input=input,
@@ -179,6 +184,7 @@ class CheckpointStore:
 
     def _write_tree(self) -> str:
         """The workspace's files as a tree (the shadow index updated), after the size checks."""
+        self._exclude(())  # the configured patterns alone while the files are measured
         self._exclude(self._oversized())
         self._git("add", "-A", "--ignore-errors", ".")
         return self._git("write-tree").decode().strip()

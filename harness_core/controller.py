@@ -173,13 +173,11 @@ class Controller:
         :param observer_queue: how many events an ``async def`` ``on_event`` observer may lag;
             it is fed from its own queue by a task, never awaited by a turn; the events beyond
             are dropped for it and reported (:mod:`.observer_queue`).
-        :param checkpoints: snapshot each session's workspace at every turn's start and end
-            into a shadow git store outside it (``True`` for the default
-            :class:`~harness_core.checkpoints.CheckpointSettings`, or settings); off, a
-            checkpoint is taken only by :meth:`checkpoint` (see :mod:`.branching`).
+        :param checkpoints: snapshot workspaces around every turn (``True``, or
+            ``CheckpointSettings``); off, only :meth:`checkpoint` does (:mod:`.branching`).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
-        self._set_storage(ledger, state_dir)
+        self._set_storage(ledger, state_dir, checkpoints)
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
@@ -197,11 +195,6 @@ class Controller:
         self.host_tools = tuple(host_tools)
         #: the sessions open in this controller, by id (see :meth:`live`)
         self.live_sessions: dict[str, LiveSession] = {}
-        #: the sessions' workspace checkpoints (:mod:`.branching`)
-        self.checkpoints = Checkpoints(
-            CheckpointSettings() if checkpoints is True else checkpoints or None,
-            self.state_root,
-        )
         self._set_backend()
 
     def _set_backend(self) -> None:
@@ -215,10 +208,13 @@ class Controller:
         self.cancelled_class: type[BaseException] | None = None  # known once entered
 
     def _set_storage(
-        self, ledger: LedgerStore | str | None, state_dir: str | os.PathLike[str] | None
+        self,
+        ledger: LedgerStore | str | None,
+        state_dir: str | os.PathLike[str] | None,
+        checkpoints: CheckpointSettings | bool,
     ) -> None:
-        """The ledger (opened here from a URL or the default), the state root and the log
-        directory."""
+        """The ledger (opened here from a URL or the default), the state root, the log
+        directory and the workspace checkpoints."""
         self.ledger: LedgerStore = (
             ledger
             if ledger is not None and not isinstance(ledger, str)
@@ -230,6 +226,11 @@ class Controller:
         self.state_root = root.absolute()
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
+        #: the sessions' workspace checkpoints (:mod:`.branching`)
+        self.checkpoints = Checkpoints(
+            CheckpointSettings() if checkpoints is True else checkpoints or None,
+            self.state_root,
+        )
 
     def _set_delivery(self, tool_hooks: Sequence[ToolHook], observer_queue: int) -> None:
         """The hook fast path, the delivery every session's recorder shares, and the host's

@@ -9,17 +9,20 @@ record ends with its ``session.closed``), both naming the parent, the child and 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 from harness_hookspecs import (
+    Event,
     ForkSessionRequest,
     HarnessError,
     LedgerStore,
     OpenSessionRequest,
+    Payload,
     SessionForked,
+    SessionRecord,
     SessionRef,
 )
 
@@ -81,39 +84,9 @@ async def fork_session(
     try:
         ledger.flush()
         events = await anyio.to_thread.run_sync(ledger.events, parent_id)
-        point = events[-1] if at is None and events else None
-        if at is not None:
-            point = next((event for event in events if event.event_id == at), None)
-            if point is None:
-                raise HarnessError(
-                    "invalid-request", f"{at[:80]!r} is not an event of session {parent_id}"
-                )
-        kept = conversation_at(events, point.sequence if point is not None else 0)
-        try:
-            request = OpenSessionRequest(
-                **{
-                    "harness": record.ref.provider,
-                    "target": record.ref.target,
-                    "workspace": record.workspace,
-                    "model": record.model,
-                    "posture": record.posture,
-                    "agent": record.agent,
-                    "user": record.user,
-                    "config": resolved_config(record.config),
-                    **fields,
-                }
-            )
-            fork_request = ForkSessionRequest(
-                parent=record.ref,
-                open=request,
-                turns=tuple(kept),
-                at_event_id=point.event_id if point is not None else None,
-                parent_state_dir=state_path(controller.state_root, record.ref.provider, parent_id),
-            )
-        except (TypeError, ValueError) as error:
-            raise HarnessError("invalid-request", safe_hint(error)) from None
+        fork_request = _fork_request(controller.state_root, record, events, at, fields)
         live = await controller.open_live(
-            request,
+            fork_request.open,
             session_id,
             controller.budget,
             fork=lambda context: controller.call(
@@ -124,7 +97,7 @@ async def fork_session(
             parent_session_id=parent_id,
             child_session_id=live.ref.session_id,
             at_event_id=fork_request.at_event_id,
-            turns=len(kept),
+            turns=len(fork_request.turns),
         )
         live.recorder.record(None, forked)
         await live.recorder.deliver()
@@ -132,17 +105,66 @@ async def fork_session(
             parent_live.recorder.record(None, forked)
             await parent_live.recorder.deliver()
         elif claimed:
-            recorder = SessionRecorder(
-                record.ref,
-                ledger=ledger,
-                delivery=controller.delivery,
-                redactor=Redactor(),
-                next_sequence=ledger.last_sequence(parent_id) + 1,
-            )
-            recorder.record(None, forked)
-            await recorder.deliver()
-            await recorder.flush()
+            await _record_unheld(controller, record.ref, forked)
         return live.ref
     finally:
         if claimed:
             ledger.release(parent_id)
+
+
+def _fork_request(
+    state_root: Path,
+    record: SessionRecord,
+    events: Sequence[Event],
+    at: str | None,
+    fields: Mapping[str, Any],
+) -> ForkSessionRequest:
+    """The child's request: the parent's record with ``fields`` over it, and the parent's
+    conversation up to its event ``at`` (``invalid-request`` naming an unknown event)."""
+    parent_id = record.ref.session_id
+    point = events[-1] if at is None and events else None
+    if at is not None:
+        point = next((event for event in events if event.event_id == at), None)
+        if point is None:
+            raise HarnessError(
+                "invalid-request", f"{at[:80]!r} is not an event of session {parent_id}"
+            )
+    kept = conversation_at(events, point.sequence if point is not None else 0)
+    try:
+        request = OpenSessionRequest(
+            **{
+                "harness": record.ref.provider,
+                "target": record.ref.target,
+                "workspace": record.workspace,
+                "model": record.model,
+                "posture": record.posture,
+                "agent": record.agent,
+                "user": record.user,
+                "config": resolved_config(record.config),
+                **fields,
+            }
+        )
+        return ForkSessionRequest(
+            parent=record.ref,
+            open=request,
+            turns=tuple(kept),
+            at_event_id=point.event_id if point is not None else None,
+            parent_state_dir=state_path(state_root, record.ref.provider, parent_id),
+        )
+    except (TypeError, ValueError) as error:
+        raise HarnessError("invalid-request", safe_hint(error)) from None
+
+
+async def _record_unheld(controller: ForkOwner, ref: SessionRef, payload: Payload) -> None:
+    """Record ``payload`` in an open session no live process of ours holds (claimed)."""
+    ledger = controller.ledger
+    recorder = SessionRecorder(
+        ref,
+        ledger=ledger,
+        delivery=controller.delivery,
+        redactor=Redactor(),
+        next_sequence=ledger.last_sequence(ref.session_id) + 1,
+    )
+    recorder.record(None, payload)
+    await recorder.deliver()
+    await recorder.flush()
