@@ -259,6 +259,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 permission_handler=approver,
                 budget=budget_of(args),
                 dangerous_grant=bool(getattr(args, "grant_dangerous", False)),
+                checkpoints=bool(getattr(args, "checkpoints", False)),
             ) as controller,
             anyio.create_task_group() as tg,
         ):
