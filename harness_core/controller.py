@@ -173,8 +173,7 @@ class Controller:
         :param observer_queue: how many events an ``async def`` ``on_event`` observer may lag;
             it is fed from its own queue by a task, never awaited by a turn; the events beyond
             are dropped for it and reported (:mod:`.observer_queue`).
-        :param checkpoints: snapshot workspaces around every turn (``True``, or
-            ``CheckpointSettings``); off, only :meth:`checkpoint` does (:mod:`.branching`).
+        :param checkpoints: snapshot workspaces around each turn (``True``, or settings).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self._set_storage(ledger, state_dir, checkpoints)
