@@ -27,6 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 from harness_cli_kit import (
     NativeSession,
     api_key,
@@ -42,6 +43,7 @@ from harness_cli_kit.structured import strict_schema
 from harness_hookspecs import (
     HarnessError,
     SessionContext,
+    SteerTurnRequest,
 )
 
 from .native import native_codex
@@ -102,6 +104,10 @@ def render_config(
     return "\n".join(lines)
 
 
+#: How long a steer waits for the running turn's id (seconds).
+STEER_WAIT = 10.0
+
+
 class CodexAdapter(PerTurnCliAdapter):
     """``codex``: Codex CLI, one ``codex exec`` per turn, resume by thread id."""
 
@@ -115,11 +121,17 @@ class CodexAdapter(PerTurnCliAdapter):
     vendor = "openai"
     # "permissions": codex app-server asks before each command and patch (approval policy
     # untrusted) and the adapter answers through the approval seam.
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
     config_properties = {
         "wire_api": {"enum": ["responses", "chat"]},
         "network_waits": {"type": "integer"},
     }
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: each session's latest turn's conversation (what a steer is written through)
+        self.streams: dict[str, CodexStream] = {}
+
     details = {
         "wire_api": "openai-responses",
         "protocol": "codex app-server (JSON-RPC lines on stdio), one process per turn",
@@ -204,8 +216,26 @@ class CodexAdapter(PerTurnCliAdapter):
             approver=context.request_permission,
             network_waits=settings["network_waits"],
         )
+        self.streams[context.session_id] = stream
         # stdin stays open: the JSON-RPC requests and the approval answers go there.
         return CliTurn([program, "app-server"], env, stream, stdin=initialize())
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        """``turn/steer`` on the running turn's app-server (waiting a moment for the turn's
+        id when the steer comes right after the turn started)."""
+        session_id = request.session.session_id
+        with anyio.move_on_after(STEER_WAIT):
+            while True:
+                process = self.running.get(session_id)
+                stream = self.streams.get(session_id)
+                if process is None or process.returncode is not None or stream is None:
+                    break
+                line = stream.steer_line(request.text)
+                if line is not None:
+                    await process.send(line)
+                    return
+                await anyio.sleep(0.05)
+        raise HarnessError("turn-not-found", "no codex turn is running in this session")
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
         """``turn/start``'s ``outputSchema``: sent as the Responses API's strict

@@ -41,6 +41,8 @@ from .items import ItemTracker, script_of
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 INITIALIZE, THREAD, TURN = 1, 2, 3
+#: The ids of ``turn/steer`` requests start so (their answers are not the conversation's).
+STEER_PREFIX = "steer-"
 CLIENT = {"name": "harness_core", "title": None, "version": "1"}
 #: Server requests answered through the approval seam, with the contract's tool name.
 APPROVALS = {
@@ -140,6 +142,24 @@ class CodexStream(JsonLinesStream):
         self._outbox: list[bytes] = []
         self._asks: list[Mapping[str, Any]] = []
         self._stdin_open = True
+        #: the running turn's id (``turn/start``'s answer): what a steer names
+        self.turn_id: str | None = None
+        self._steers = 0
+
+    def steer_line(self, text: str) -> bytes | None:
+        """The ``turn/steer`` request adding ``text`` to the running turn (``None`` before
+        the turn has an id): the app-server hands it to the model before its next request."""
+        if self.turn_id is None or self.session_id is None:
+            return None
+        self._steers += 1
+        params = {
+            "threadId": self.session_id,
+            "expectedTurnId": self.turn_id,
+            "input": [{"type": "text", "text": text, "text_elements": []}],
+        }
+        return rpc(
+            {"id": f"{STEER_PREFIX}{self._steers}", "method": "turn/steer", "params": params}
+        )
 
     # -- the conversation ---------------------------------------------------------------------
 
@@ -157,6 +177,8 @@ class CodexStream(JsonLinesStream):
 
     def _response(self, data: Mapping[str, Any]) -> list[Payload]:
         rid, result = data.get("id"), data.get("result")
+        if isinstance(rid, str) and rid.startswith(STEER_PREFIX):
+            return []  # a steer's answer (a refusal: the turn had ended) changes nothing
         if "error" in data or not isinstance(result, Mapping):
             what = "refused a request"
             if rid == THREAD:
@@ -179,6 +201,9 @@ class CodexStream(JsonLinesStream):
             return [
                 Status(message="codex thread resumed" if self.resume else "codex thread started")
             ]
+        elif rid == TURN:
+            turn = result.get("turn")
+            self.turn_id = safe_id(turn.get("id")) if isinstance(turn, Mapping) else None
         return []
 
     def _turn(self) -> dict[str, Any]:
