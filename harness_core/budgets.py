@@ -32,7 +32,7 @@ _INT_LIMITS = ("max_turns", "max_input_tokens", "max_output_tokens", "max_tokens
 _NUMBER_LIMITS = ("max_wall_clock", "max_cost_usd")
 LIMIT_NAMES = (*_INT_LIMITS, *_NUMBER_LIMITS)
 #: How often a turn with an output schema retries a malformed answer by default (here, not in
-#: ``turn_protocol``: the controller's signatures need it, the structured turn only when asked).
+#: ``structured_output``: the controller's signatures need it, the structured turn only when asked).
 DEFAULT_OUTPUT_RETRIES = 2
 
 

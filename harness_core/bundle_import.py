@@ -243,7 +243,7 @@ def load_bundle_file(path: str) -> Bundle:
         record = record_from_dict(session)
     except HarnessError:
         raise HarnessError("invalid-request", "the bundle holds a malformed record") from None
-    if first is not None and first != (record.ref.session_id, record.ref.provider):
+    if first is not None and first != (record.ref.session_id, record.ref.harness):
         raise HarnessError("invalid-request", "the bundle holds another session's event")
     return Bundle(record=record, count=count, digest=digest.hexdigest(), path=path)
 
@@ -333,6 +333,6 @@ def _journalled(marker: Path | None, bundle: Bundle) -> bool:
 def summary(bundle: Bundle) -> dict[str, Any]:
     return {
         "session_id": bundle.record.ref.session_id,
-        "harness": bundle.record.ref.provider,
+        "harness": bundle.record.ref.harness,
         "events": bundle.count,
     }

@@ -39,7 +39,7 @@ def check_config(descriptor: HarnessDescriptor, config: Mapping[str, Any]) -> No
     """``invalid-request`` naming the first offending key unless ``config`` fits the schema."""
     schema = effective_schema(descriptor)
     known = schema["properties"]
-    name = descriptor.provider
+    name = descriptor.harness
     if schema.get("additionalProperties") is False:
         unknown = sorted(str(key) for key in config if key not in known)
         if unknown:

@@ -359,7 +359,7 @@ class Controller:
         live.recorder.record(
             None,
             SessionOpened(
-                provider=live.ref.provider,
+                provider=live.ref.harness,
                 target=live.ref.target,
                 model=request.model,
                 posture=request.posture,
@@ -421,7 +421,7 @@ class Controller:
             raise HarnessError("session-closed")
         if record is not None and record.ref != ref:
             raise HarnessError("invalid-request", "the session ref does not match the ledger")
-        descriptor = self.describe(ref.provider)
+        descriptor = self.describe(ref.harness)
         assert_supported(descriptor, ref.target, "resume")
         require_asking(descriptor, request.posture)
         agent = request.agent or (record.agent if record is not None else None)
@@ -473,7 +473,7 @@ class Controller:
         interrupted, live.retrying = recovered(dangling, retrying)
         if interrupted is not None:
             end_interrupted(live, interrupted)
-        recorder.record(None, SessionResumed(provider=ref.provider, target=ref.target))
+        recorder.record(None, SessionResumed(provider=ref.harness, target=ref.target))
         return live
 
     async def _attach(
@@ -523,7 +523,7 @@ class Controller:
         Leaving the block before the terminal event cancels the turn (recorded as cancelled).
         ``turn_id`` + ``attempt``: the caller's id for a turn it may retry (see
         :mod:`harness_core.retry`); by default a new id. ``output_schema``: the JSON Schema the
-        final answer must match (see :mod:`harness_core.turn_protocol`), retried at most
+        final answer must match (see :mod:`harness_core.structured_output`), retried at most
         ``output_retries`` times. ``parent_event_id``: the earlier event of this session this
         turn's input answers (the previous turn's decision), recorded on ``turn.started``.
         """

@@ -15,7 +15,7 @@ async def resolve_credentials(
     """The credentials a session gets: every resolver asked, then per variable the best of
     what is this session's (an agent-level grant beats the vendor-wide fallback)."""
     request = CredentialRequest(
-        harness=descriptor.provider, vendor=descriptor.vendor, agent=agent, user=user
+        harness=descriptor.harness, vendor=descriptor.vendor, agent=agent, user=user
     )
     found: list[Credential] = []
     for awaitable in hook.credentials_resolve(request=request):

@@ -36,7 +36,7 @@ def closing_events(ledger: LedgerStore, record: SessionRecord) -> list[Event]:
             sequence=last + index,
             session_id=ref.session_id,
             turn_id=turn_id,
-            harness=ref.provider,
+            harness=ref.harness,
             timestamp=now(),
             type=payload.TYPE,
             payload=payload,

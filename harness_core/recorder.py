@@ -57,7 +57,7 @@ class SessionRecorder:
             sequence,
             ref.session_id,
             turn_id,
-            ref.provider,
+            ref.harness,
             now(),
             payload.TYPE,
             payload,

@@ -31,7 +31,7 @@ def require_asking(descriptor: HarnessDescriptor, posture: str) -> None:
     ask (rather than run unchecked)."""
     if posture == "strict" and "permissions" not in descriptor.features:
         raise HarnessError(
-            "unsupported-feature", f"{descriptor.provider} cannot ask the host (strict posture)"
+            "unsupported-feature", f"{descriptor.harness} cannot ask the host (strict posture)"
         )
 
 
@@ -55,7 +55,7 @@ def require_usage_for(descriptor: HarnessDescriptor, budget: Any) -> None:
         if getattr(budget, name, None) is not None:
             raise HarnessError(
                 "unsupported-feature",
-                f"{descriptor.provider} reports no usage, so {name} cannot bind",
+                f"{descriptor.harness} reports no usage, so {name} cannot bind",
             )
 
 

@@ -156,7 +156,7 @@ async def attach_session(
                 error,
                 directory=controller.log_directory,
                 session_id=session_id,
-                harness=descriptor.provider,
+                harness=descriptor.harness,
                 redact=redactor.text,
             )
             raise as_error(error) from None
@@ -191,13 +191,13 @@ async def _sandbox(
         controller,
         SandboxRequest(
             session_id=session_id,
-            harness=descriptor.provider,
+            harness=descriptor.harness,
             workspace=fields.workspace,
             spec=fields.sandbox,
             agent=fields.agent,
             user=fields.user,
             posture=fields.posture,
-            state_dir=state_path(controller.state_root, descriptor.provider, session_id),
+            state_dir=state_path(controller.state_root, descriptor.harness, session_id),
         ),
     )
 
@@ -221,7 +221,7 @@ async def _context(
         redactor.add(credential.value)
     context = RuntimeSessionContext(
         session_id=session_id,
-        harness=descriptor.provider,
+        harness=descriptor.harness,
         target=fields.target,
         workspace=fields.workspace,
         model=fields.model,
@@ -240,7 +240,7 @@ async def _context(
         tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
         caller = ToolCaller(
             session_id=session_id,
-            harness=descriptor.provider,
+            harness=descriptor.harness,
             agent=fields.agent,
             user=fields.user,
             posture=fields.posture,
@@ -259,7 +259,7 @@ def _checked_ref(
     """The ref the adapter's open or resume returned, if it is one this session may have."""
     if not isinstance(ref, SessionRef):
         raise HarnessError("provider-failed", "the adapter returned no session ref")
-    if ref.provider != descriptor.provider or ref.target != target:
+    if ref.harness != descriptor.harness or ref.target != target:
         raise HarnessError("provider-failed", "the adapter returned a foreign session ref")
     if expect is not None and ref != expect:
         raise HarnessError("provider-failed", "the adapter changed the session ref")

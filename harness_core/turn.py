@@ -49,7 +49,7 @@ from .pricing import priced
 from .recorder import SessionRecorder
 
 if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
-    from .turn_protocol import StructuredTurn
+    from .structured_output import StructuredTurn
 
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).
@@ -406,7 +406,7 @@ class Turn:
             error,
             directory=self.controller.log_directory,
             session_id=live.ref.session_id,
-            harness=live.ref.provider,
+            harness=live.ref.harness,
             turn_id=self.turn_id,
             redact=live.context.redactor.text,
         )
@@ -528,7 +528,7 @@ class Turn:
                     outcome = believed(payload, self._cancel_by or self.cancel_requested)
                     if self.structured is not None:
                         # None: the answer was malformed and a retry now runs in this turn.
-                        outcome = await self.structured.settle(self, outcome)
+                        outcome = await self.structured.decide(self, outcome)
                         iterator = self._iterator
                 else:
                     if type(payload) is UsageReported and payload.usage.cost_usd is None:

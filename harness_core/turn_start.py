@@ -64,7 +64,7 @@ async def begin_turn(
     turn_id = "turn_" + os.urandom(12).hex() if turn_id is None else turn_id
     structured = None
     if output_schema is not None:  # the structured turn's module only for a turn that has one
-        from .turn_protocol import structured_turn
+        from .structured_output import structured_turn
 
         structured = structured_turn(live.descriptor, output_schema, options.output_retries)
     live.recorder.check_parent(options.parent_event_id)

@@ -81,7 +81,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         print_json(descriptor_to_dict(descriptor))
         return EXIT_OK
     rows = [
-        ["provider", descriptor.provider],
+        ["provider", descriptor.harness],
         ["name", descriptor.display_name or "-"],
         ["version", descriptor.version or "-"],
         ["vendor", descriptor.vendor or "-"],

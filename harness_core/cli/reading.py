@@ -100,7 +100,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         records = [
             r
             for r in store.list_sessions()
-            if (args.harness is None or r.ref.provider == args.harness)
+            if (args.harness is None or r.ref.harness == args.harness)
             and (args.status is None or r.status == args.status)
             and (since is None or r.created_at >= since)
         ]

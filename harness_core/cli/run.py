@@ -154,8 +154,8 @@ def known_session(args: argparse.Namespace, *, harness: str | None = None) -> An
     from ..context import default_state_root
 
     record = stored_session(args.ledger, args.session)
-    if harness is not None and record.ref.provider != harness:
-        raise CliError("invalid-request", f"the session belongs to harness {record.ref.provider!r}")
+    if harness is not None and record.ref.harness != harness:
+        raise CliError("invalid-request", f"the session belongs to harness {record.ref.harness!r}")
     if _active_pid(default_state_root(), args.session) is not None:
         raise HarnessError(
             "turn-active", f"a harness run is running a turn in it (harness cancel {args.session})"
@@ -200,7 +200,7 @@ def session_words(args: argparse.Namespace) -> None:
         return
     resolve_session(args)
     record = stored_session(args.ledger, args.session)
-    harness = record.ref.provider
+    harness = record.ref.harness
     if args.name is not None and args.prompt is None and args.name != harness:
         args.name, args.prompt = harness, args.name  # the lone word is the prompt
     elif args.name is None:
@@ -349,7 +349,7 @@ def structured_options(args: argparse.Namespace) -> dict[str, Any]:
         if args.output_retries is not None:
             raise CliError("invalid-request", "--output-retries needs --output-schema")
         return {}
-    from ..turn_protocol import MAX_OUTPUT_RETRIES  # a structured turn's module: only for one
+    from ..structured_output import MAX_OUTPUT_RETRIES  # a structured turn's module: only for one
     from .schema_file import read_output_schema
 
     options: dict[str, Any] = {"output_schema": read_output_schema(args.output_schema)}

@@ -27,9 +27,9 @@ def _detail(event: Event) -> str:
 
     p = event.payload
     if isinstance(p, ev.SessionOpened):
-        return f"{p.provider} ({p.target}) posture={p.posture} sandbox={p.sandbox}"
+        return f"{p.harness} ({p.target}) posture={p.posture} sandbox={p.sandbox}"
     if isinstance(p, ev.SessionResumed):
-        return f"{p.provider} ({p.target})"
+        return f"{p.harness} ({p.target})"
     if isinstance(p, ev.TurnStarted):
         return clip(p.prompt)
     if isinstance(p, ev.MessageDelta):
@@ -116,13 +116,13 @@ class RunView:
 
         p = event.payload
         if isinstance(p, ev.SessionOpened):
-            facts = [p.provider, f"posture {p.posture}"]
+            facts = [p.harness, f"posture {p.posture}"]
             if p.sandbox:
                 facts.append(f"sandbox {p.sandbox}")
             if p.model:
                 facts.append(f"model {p.model}")
         elif isinstance(p, ev.SessionResumed):
-            facts = [p.provider, "resumed"]
+            facts = [p.harness, "resumed"]
         else:
             facts = [event.harness]
         self.chrome.write("session ", "dim")

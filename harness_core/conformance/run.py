@@ -167,9 +167,9 @@ class Run:
             attrs.validate(first)
         except (TypeError, ValueError) as error:
             problems.append(clip(str(error)))
-        if first.provider != self.name:
-            problems.append(f"provider {first.provider!r} is not the registered name {self.name!r}")
-        if not is_name(first.provider):
+        if first.harness != self.name:
+            problems.append(f"provider {first.harness!r} is not the registered name {self.name!r}")
+        if not is_name(first.harness):
             problems.append("provider is not a valid name")
         if first.protocol_version != PROTOCOL_VERSION:
             problems.append(

@@ -47,7 +47,7 @@ def record_row(record: SessionRecord) -> tuple[Any, ...]:
     """A session record as (session_id, provider, status, created_at, updated_at, JSON)."""
     return (
         record.session_id,
-        record.ref.provider,
+        record.ref.harness,
         record.status,
         record.created_at,
         record.updated_at,

@@ -95,7 +95,7 @@ async def index(request: Request) -> Response:
         rows.append(
             f'<tr><td><a href="/sessions/{esc(record.ref.session_id)}">'
             f"{esc(record.ref.session_id[:13])}</a></td>"
-            f"<td>{esc(record.ref.provider)}</td>"
+            f"<td>{esc(record.ref.harness)}</td>"
             f'<td><span class="badge {esc(status)}">{esc(status)}</span></td>'
             f'<td class="num">{view["turns"]}</td>'
             f"<td>{last_turn}</td>"

@@ -50,12 +50,22 @@ class SessionOpened:
     sandbox: str | None = None
     network: str | None = None
 
+    @property
+    def harness(self) -> str:
+        """The harness's name (the ``provider`` field, read by its meaning)."""
+        return self.provider
+
 
 @frozen
 class SessionResumed:
     TYPE: ClassVar[str] = "session.resumed"
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_in(TARGETS))
+
+    @property
+    def harness(self) -> str:
+        """The harness's name (the ``provider`` field, read by its meaning)."""
+        return self.provider
 
 
 @frozen

@@ -176,6 +176,7 @@ def test_the_walk_finds_a_circle_hidden_behind_type_checking_and_a_lazy_import(t
 #: the function harness, the structured-output turn, the transcript reader, hashlib's OpenSSL.
 NOT_IMPORTED_BY_A_RUN = (
     "harness_core.function_harness",
+    "harness_core.structured_output",
     "harness_core.turn_protocol",
     "harness_core.history",
     "hashlib",

@@ -8,7 +8,7 @@ import json
 import pytest
 from harness_hookspecs import HarnessError, TurnCompleted
 
-from harness_core.turn_protocol import StructuredTurn, compile_schema, parse_answer
+from harness_core.structured_output import StructuredTurn, compile_schema, parse_answer
 
 SCHEMA = {
     "type": "object",
@@ -73,19 +73,19 @@ def test_a_bad_schema_is_invalid_request():
 
 def test_judge_accepts_native_output_and_parsed_text():
     turn = StructuredTurn(SCHEMA)
-    assert turn.judge(TurnCompleted(output={"step": "done"}), ()).value == {"step": "done"}
-    assert turn.judge(TurnCompleted(text='{"step": "actions"}'), ()).ok
+    assert turn.check(TurnCompleted(output={"step": "done"}), ()).value == {"step": "done"}
+    assert turn.check(TurnCompleted(text='{"step": "actions"}'), ()).ok
 
 
 def test_judge_rejects_with_a_safe_summary_and_a_detailed_retry_prompt():
     turn = StructuredTurn(SCHEMA, retries=1)
     secret_ish = "sk-this-text-must-not-reach-the-ledger"
-    verdict = turn.judge(TurnCompleted(text=json.dumps({"step": secret_ish})), ())
+    verdict = turn.check(TurnCompleted(text=json.dumps({"step": secret_ish})), ())
     assert not verdict.ok
     assert verdict.summary == "enum at $.step"
     assert secret_ish not in turn.failure().hint
     assert secret_ish in turn.retry_prompt(verdict)  # the model is told what was wrong
-    assert turn.judge(TurnCompleted(text="plain words"), ()).summary == "the answer is not JSON"
+    assert turn.check(TurnCompleted(text="plain words"), ()).summary == "the answer is not JSON"
     assert turn.can_retry()
     turn.attempt += 1
     assert not turn.can_retry()
@@ -105,6 +105,6 @@ def test_prompts_carry_the_schema_only_without_a_native_mechanism():
 def test_a_key_the_schema_does_not_declare_is_not_shown():
     schema = {"type": "object", "additionalProperties": {"type": "integer"}}
     turn = StructuredTurn(schema)
-    verdict = turn.judge(TurnCompleted(text='{"sk-model-key": "x"}'), ())
+    verdict = turn.check(TurnCompleted(text='{"sk-model-key": "x"}'), ())
     assert verdict.summary == "type at $.?"
     assert "sk-model-key" not in turn.retry_status().message

@@ -15,6 +15,6 @@ def descriptor(evidence: Evidence) -> Outcome:
     features = ", ".join(sorted(d.features)) or "none"
     return verdict(
         run.descriptor_problems,
-        f"{d.provider} {d.version or ''} protocol {d.protocol_version}, "
+        f"{d.harness} {d.version or ''} protocol {d.protocol_version}, "
         f"targets {', '.join(sorted(d.targets))}, features {features}".replace("  ", " "),
     )
