@@ -133,7 +133,7 @@ def _fork_request(
     try:
         request = OpenSessionRequest(
             **{
-                "harness": record.ref.provider,
+                "harness": record.ref.harness,
                 "target": record.ref.target,
                 "workspace": record.workspace,
                 "model": record.model,
@@ -149,7 +149,7 @@ def _fork_request(
             open=request,
             turns=tuple(kept),
             at_event_id=point.event_id if point is not None else None,
-            parent_state_dir=state_path(state_root, record.ref.provider, parent_id),
+            parent_state_dir=state_path(state_root, record.ref.harness, parent_id),
         )
     except (TypeError, ValueError) as error:
         raise HarnessError("invalid-request", safe_hint(error)) from None

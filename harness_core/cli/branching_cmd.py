@@ -37,7 +37,7 @@ def _created(events: list[Event]) -> list[Event]:
 
 def cmd_checkpoints(args: argparse.Namespace) -> int:
     _, events = _session_events(args)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for event in _created(events):
         payload = event.payload
         assert isinstance(payload, CheckpointCreated)

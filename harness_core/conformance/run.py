@@ -92,6 +92,8 @@ class Run:
     credential_injected: bool = False
     #: what the approvals phase saw (:mod:`.approvals_phase`)
     approvals: Any = None
+    #: what the steer, fork and rewind phase saw (:mod:`.branching_phase`)
+    branching: Any = None
 
     def controller(self) -> Controller:
         return self.factory(

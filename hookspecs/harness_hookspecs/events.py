@@ -10,7 +10,7 @@ no control characters). Never put raw provider output, exception text or tool ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -246,6 +246,10 @@ def _changes(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None
             raise ValueError(f"{attribute.name} holds lines of 1-4200 characters")
 
 
+def _lines(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
 #: How many changed files a ``checkpoint.created`` lists (``changes_omitted`` counts the rest).
 CHANGES_MAX = 500
 
@@ -265,7 +269,7 @@ class CheckpointCreated:
     checkpoint_id: str = field(validator=_ident)
     reason: str = field(validator=_in(("turn-start", "turn-end", "host", "rewind")))
     turn_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
-    changes: tuple[str, ...] = field(default=(), converter=tuple, validator=_changes)
+    changes: tuple[str, ...] = field(default=(), converter=_lines, validator=_changes)
     changes_omitted: int = field(default=0, validator=_bounds.non_negative_int)
 
 

@@ -316,6 +316,10 @@ class ConversationTurn:
     answer: str | None = None
 
 
+def _turns(value: Iterable[ConversationTurn]) -> tuple[ConversationTurn, ...]:
+    return tuple(value)
+
+
 @frozen
 class ForkSessionRequest:
     """Open a child session that continues ``parent``'s conversation up to a point (feature
@@ -325,7 +329,7 @@ class ForkSessionRequest:
 
     parent: SessionRef
     open: OpenSessionRequest
-    turns: tuple[ConversationTurn, ...] = field(converter=tuple, default=())
+    turns: tuple[ConversationTurn, ...] = field(converter=_turns, default=())
     #: the parent's last event the child keeps (its fork point)
     at_event_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
     parent_state_dir: str | None = None
@@ -347,7 +351,7 @@ class RewindSessionRequest:
         default=None, validator=_bounds.optional_bounded(1, _bounds.TURN_ID_MAX)
     )
     #: the turns kept, oldest first (``len(turns) == turns_kept``)
-    turns: tuple[ConversationTurn, ...] = field(converter=tuple, default=())
+    turns: tuple[ConversationTurn, ...] = field(converter=_turns, default=())
 
 
 @frozen
