@@ -302,23 +302,24 @@ class CheckpointStore:
         return CHECKPOINT_PREFIX + commit
 
     def _apply(self, commit: str) -> None:
-        """Idempotent: remove the files ``commit`` does not have, then write the ones it has."""
+        """Idempotent: remove the files ``commit`` does not have, then write the ones that
+        differ from it (only those: a rewind of a few files in a large tree stays quick)."""
         current = self._write_tree()
-        gone = self._git(
-            "diff-tree",
-            "-r",
-            "-z",
-            "--name-only",
-            "--no-renames",
-            "--diff-filter=A",
-            commit,
-            current,
-        )
-        for raw in gone.split(b"\0"):
-            if raw:
-                _remove(self.workspace, os.fsdecode(raw))
+        listed = self._git(
+            "diff-tree", "-r", "-z", "--name-status", "--no-renames", commit, current
+        ).split(b"\0")
+        gone: list[str] = []
+        back: list[bytes] = []
+        for status, raw in zip(listed[0::2], listed[1::2], strict=False):
+            if status == b"A":  # only in the workspace now
+                gone.append(os.fsdecode(raw))
+            elif raw:
+                back.append(raw)
+        for name in gone:
+            _remove(self.workspace, name)
         self._git("read-tree", commit)
-        self._git("checkout-index", "-a", "-f", "-q")
+        if back:
+            self._git("checkout-index", "-f", "-q", "-z", "--stdin", input=b"\0".join(back))
 
 
 def _glob_escape(name: str) -> str:
