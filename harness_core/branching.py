@@ -19,6 +19,7 @@ the turns that ended, cut back by each ``session.rewound`` that took the convers
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,10 +110,17 @@ async def steer(live: LiveSession, turn: Turn | None, text: str, call: Callable[
 class Checkpoints:
     """The controller's workspace checkpoints: one :class:`CheckpointStore` per session."""
 
-    def __init__(self, settings: CheckpointSettings | None, state_root: Path) -> None:
+    def __init__(
+        self,
+        settings: CheckpointSettings | None,
+        state_root: Path,
+        protected: Sequence[str | os.PathLike[str]] = (),
+    ) -> None:
         #: ``None``: checkpoints only when asked, with the default settings
         self.settings = settings
         self.state_root = state_root
+        #: the runtime's own files no snapshot takes and no rewind touches (the ledger...)
+        self.protected = (state_root, *protected)
         self._stores: dict[str, CheckpointStore] = {}
 
     @property
@@ -130,6 +138,7 @@ class Checkpoints:
                 store_directory(self.state_root, session_id),
                 workspace,
                 self.settings or CheckpointSettings(),
+                self.protected,
             )
             self._stores[session_id] = store
         return store

@@ -91,12 +91,24 @@ class CheckpointStore:
     """One session's shadow repository over its workspace."""
 
     def __init__(
-        self, directory: Path, workspace: str | os.PathLike[str], settings: CheckpointSettings
+        self,
+        directory: Path,
+        workspace: str | os.PathLike[str],
+        settings: CheckpointSettings,
+        protected: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
+        """``protected``: the runtime's own files (the ledger and its siblings, the state
+        directory, the logs), never snapshotted nor touched by a rewind when they sit inside
+        the workspace (a rewind must not put an old ledger back)."""
         self.directory = Path(directory).absolute()
         self.workspace = Path(workspace).resolve()
         self.settings = settings
         self._ready = False
+        self._protected = [
+            "/" + _glob_escape(relative) + "*"
+            for relative in (_inside(self.workspace, path) for path in (*protected, self.directory))
+            if relative is not None
+        ]
 
     # -- git ------------------------------------------------------------------------------
 
@@ -217,7 +229,11 @@ class CheckpointStore:
     def _exclude(self, large: Sequence[str]) -> None:
         info = self.directory / "git" / "info"
         info.mkdir(parents=True, exist_ok=True)
-        patterns = [*self.settings.ignore, *("/" + _glob_escape(name) for name in large)]
+        patterns = [
+            *self.settings.ignore,
+            *self._protected,
+            *("/" + _glob_escape(name) for name in large),
+        ]
         (info / "exclude").write_text("".join(p + "\n" for p in patterns))
         if large:  # files grown past the limit since an earlier snapshot leave the index
             self._git("rm", "-q", "--cached", "--ignore-unmatch", "--", *large)
@@ -320,6 +336,14 @@ class CheckpointStore:
         self._git("read-tree", commit)
         if back:
             self._git("checkout-index", "-f", "-q", "-z", "--stdin", input=b"\0".join(back))
+
+
+def _inside(workspace: Path, path: str | os.PathLike[str]) -> str | None:
+    """``path`` relative to ``workspace`` when it is inside it (else ``None``)."""
+    resolved = Path(path).resolve()
+    if resolved == workspace or workspace not in resolved.parents:
+        return None
+    return resolved.relative_to(workspace).as_posix()
 
 
 def _glob_escape(name: str) -> str:

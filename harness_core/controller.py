@@ -55,7 +55,7 @@ from .command_policy import CommandPolicy
 from .config_check import check_config
 from .context import default_state_root
 from .delivery import Delivery
-from .diagnostics import log_directory
+from .diagnostics import ledger_files, log_directory
 from .fork import fork_session
 from .hook_calls import HookCalls
 from .ledger import open_ledger
@@ -229,6 +229,7 @@ class Controller:
         self.checkpoints = Checkpoints(
             CheckpointSettings() if checkpoints is True else checkpoints or None,
             self.state_root,
+            (self.log_directory, *ledger_files(self.ledger)),
         )
 
     def _set_delivery(self, tool_hooks: Sequence[ToolHook], observer_queue: int) -> None:

@@ -245,3 +245,28 @@ def test_checkpoint_over_the_size_limit(make_controller, workspace):
     statuses = [e.payload.message for e in types(events, "status") if e.turn_id is None]
     assert any("over the checkpoint size limit" in line for line in statuses)
     assert not types(events, "checkpoint.created")
+
+
+def test_a_ledger_inside_the_workspace_is_never_rewound(make_controller, workspace):
+    ledger = f"sqlite:///{workspace}/runs.sqlite"
+
+    async def main():
+        async with make_controller(plain, ledger=ledger, checkpoints=True) as controller:
+            ref = await controller.open_session(harness="plain", workspace=workspace)
+            await controller.run_turn(ref, "write a.txt one")
+            events = controller.events(ref.session_id)
+            start = types(events, "checkpoint.created")[0].payload.checkpoint_id
+            await controller.run_turn(ref, "write b.txt two")
+            await controller.rewind(ref, start)
+            await controller.run_turn(ref, "after")
+            return controller.events(ref.session_id)
+
+    events = anyio.run(main)
+    assert not Path(workspace, "a.txt").exists() and not Path(workspace, "b.txt").exists()
+    assert Path(workspace, "runs.sqlite").exists()
+    kinds = [e.type for e in events]
+    assert kinds.count("turn.started") == 3 and "session.rewound" in kinds
+    ends = [
+        e.payload for e in types(events, "checkpoint.created") if e.payload.reason == "turn-end"
+    ]
+    assert all("runs.sqlite" not in line for end in ends for line in end.changes)
