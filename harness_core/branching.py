@@ -27,9 +27,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from harness_hookspecs import (
     CheckpointCreated,
-    ConversationTurn,
     Event,
     HarnessError,
+    LedgerStore,
     RewindSessionRequest,
     SessionRewound,
     Status,
@@ -37,8 +37,9 @@ from harness_hookspecs import (
     TurnSteered,
     assert_supported,
 )
-from harness_hookspecs.events import CHANGES_MAX, TERMINAL_TYPES, TurnCompleted, TurnStarted
+from harness_hookspecs.events import CHANGES_MAX
 
+from .branches import conversation_at
 from .checkpoints import (
     CHECKPOINT_PREFIX,
     CheckpointSettings,
@@ -51,25 +52,6 @@ if TYPE_CHECKING:
     from .turn import LiveSession, Turn
 
 __all__ = ["Checkpoints", "conversation_at", "find_checkpoint", "steer"]
-
-
-def conversation_at(events: Sequence[Event], until: int | None = None) -> list[ConversationTurn]:
-    """The turns the session's conversation holds after its event ``until`` (a sequence
-    number; ``None``: all): each turn that ended, cut back by each rewind of the conversation."""
-    turns: list[ConversationTurn] = []
-    prompts: dict[str, str] = {}
-    for event in events:
-        if until is not None and event.sequence > until:
-            break
-        payload = event.payload
-        if isinstance(payload, TurnStarted) and event.turn_id is not None:
-            prompts[event.turn_id] = payload.prompt
-        elif event.type in TERMINAL_TYPES and event.turn_id in prompts:
-            answer = payload.text if isinstance(payload, TurnCompleted) else None
-            turns.append(ConversationTurn(event.turn_id, prompts.pop(event.turn_id), answer))
-        elif isinstance(payload, SessionRewound) and payload.conversation:
-            del turns[payload.turns_kept :]
-    return turns
 
 
 def find_checkpoint(events: Sequence[Event], checkpoint_id: str) -> Event:
@@ -193,6 +175,7 @@ class Checkpoints:
         checkpoint_id: str,
         events: Sequence[Event],
         call: Callable[..., Any],
+        store_of_events: LedgerStore | None = None,
     ) -> SessionRewound:
         """Restore ``checkpoint_id`` (of this session: ``events`` are its ledger) and take
         the conversation back where the harness can; records ``session.rewound``."""
@@ -205,7 +188,7 @@ class Checkpoints:
         # The state the rewind leaves behind is a checkpoint too: a rewind can be undone.
         await self.create(live, "rewind")
         await anyio.to_thread.run_sync(store.restore, created.checkpoint_id)
-        kept = conversation_at(events, found.sequence)
+        kept = conversation_at(store_of_events, events, found.sequence)
         conversation = "checkpoint" in live.descriptor.features
         if conversation:
             request = RewindSessionRequest(

@@ -639,7 +639,7 @@ class Controller:
         live = self.live(session)
         self.ledger.flush()
         events = await anyio.to_thread.run_sync(self.ledger.events, live.ref.session_id)
-        rewound = await self.checkpoints.rewind(live, checkpoint, events, self.call)
+        rewound = await self.checkpoints.rewind(live, checkpoint, events, self.call, self.ledger)
         await live.recorder.deliver()
         await live.recorder.flush()
         return rewound

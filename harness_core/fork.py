@@ -84,7 +84,7 @@ async def fork_session(
     try:
         ledger.flush()
         events = await anyio.to_thread.run_sync(ledger.events, parent_id)
-        fork_request = _fork_request(controller.state_root, record, events, at, fields)
+        fork_request = _fork_request(controller, record, events, at, fields)
         live = await controller.open_live(
             fork_request.open,
             session_id,
@@ -113,7 +113,7 @@ async def fork_session(
 
 
 def _fork_request(
-    state_root: Path,
+    controller: ForkOwner,
     record: SessionRecord,
     events: Sequence[Event],
     at: str | None,
@@ -129,7 +129,7 @@ def _fork_request(
             raise HarnessError(
                 "invalid-request", f"{at[:80]!r} is not an event of session {parent_id}"
             )
-    kept = conversation_at(events, point.sequence if point is not None else 0)
+    kept = conversation_at(controller.ledger, events, point.sequence if point is not None else 0)
     try:
         request = OpenSessionRequest(
             **{
@@ -149,7 +149,7 @@ def _fork_request(
             open=request,
             turns=tuple(kept),
             at_event_id=point.event_id if point is not None else None,
-            parent_state_dir=state_path(state_root, record.ref.harness, parent_id),
+            parent_state_dir=state_path(controller.state_root, record.ref.harness, parent_id),
         )
     except (TypeError, ValueError) as error:
         raise HarnessError("invalid-request", safe_hint(error)) from None

@@ -226,6 +226,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from ..controller import Controller
     from ..plugin_cache import plugins_for
+    from .steer_inbox import deliver
 
     session_words(args)
     prompt = read_prompt(args)
@@ -266,10 +267,18 @@ def cmd_run(args: argparse.Namespace) -> int:
             running: dict[str, Any] = {}
             signalled = anyio.Event()
             # Installed before the session opens, so an early Ctrl-C still becomes a cancel.
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with anyio.open_signal_receiver(
+                signal.SIGINT, signal.SIGTERM, signal.SIGUSR1
+            ) as signals:
 
                 async def watch() -> None:
-                    async for _ in signals:
+                    async for number in signals:
+                        if number == signal.SIGUSR1:  # harness steer left text in the inbox
+                            if "ref" in running:
+                                await deliver(
+                                    controller, running["ref"].session_id, controller.state_root
+                                )
+                            continue
                         signalled.set()
                         if "turn" in running:
                             await controller.cancel_turn(running["ref"], running["turn"].turn_id)
@@ -451,6 +460,38 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         print_json({"session_id": args.session, "turn_id": turn_id, "cancel": "requested"})
     else:
         print(f"cancel requested for turn {turn_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_steer(args: argparse.Namespace) -> int:
+    """Steer the turn a ``harness run`` runs in the session (see :mod:`.steer_inbox`)."""
+    from harness_hookspecs import REASONS
+
+    from ..context import default_state_root
+    from .ledger_read import resolve_session
+    from .steer_inbox import post, wait_answer
+
+    resolve_session(args)
+    state_root = default_state_root()
+    found = _active_pid(state_root, args.session)
+    if found is None:
+        raise CliError("turn-not-found", "no harness run is running a turn in that session")
+    pid, turn_id = found
+    answer = post(state_root, args.session, args.text)
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        raise CliError("turn-not-found", "the turn ended before it could be steered") from None
+    outcome = wait_answer(answer)
+    if outcome is None:
+        raise CliError("turn-not-found", "the run did not take the steer (the turn ended?)")
+    if not outcome.get("ok"):
+        reason = str(outcome.get("reason"))
+        raise CliError(reason if reason in REASONS else "invalid-request", outcome.get("hint"))
+    if args.json:
+        print_json({"session_id": args.session, "turn_id": turn_id, "steered": True})
+    else:
+        print(f"steered turn {turn_id}", file=sys.stderr)
     return EXIT_OK
 
 

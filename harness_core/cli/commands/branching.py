@@ -1,4 +1,4 @@
-"""``harness checkpoints``, ``diff``, ``rewind`` and ``fork``: a session's checkpoints and
+"""``harness steer``, ``checkpoints``, ``diff``, ``rewind`` and ``fork``: a session's checkpoints and
 branches (:mod:`harness_core.branching`)."""
 
 from __future__ import annotations
@@ -11,6 +11,13 @@ from .args import LEDGER_HELP
 
 
 def register_commands(commands: Any) -> None:
+    commands.add(
+        "steer",
+        "add text to the turn a harness run is running in a session",
+        lazy("run", "cmd_steer"),
+        _steer_arguments,
+        json_help=JSON_LINES,
+    )
     commands.add(
         "checkpoints",
         "list a session's workspace checkpoints",
@@ -44,6 +51,11 @@ def register_commands(commands: Any) -> None:
 def _session_arguments(p: ArgumentParser) -> None:
     p.add_argument("session", help="session id (or a unique prefix)")
     p.add_argument("--ledger", help=LEDGER_HELP)
+
+
+def _steer_arguments(p: ArgumentParser) -> None:
+    _session_arguments(p)
+    p.add_argument("text", help="what to tell the harness, before its next model request")
 
 
 def _diff_arguments(p: ArgumentParser) -> None:
