@@ -40,7 +40,7 @@ from .items import ItemTracker, script_of
 
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
-INITIALIZE, THREAD, TURN = 1, 2, 3
+INITIALIZE, THREAD, TURN, REVERT = 1, 2, 3, 4
 #: The ids of ``turn/steer`` requests start so (their answers are not the conversation's).
 STEER_PREFIX = "steer-"
 CLIENT = {"name": "harness_core", "title": None, "version": "1"}
@@ -144,6 +144,12 @@ class CodexStream(JsonLinesStream):
         self._stdin_open = True
         #: the running turn's id (``turn/start``'s answer): what a steer names
         self.turn_id: str | None = None
+        #: open the thread as a fork of ``{"thread": id, "last_turn": id}`` (``thread/fork``)
+        self.fork: Mapping[str, Any] | None = None
+        #: take the thread back before this Codex turn first (``thread/revert``)
+        self.revert_before: str | None = None
+        #: the revert was answered (the thread no longer holds those turns)
+        self.reverted = False
         self._steers = 0
 
     def steer_line(self, text: str) -> bytes | None:
@@ -183,12 +189,19 @@ class CodexStream(JsonLinesStream):
             what = "refused a request"
             if rid == THREAD:
                 what = "could not resume the thread" if self.resume else "refused the thread"
+            elif rid == REVERT:
+                what = "could not revert the thread"
             self._fail("provider-failed", f"codex {what}")
             return []
         if rid == INITIALIZE:
             self._outbox.append(rpc({"method": "initialized"}))
             method = "thread/resume" if self.resume else "thread/start"
             params = {**self.thread, **({"threadId": self.resume} if self.resume else {})}
+            if self.fork is not None and not self.resume:
+                method = "thread/fork"
+                params = {**self.thread, "threadId": self.fork["thread"]}
+                if self.fork.get("last_turn"):
+                    params["lastTurnId"] = self.fork["last_turn"]
             self._outbox.append(rpc({"id": THREAD, "method": method, "params": params}))
         elif rid == THREAD:
             thread = result.get("thread")
@@ -197,10 +210,21 @@ class CodexStream(JsonLinesStream):
                 self._fail("provider-failed", "codex started no thread")
                 return []
             self.session_id = tid
-            self._outbox.append(rpc({"id": TURN, "method": "turn/start", "params": self._turn()}))
+            if self.revert_before is not None and self.resume:
+                params = {"threadId": tid, "beforeTurnId": self.revert_before}
+                self._outbox.append(
+                    rpc({"id": REVERT, "method": "thread/revert", "params": params})
+                )
+            else:
+                self._outbox.append(
+                    rpc({"id": TURN, "method": "turn/start", "params": self._turn()})
+                )
             return [
                 Status(message="codex thread resumed" if self.resume else "codex thread started")
             ]
+        elif rid == REVERT:
+            self.reverted = True
+            self._outbox.append(rpc({"id": TURN, "method": "turn/start", "params": self._turn()}))
         elif rid == TURN:
             turn = result.get("turn")
             self.turn_id = safe_id(turn.get("id")) if isinstance(turn, Mapping) else None
