@@ -226,7 +226,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from ..controller import Controller
     from ..plugin_cache import plugins_for
-    from .steer_inbox import deliver
 
     session_words(args)
     prompt = read_prompt(args)
@@ -270,20 +269,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             with anyio.open_signal_receiver(
                 signal.SIGINT, signal.SIGTERM, signal.SIGUSR1
             ) as signals:
-
-                async def watch() -> None:
-                    async for number in signals:
-                        if number == signal.SIGUSR1:  # harness steer left text in the inbox
-                            if "ref" in running:
-                                await deliver(
-                                    controller, running["ref"].session_id, controller.state_root
-                                )
-                            continue
-                        signalled.set()
-                        if "turn" in running:
-                            await controller.cancel_turn(running["ref"], running["turn"].turn_id)
-
-                tg.start_soon(watch)
+                tg.start_soon(_watch, signals, controller, running, signalled)
                 try:
                     # What the session holds already; then print what open/resume appended (a
                     # dead run's turn ended as interrupted, then session.resumed).
@@ -307,6 +293,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     code: int = anyio.run(main)
     return code
+
+
+async def _watch(signals: Any, controller: Any, running: dict[str, Any], signalled: Any) -> None:
+    """``harness run``'s signals: SIGINT/SIGTERM cancel the turn; SIGUSR1 says ``harness
+    steer`` left text in the session's inbox (:mod:`.steer_inbox`)."""
+    from .steer_inbox import deliver
+
+    async for number in signals:
+        if number == signal.SIGUSR1:
+            if "ref" in running:
+                await deliver(controller, running["ref"].session_id, controller.state_root)
+            continue
+        signalled.set()
+        if "turn" in running:
+            await controller.cancel_turn(running["ref"], running["turn"].turn_id)
 
 
 def _exit_code(result: Any) -> int:
