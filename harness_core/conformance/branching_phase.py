@@ -90,11 +90,7 @@ async def _steer(run: Run, controller: Any, seen: Seen) -> None:
         probe_turn = run.probe.turns.get(running.turn_id)
         async with anyio.create_task_group() as group:
             group.start_soon(consume, running)
-            with anyio.move_on_after(run.profile.turn_timeout or run.timeout):
-                while not done.is_set() and not (
-                    probe_turn is not None and probe_turn.entered.is_set()
-                ):
-                    await anyio.sleep(0.01)
+            await run.wait_running(done, probe_turn)
             if done.is_set():
                 seen.not_run = "the turn ended before it could be steered (give a slow_prompt)"
                 return
