@@ -106,6 +106,9 @@ def test_fork_keeps_the_conversation_up_to_the_point(make_controller, workspace)
             child = await controller.fork(parent, at=first.events[-1].event_id)
             in_child = await controller.run_turn(child, "three")
             in_parent = await controller.run_turn(parent, "four")
+            bundle = controller.export(child.session_id)
+            exported = [e["type"] for e in bundle["events"]]
+            assert exported[:2] == ["session.opened", "session.forked"]  # lineage in the export
             return (
                 parent,
                 child,
