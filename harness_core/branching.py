@@ -32,7 +32,6 @@ from harness_hookspecs import (
     LedgerStore,
     RewindSessionRequest,
     SessionRewound,
-    Status,
     SteerTurnRequest,
     TurnSteered,
     assert_supported,
@@ -137,19 +136,20 @@ class Checkpoints:
         live.recorder.record(None, CheckpointCreated(checkpoint_id, reason, turn_id))
         return checkpoint_id
 
-    async def turn_start(self, live: LiveSession, turn_id: str) -> str | None:
-        """The checkpoint before turn ``turn_id`` (``None``, and a status line, when the
-        workspace cannot be snapshotted: the turn runs all the same)."""
+    async def turn_start(self, live: LiveSession, turn_id: str) -> tuple[str | None, str | None]:
+        """The checkpoint before turn ``turn_id``: its id, or (``None``) why the workspace could
+        not be snapshotted - the turn runs all the same and says so in a ``status`` event."""
         if live.context.workspace is None:
-            return None
+            return None, None
         try:
-            return await self.create(live, "turn-start", turn_id)
+            return await self.create(live, "turn-start", turn_id), None
         except HarnessError as error:
-            live.recorder.record(None, Status(message=_skipped(error)))
-            return None
+            return None, _skipped(error)
 
     async def turn_end(self, live: LiveSession, turn_id: str, start: str) -> None:
-        """The checkpoint after turn ``turn_id``, listing the files it changed since ``start``."""
+        """The checkpoint after turn ``turn_id``, listing the files it changed since ``start``
+        (none recorded when the workspace can no longer be snapshotted: ``harness diff`` then
+        has nothing for the turn)."""
         store = self.store(live)
 
         def snapshot() -> tuple[str, list[str]]:
@@ -158,8 +158,7 @@ class Checkpoints:
 
         try:
             end, changes = await anyio.to_thread.run_sync(snapshot)
-        except HarnessError as error:
-            live.recorder.record(None, Status(message=_skipped(error)))
+        except HarnessError:
             return
         kept = [line[:4200] for line in changes[:CHANGES_MAX]]
         live.recorder.record(

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 from attrs import frozen
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnStarted
+from harness_hookspecs import HarnessError, Payload, RunTurnRequest, Status, TurnStarted
 
 from .branching import Checkpoints
 from .budgets import DEFAULT_OUTPUT_RETRIES
@@ -82,9 +82,9 @@ async def begin_turn(
         opening = await anyio.to_thread.run_sync(
             opening_event, controller.ledger, live.ref.session_id, turn_id, options.attempt, prompt
         )
-    start = None
+    start = skipped = None
     if controller.checkpoints.on_turns:
-        start = await controller.checkpoints.turn_start(live, turn_id)
+        start, skipped = await controller.checkpoints.turn_start(live, turn_id)
         if live.active is not None:  # another turn began while the snapshot ran
             raise HarnessError("turn-active")
     timeout = options.timeout if options.timeout is not None else controller.turn_timeout
@@ -110,4 +110,6 @@ async def begin_turn(
         end_unretried(live, turn_id)
     live.recorder.lineage.expect(options.parent_event_id)
     await turn.begin(opening, request, inline=inline)
+    if skipped is not None:  # right after turn.started: the producer has not run yet
+        turn.record_runtime(Status(message=skipped))
     return turn

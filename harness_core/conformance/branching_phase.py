@@ -142,7 +142,7 @@ async def _fork(run: Run, controller: Any, seen: Seen) -> None:
     except HarnessError as error:
         if error.reason != "invalid-request":
             seen.problems.append(f"a fork at an unknown event raised {error.reason}")
-    child = await controller.fork(parent, at=first.terminal.event_id)
+    child = await controller.fork(parent, at=first.terminal.event_id, **run.session_kwargs())
     for ref, side in ((child, "child"), (parent, "parent")):
         forked = [e for e in _session_events(run, ref) if e.type == "session.forked"]
         payload: Any = forked[0].payload if len(forked) == 1 else None

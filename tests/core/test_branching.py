@@ -245,8 +245,10 @@ def test_checkpoint_over_the_size_limit(make_controller, workspace):
     over, result, events = anyio.run(main)
     assert over.reason == "limit-exceeded" and "size limit" in str(over)
     assert result.ok  # the turn runs without its checkpoint, and says so
-    statuses = [e.payload.message for e in types(events, "status") if e.turn_id is None]
-    assert any("over the checkpoint size limit" in line for line in statuses)
+    started = types(events, "turn.started")[0]
+    after_start = events[events.index(started) + 1]  # the turn says so, first thing
+    assert after_start.type == "status" and after_start.turn_id == started.turn_id
+    assert "over the checkpoint size limit" in after_start.payload.message
     assert not types(events, "checkpoint.created")
 
 

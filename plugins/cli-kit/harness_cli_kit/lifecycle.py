@@ -170,12 +170,12 @@ class PerTurnCliAdapter:
         process = await context.spawn(
             turn.argv, env=turn.env, cwd=workspace, stdin=turn.stdin is not None
         )
-        if turn.stdin is not None:
-            await process.send(turn.stdin)
-        if turn.started:
-            yield Status(message=turn.started)
         self.running[request.session.session_id] = process
         try:
+            if turn.stdin is not None:
+                await process.send(turn.stdin)
+            if turn.started:
+                yield Status(message=turn.started)
             async for payload in turn.stream.drive(process, session.remember):
                 yield payload
         finally:

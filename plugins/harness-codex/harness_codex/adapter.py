@@ -347,10 +347,10 @@ class CodexAdapter(PerTurnCliAdapter):
             while True:
                 process = self.running.get(session_id)
                 stream = self.streams.get(session_id)
-                if process is None or process.returncode is not None or stream is None:
-                    break
-                line = stream.steer_line(request.text)
-                if line is not None:
+                if process is not None and process.returncode is not None:
+                    break  # the turn's app-server is gone
+                line = stream.steer_line(request.text) if stream is not None else None
+                if process is not None and line is not None:
                     await process.send(line)
                     return
                 await anyio.sleep(0.05)
