@@ -3,7 +3,7 @@
 The turns a conversation holds at an event: a fork's parent's turns up to its fork point first
 (``session.forked`` in the child), then each of the session's turns that ended, cut back by each
 ``session.rewound`` that took the conversation back. What a fork hands its child, what a rewind
-keeps, and what a resumed harness replays (:func:`harness_core.history.transcript`).
+keeps, and what a resumed harness replays (:func:`harness_core.transcript.transcript`).
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ from .digests import sha256_hex
 from .redaction import Redactor
 
 if TYPE_CHECKING:
-    from .history import TranscriptTurn
     from .host_tools import ToolBridge
     from .process import Process
+    from .transcript import TranscriptTurn
 
 _contexts = itertools.count(1)
 
@@ -196,7 +196,7 @@ class RuntimeSessionContext:
         (no native resume) or rebuilds its memory after a resume in a new process."""
         if self._ledger is None:
             return ()
-        from .history import transcript  # only a harness that replays its context asks
+        from .transcript import transcript  # only a harness that replays its context asks
 
         return transcript(self._ledger, self.session_id)
 

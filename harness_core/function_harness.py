@@ -47,7 +47,7 @@ from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import add_usage
-from .history import history_pairs
+from .transcript import history_pairs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,7 +170,7 @@ class FunctionSession:
         ``write``, ``read``, ``fetch``, ``mcp``, ``other``), ``command``, ``path``, ``input``,
         ``can_edit``. Returns the :class:`PermissionDecision` (``.allowed``, ``.behavior``,
         ``.source``, ``.reason``, ``.updated_input``), recorded as ``permission.requested`` /
-        ``permission.resolved``. The harness must claim the ``permissions`` feature
+        ``permission.resolved``. The harness must declare the ``permissions`` feature
         (``@harness(name, features=(..., "permissions"))``) for the ``strict`` posture."""
         if self._context is None:
             raise HarnessError("invalid-request", "the session has no runtime context")
@@ -451,10 +451,10 @@ def harness(
     may point straight at it.
 
     :param name: the harness name (``harness run NAME``, ``open_session(harness=NAME)``).
-    :param features: what the harness claims in its descriptor (``harness describe NAME``),
+    :param features: what the harness declares in its descriptor (``harness describe NAME``),
         from the contract's ``FEATURES``. The default, ``("resume", "cancel")``, does not
         include ``permissions``: a function that calls :meth:`FunctionSession.request_permission`
-        should claim it, or the ``strict`` posture is refused with ``unsupported-feature``.
+        should declare it, or the ``strict`` posture is refused with ``unsupported-feature``.
         ``usage`` says it reports usage (a :class:`Result` with ``usage``).
     :param targets: where it runs (default ``("local",)``).
     :param version: the harness's version, shown by ``describe``.

@@ -11,38 +11,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_hookspecs import Event, HarnessError, Payload, SessionClosed, SessionRecord, TurnFailed
+from harness_hookspecs import HarnessError, Payload, SessionClosed, SessionRecord, TurnFailed
 from harness_hookspecs.protocols import LedgerStore
 
-from .clock import now
-from .digests import event_id_prefix
+from .delivery import Delivery
+from .recorder import SessionRecorder
+from .redaction import Redactor
 from .retry import dangling_turn
 
 
-def closing_events(ledger: LedgerStore, record: SessionRecord) -> list[Event]:
-    """The events that close ``record``'s session (the caller holds its claim): the dangling
-    turn's ``interrupted`` terminal when one is open, then ``session.closed``."""
-    ref = record.ref
-    last = ledger.last_sequence(ref.session_id)
-    dangling = dangling_turn(ledger, ref.session_id, last)
+def closing_payloads(
+    ledger: LedgerStore, record: SessionRecord
+) -> list[tuple[str | None, Payload]]:
+    """What closes ``record``'s session (the caller holds its claim), as ``(turn_id, payload)``:
+    the dangling turn's ``interrupted`` terminal when one is open, then ``session.closed``."""
+    session_id = record.ref.session_id
+    dangling = dangling_turn(ledger, session_id, ledger.last_sequence(session_id))
     ends: list[tuple[str | None, Payload]] = []
     if dangling is not None:
         ends.append((dangling, TurnFailed(reason="interrupted")))
     ends.append((None, SessionClosed()))
-    prefix = event_id_prefix(ref.session_id)
-    return [
-        Event(
-            event_id=f"{prefix}{last + index}",
-            sequence=last + index,
-            session_id=ref.session_id,
-            turn_id=turn_id,
-            harness=ref.harness,
-            timestamp=now(),
-            type=payload.TYPE,
-            payload=payload,
-        )
-        for index, (turn_id, payload) in enumerate(ends, start=1)
-    ]
+    return ends
+
+
+def closing_recorder(
+    ledger: LedgerStore, delivery: Delivery, record: SessionRecord
+) -> SessionRecorder:
+    """The session's one write path, for a session no process has live: its next sequence read
+    from the ledger; nothing to redact (the payloads that close carry no text)."""
+    return SessionRecorder(
+        record.ref,
+        ledger=ledger,
+        delivery=delivery,
+        redactor=Redactor(),
+        next_sequence=ledger.last_sequence(record.ref.session_id) + 1,
+    )
 
 
 async def close_from_anywhere(controller: Any, session_id: str) -> None:

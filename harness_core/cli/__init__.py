@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from .commands.reading import DEFAULT_SESSIONS_LIMIT
 from .exits import EXIT_CANCELLED, EXIT_OK, EXIT_USAGE
-from .view import format_event
 
 if TYPE_CHECKING:
     from .commands import CommandSet
 
-__all__ = ["DEFAULT_SESSIONS_LIMIT", "build_parser", "format_event", "main"]
+__all__ = ["DEFAULT_SESSIONS_LIMIT", "build_parser", "main"]
 
 
 class _Parser(ArgumentParser):

@@ -13,10 +13,10 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from ..transcript import format_event
 from .commands.bundle import PACE_CAP
 from .exits import EXIT_OK
 from .output import print_json
-from .view import format_event
 
 if TYPE_CHECKING:
     from harness_hookspecs import Event

@@ -49,6 +49,15 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     from ..plugins import Plugins
 
     plugins = Plugins()
+    if args.name not in plugins.harnesses:
+        kit = _plugin_kit(plugins, args.name)
+        if kit is not None:  # a sandbox provider's or a credential resolver's kit
+            report = kit(args.name, plugins)
+            if args.json:
+                print_json(report.to_dict())
+            else:
+                _show(report, Out())
+            return EXIT_OK if report.passed else EXIT_TURN_FAILED
     check_harness(plugins, args.name)
     err = Out(sys.stderr)
     if not args.json:
@@ -62,6 +71,17 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     else:
         _show(report, Out())
     return EXIT_OK if report.passed else EXIT_TURN_FAILED
+
+
+def _plugin_kit(plugins: Any, name: str) -> Any:
+    """The kit for ``name`` when it is a sandbox provider or a credential resolver, else None."""
+    from ..conformance.plugin_kits import run_credentials_conformance, run_sandbox_conformance
+
+    if name in plugins.sandbox_providers:
+        return run_sandbox_conformance
+    if name in plugins.credential_resolvers:
+        return run_credentials_conformance
+    return None
 
 
 def _show(report: Any, out: Out) -> None:

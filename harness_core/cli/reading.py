@@ -17,11 +17,12 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
+from ..ledger.sqlite_read import SEARCHED_TYPES
+from ..transcript import clip, cost_text, format_event
 from .commands.reading import DEFAULT_SESSIONS_LIMIT
 from .errors import EXIT_OK, CliError, file_error
-from .ledger_read import SEARCHED_TYPES, ledger_url, open_for_reading, resolve_session
+from .ledger_read import ledger_url, open_for_reading, resolve_session
 from .output import Out, print_json, print_json_lines
-from .view import clip, cost_text, format_event
 
 DEFAULT_LIMIT = DEFAULT_SESSIONS_LIMIT
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -101,7 +102,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             r
             for r in store.list_sessions()
             if (args.harness is None or r.ref.harness == args.harness)
-            and (args.status is None or r.status == args.status)
+            and (args.status is None or (r.status == "closed") == (args.status == "closed"))
             and (since is None or r.created_at >= since)
         ]
         if args.query:
@@ -112,6 +113,16 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                 records = [r for r in records if r.session_id in found]
             else:
                 records = [r for r in records if _matches(store, r.session_id, needle)]
+        # A state past open/closed needs the session's last turn: read for those asked about.
+        turns: dict[str, str | None] = {}
+
+        def turn_of(record: Any) -> str | None:
+            if record.session_id not in turns:
+                turns[record.session_id] = open_turn(store, record.session_id)
+            return turns[record.session_id]
+
+        if args.status in ("running", "interrupted", "idle"):
+            records = [r for r in records if session_state(r.status, turn_of(r)) == args.status]
         limit = args.limit or DEFAULT_LIMIT
         more = len(records) > limit
         shown = records[:limit]
@@ -125,7 +136,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         # "interrupted" when a dead process left it (the next resume records that).
         rows = []
         for r in shown:
-            turn = open_turn(store, r.session_id)
+            turn = turn_of(r)
             rows.append(
                 {
                     **record_to_dict(r),

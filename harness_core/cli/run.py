@@ -28,7 +28,7 @@ from .output import Out, print_json
 from .prompt import check_names, check_workspace, parse_pairs, read_prompt, sandbox_spec
 from .status_line import TICK as STATUS_TICK
 from .status_line import StatusLine, wanted
-from .view import RunView, format_event
+from .view import RunView
 
 if TYPE_CHECKING:
     from harness_hookspecs import Event
@@ -126,6 +126,8 @@ class _Printer:
 
             print_json(event_to_dict(event))
         elif self.mode == "events":
+            from ..transcript import format_event
+
             sys.stdout.write(format_event(event) + "\n")
             sys.stdout.flush()
         else:

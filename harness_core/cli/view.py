@@ -1,6 +1,6 @@
-"""How events look to a person: one line per event (``--events``, ``harness events``) and the
-readable default view of ``harness run`` (the answer as it streams, compact tool/approval lines,
-a one-line summary).
+"""The readable default view of ``harness run``: the answer as it streams, compact tool/approval
+lines, a one-line summary. How one event reads as a line (``--events``, ``harness events``) and
+the text helpers live with the other rules for reading events, in :mod:`harness_core.transcript`.
 
 The readable view writes the assistant's text to stdout and everything else (session line, tool
 calls, approvals, failures, the summary) to stderr, so ``harness run NAME PROMPT > answer.txt``
@@ -15,89 +15,6 @@ from .output import Out
 
 if TYPE_CHECKING:
     from harness_hookspecs import Event, Usage
-
-
-def format_event(event: Event) -> str:
-    """One readable line per event."""
-    return f"{event.sequence:>5}  {event.type:<21} {_detail(event)}".rstrip()
-
-
-def _detail(event: Event) -> str:
-    from harness_hookspecs import events as ev
-
-    p = event.payload
-    if isinstance(p, ev.SessionOpened):
-        return f"{p.harness} ({p.target}) posture={p.posture} sandbox={p.sandbox}"
-    if isinstance(p, ev.SessionResumed):
-        return f"{p.harness} ({p.target})"
-    if isinstance(p, ev.TurnStarted):
-        return clip(p.prompt)
-    if isinstance(p, ev.MessageDelta):
-        return clip(p.text)
-    if isinstance(p, ev.MessageCompleted):
-        return f"[{p.role}] {clip(p.text)}"
-    if isinstance(p, ev.ToolStarted | ev.ToolCompleted):
-        status = "" if isinstance(p, ev.ToolStarted) else (" ok" if p.ok else " error")
-        return f"{p.name}{status}" + (f" - {p.summary}" if p.summary else "")
-    if isinstance(p, ev.PermissionRequested):
-        return f"{p.request_id} {p.summary}"
-    if isinstance(p, ev.PermissionResolved):
-        return f"{p.request_id} {p.decision} by {p.source}"
-    if isinstance(p, ev.UsageReported):
-        return usage_text(p.usage) or "-"
-    if isinstance(p, ev.Status):
-        return p.message
-    if isinstance(p, ev.Artifact):
-        return p.name + (f" {p.path}" if p.path else "")
-    if isinstance(p, ev.TurnCompleted):
-        if p.output is not None:
-            import json
-
-            return "output " + clip(json.dumps(p.output, ensure_ascii=False))
-        return clip(p.text or "")
-    if isinstance(p, ev.TurnFailed):
-        return failure_text(p.reason, p.message, p.hint)
-    if isinstance(p, ev.TurnCancelled):
-        return f"by {p.by}"
-    return ""
-
-
-def clip(text: str, limit: int = 160) -> str:
-    flat = text.replace("\n", "\\n")
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def failure_text(reason: str, message: str, hint: str | None) -> str:
-    return f"{reason}: {message}" + (f" ({hint})" if hint else "")
-
-
-def usage_text(usage: Usage | None) -> str:
-    """``12 in / 34 out tokens, $0.0012`` with unknown parts left out ('' when all unknown)."""
-    if usage is None:
-        return ""
-    parts = []
-    if usage.input_tokens is not None or usage.output_tokens is not None:
-        parts.append(f"{_n(usage.input_tokens)} in / {_n(usage.output_tokens)} out tokens")
-    if usage.cost_usd is not None:
-        parts.append(cost_text(usage.cost_usd))
-    return ", ".join(parts)
-
-
-def cost_text(cost: float | None) -> str:
-    if cost is None:
-        return "-"
-    return f"${cost:.4f}" if cost < 1 else f"${cost:.2f}"
-
-
-def _n(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"
-
-
-def duration_text(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, rest = divmod(int(seconds), 60)
-    return f"{minutes}m{rest:02d}s"
 
 
 class RunView:
@@ -131,6 +48,9 @@ class RunView:
 
     def show(self, event: Event) -> None:
         from harness_hookspecs import events as ev
+
+        # the transcript module (and its attrs classes) only once a run shows an event
+        from ..transcript import clip, failure_text
 
         p = event.payload
         if isinstance(p, ev.MessageDelta):
@@ -175,6 +95,8 @@ class RunView:
         return self._at_line_start
 
     def summary(self, status: str, usage: Usage | None, seconds: float) -> None:
+        from ..transcript import duration_text, usage_text
+
         self._end_text()
         style = {"completed": "bold green", "cancelled": "bold yellow"}.get(status, "bold red")
         parts = [usage_text(usage) or "usage unknown", duration_text(seconds)]

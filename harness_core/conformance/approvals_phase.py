@@ -1,4 +1,4 @@
-"""The kit's approvals phase: does a harness that claims ``permissions`` really ask the host?
+"""The kit's approvals phase: does a harness that declares ``permissions`` really ask the host?
 
 A harness without the feature must refuse the strict posture (``unsupported-feature``), never
 run it unchecked. A harness with it opens a strict session under a host handler that denies;

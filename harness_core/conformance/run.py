@@ -215,8 +215,8 @@ class Run:
         except (HarnessError, TimeoutError) as error:
             self.cancel_not_run = f"the cancel session did not open ({reason_of(error)})"
             return
-        claimed = "cancel" in self.features
-        slow = self.profile.slow_prompt if claimed else None
+        declared = "cancel" in self.features
+        slow = self.profile.slow_prompt if declared else None
         prompt = slow or self.profile.prompt
         turn = KitTurn(label="cancelled turn", session_id=ref.session_id)
         self.cancel_turn = turn
@@ -229,12 +229,12 @@ class Run:
             finally:
                 done.set()
 
-        self.probe.hold_next_turn = claimed and slow is None
+        self.probe.hold_next_turn = declared and slow is None
         try:
             async with controller.turn(ref, prompt) as running:
                 turn.turn_id = running.turn_id
                 probe_turn = self.probe.turns.get(running.turn_id)
-                if not claimed:
+                if not declared:
                     await self._refused_cancel(controller, ref, running.turn_id)
                     async for event in running:
                         turn.seen.append(event)

@@ -94,7 +94,7 @@ CHECKPOINT_ROWS = 16_384
 #: without this it could grow as long as commits keep coming.
 WAL_PAGES_MAX = 2_000
 
-_SELECT_EVENTS = (
+SELECT_EVENTS = (
     "SELECT session_id, sequence, event_id, turn_id, type, timestamp, harness, "
     "parent_event_id, protocol_version, payload FROM events "
     "WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?"
@@ -607,7 +607,7 @@ class SqliteStore(QueuedWrites):
 
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         """Events with ``sequence > after`` in order, at most ``limit`` of them."""
-        rows = self._read(_SELECT_EVENTS, (session_id, after, -1 if limit is None else limit))
+        rows = self._read(SELECT_EVENTS, (session_id, after, -1 if limit is None else limit))
         return [event_from_row(row) for row in rows]
 
     def last_sequence(self, session_id: str) -> int:

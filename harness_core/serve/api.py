@@ -258,6 +258,9 @@ async def session_events(request: Request) -> Response:
         return sse_response(follow(server, session_id, after))
     limit = int_param(request, "limit", None, MAX_LIMIT)
     events = await server.events(session_id, after=after, limit=limit)
+    turn_id = request.query_params.get("turn")
+    if turn_id:  # one turn's events (the viewer's raw view)
+        events = [event for event in events if event.turn_id == turn_id]
     return JSONResponse({"events": [event_to_dict(event) for event in events]})
 
 

@@ -19,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 from ..approvals import PendingApprovals
 from ..controller import Controller
 from . import api, viewer
+from .access_log import AccessLog
 from .limits import DEFAULT_MAX_BODY
 from .runner import Server
 
@@ -36,14 +37,18 @@ def allowed_hosts(host: str) -> list[str]:
     return ["*"]
 
 
-def create_app(server: Server, host: str = "127.0.0.1") -> Starlette:
+def create_app(server: Server, host: str = "127.0.0.1", *, access_log: bool = False) -> Starlette:
+    """The API, the viewer and its static files; ``access_log``: a line per request on stderr."""
+    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))]
+    if access_log:
+        middleware.insert(0, Middleware(AccessLog))  # outermost: refused hosts are logged too
     app = Starlette(
         routes=[
             *api.routes(),
             *viewer.routes(),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
-        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts(host))],
+        middleware=middleware,
     )
     app.state.server = server
     return app
@@ -97,11 +102,13 @@ async def serve(
     ready: Callable[[str, Any], None] | None = None,
     handle_signals: bool = False,
     max_body: int = DEFAULT_MAX_BODY,
+    access_log: bool = False,
 ) -> None:
     """Serve until told to exit (SIGINT/SIGTERM with ``handle_signals``, or ``should_exit`` on
     the handle passed to ``ready(url, handle)``); running turns are then cancelled (recorded as
     ``turn.cancelled``) and the controller, left by the caller, kills their processes.
-    ``max_body``: the largest request body read, in bytes (a larger one is a 413)."""
+    ``max_body``: the largest request body read, in bytes (a larger one is a 413);
+    ``access_log``: a line per request on stderr (``harness serve`` without ``--quiet``)."""
     import uvicorn
 
     sock = bind(host, port)
@@ -118,7 +125,7 @@ async def serve(
         if state.approvals is not None:  # a request waiting for the viewer wakes its followers
             state.approvals.on_request = lambda request: state.hub.notify(request.session_id or "")
         config = uvicorn.Config(
-            create_app(state, host),
+            create_app(state, host, access_log=access_log),
             log_level="warning",
             access_log=False,
             lifespan="off",

@@ -34,6 +34,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_BODY,
         help=f"largest request body accepted, in bytes (default {DEFAULT_MAX_BODY}: 413 past it)",
     )
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no request log (by default a line per request on stderr)",
+    )
 
 
 def _port(text: str) -> int:
@@ -97,6 +102,7 @@ def main(args: argparse.Namespace) -> int:
                 ready=ready,
                 handle_signals=True,
                 max_body=args.max_body,
+                access_log=not args.quiet,
             )
 
     try:

@@ -15,13 +15,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
+from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
-from .conversation import Item, TurnView, fold
 from .runner import Server
+from .timing import ToolCall, TurnTiming, duration_text, timings
 
+#: form-action 'self': the sessions page's search form is a plain GET to this server.
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
-    "img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 
 
@@ -59,6 +61,17 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     return f"{max(seconds, 0)}s ago"
 
 
+def relative_time(timestamp: str | None) -> str:
+    """A ``<time>`` showing how long ago ``timestamp`` was; the page script keeps it moving and
+    puts the local date and time in its title."""
+    if not timestamp:
+        return "-"
+    return (
+        f'<time class="rel" datetime="{esc(timestamp)}" title="{esc(timestamp)}">'
+        f"{esc(age(timestamp))}</time>"
+    )
+
+
 def tokens(input_tokens: Any, output_tokens: Any) -> str:
     if input_tokens is None and output_tokens is None:
         return "-"
@@ -67,6 +80,11 @@ def tokens(input_tokens: Any, output_tokens: Any) -> str:
 
 def cost(value: Any) -> str:
     return "-" if value is None else f"${value:.4f}"
+
+
+def known(text: str) -> str:
+    """``unknown`` for a figure nobody reported (``-``): absence is not zero."""
+    return "unknown" if text == "-" else text
 
 
 def _number(value: Any) -> str:
@@ -80,51 +98,39 @@ def status_of(view: dict[str, Any]) -> str:
     return str(view["state"])
 
 
-# -- sessions list ------------------------------------------------------------------------------
-
-
-async def index(request: Request) -> Response:
-    server = server_of(request)
-    records = await server.read(server.ledger.list_sessions, limit=200)
-    rows = []
-    for record in records:
-        view = await session_view(server, record.ref.session_id)
-        status = status_of(view)
-        last = view["last_turn"]
-        last_turn = f'<span class="badge {esc(last)}">{esc(last)}</span>' if last else "-"
-        rows.append(
-            f'<tr><td><a href="/sessions/{esc(record.ref.session_id)}">'
-            f"{esc(record.ref.session_id[:13])}</a></td>"
-            f"<td>{esc(record.ref.harness)}</td>"
-            f'<td><span class="badge {esc(status)}">{esc(status)}</span></td>'
-            f'<td class="num">{view["turns"]}</td>'
-            f"<td>{last_turn}</td>"
-            f'<td class="num">{esc(tokens(view["input_tokens"], view["output_tokens"]))}</td>'
-            f'<td class="num">{esc(cost(view["cost_usd"]))}</td>'
-            f'<td title="{esc(record.created_at)}">{esc(age(record.created_at))}</td></tr>'
-        )
-    table = (
-        '<table class="sessions"><thead><tr><th>session</th><th>harness</th><th>status</th>'
-        '<th class="num">turns</th><th>last turn</th><th class="num">tokens in / out</th>'
-        '<th class="num">cost</th><th>age</th></tr></thead><tbody>'
-        + ("".join(rows) or '<tr><td colspan="8" class="muted">no sessions yet</td></tr>')
-        + "</tbody></table>"
-    )
-    return page("sessions", f"<h1>Sessions</h1>{table}", page="index")
-
-
 # -- one session --------------------------------------------------------------------------------
 
 
-def render_item(item: Item) -> str:
+def render_tool(item: Item, call: ToolCall | None) -> str:
+    """A tool call on one line (what it ran -> what came of it, how long), expandable to the
+    whole of both and the call's facts. ``static/viewer.js`` builds the same from live events."""
+    ran = call.input if call is not None else ""
+    came = call.output if call is not None else item.text
+    took = duration_text(call.seconds) if call is not None and call.ended_at else ""
+    facts = ""
+    if call is not None:
+        facts = (
+            f"call <code>{esc(call.call_id)}</code> · events #{call.first_sequence}"
+            + (f"&ndash;#{call.last_sequence}" if call.last_sequence != call.first_sequence else "")
+            + (f" · started {relative_time(call.started_at)}" if call.started_at else "")
+        )
+    return (
+        f'<details class="tool {esc(item.state)}" data-call="{esc(item.key)}">'
+        f'<summary><span class="icon"></span><code class="name">{esc(item.name)}</code> '
+        f'<span class="input">{esc(ran)}</span><span class="arrow"></span>'
+        f'<span class="summary output">{esc(came)}</span> '
+        f'<span class="took">{esc(took)}</span></summary>'
+        f'<dl class="detail"><dt>ran</dt><dd class="detail-input">{esc(ran or "-")}</dd>'
+        f'<dt>result</dt><dd class="detail-output">{esc(came or "-")}</dd>'
+        f'<dt>call</dt><dd class="detail-facts">{facts}</dd></dl></details>'
+    )
+
+
+def render_item(item: Item, call: ToolCall | None = None) -> str:
     if item.kind == "text":
         return f'<div class="text">{esc(item.text)}</div>'
     if item.kind == "tool":
-        return (
-            f'<div class="tool {esc(item.state)}" data-call="{esc(item.key)}">'
-            f'<span class="icon"></span><code>{esc(item.name)}</code> '
-            f'<span class="summary">{esc(item.text)}</span></div>'
-        )
+        return render_tool(item, call)
     if item.kind == "permission":
         buttons = (
             '<button class="allow">Allow</button><button class="deny">Deny</button>'
@@ -165,19 +171,42 @@ def render_outcome(turn: TurnView) -> str:
     return ""
 
 
-def render_turn(turn: TurnView, number: int, harness: str) -> str:
-    items = "".join(render_item(item) for item in turn.items)
+def render_timing(timing: TurnTiming | None) -> str:
+    """``took 1.23 s · first token 0.40 s`` (a running turn's elapsed time is the script's)."""
+    if timing is None or timing.ended_at is None:
+        return ""
+    parts = [f"took {duration_text(timing.seconds)}"]
+    if timing.first_output_at is not None:
+        parts.append(f"first token {duration_text(timing.first_token_seconds)}")
+    return " · ".join(parts)
+
+
+def render_turn(
+    turn: TurnView,
+    number: int,
+    harness: str,
+    timing: TurnTiming | None = None,
+    calls: dict[tuple[str, str], ToolCall] | None = None,
+) -> str:
+    calls = calls or {}
+    items = "".join(
+        render_item(item, calls.get((turn.turn_id, item.key)) if item.kind == "tool" else None)
+        for item in turn.items
+    )
     return (
         f'<article class="turn" id="turn-{esc(turn.turn_id)}" data-turn="{esc(turn.turn_id)}" '
-        f'data-status="{esc(turn.status)}">'
+        f'data-status="{esc(turn.status)}" data-started="{esc(turn.started_at)}">'
         f'<div class="meta"><span class="badge {esc(turn.status)}">{esc(turn.status)}</span> '
-        f"turn {number} · <time>{esc(turn.started_at)}</time></div>"
+        f"turn {number} · {relative_time(turn.started_at)} · "
+        f'<span class="timing">{esc(render_timing(timing))}</span>'
+        '<button type="button" class="raw-toggle" aria-expanded="false">raw events</button></div>'
         f'<div class="prompt"><span class="who">prompt</span>'
         f'<div class="text">{esc(turn.prompt)}</div></div>'
         f'<div class="answer"><span class="who">{esc(harness)}</span>'
         f'<div class="items">{items}</div></div>'
         f'<div class="outcome">{render_outcome(turn)}</div>'
-        f'<div class="usage">{esc(render_usage(turn.usage))}</div></article>'
+        f'<div class="usage">{esc(render_usage(turn.usage))}</div>'
+        '<pre class="raw" hidden></pre></article>'
     )
 
 
@@ -190,9 +219,10 @@ async def session_page(request: Request) -> Response:
         return error_response(error)
     events = await server.events(session_id, after=0)
     conversation = fold(events)
+    timed = timings(events)
     harness = view["ref"]["provider"]
     turns = "".join(
-        render_turn(turn, number, harness)
+        render_turn(turn, number, harness, timed.turns.get(turn.turn_id), timed.tools)
         for number, turn in enumerate(conversation.turns, start=1)
     )
     status = status_of(view)
@@ -201,9 +231,9 @@ async def session_page(request: Request) -> Response:
         f'<p class="facts"><span class="badge {esc(status)}" id="session-status">{esc(status)}</span> '
         f'<span id="session-turns">{view["turns"]} turn{"" if view["turns"] == 1 else "s"}</span>'
         f' · tokens <span id="session-tokens">'
-        f"{esc(tokens(view['input_tokens'], view['output_tokens']))}</span>"
-        f' · <span id="session-cost">{esc(cost(view["cost_usd"]))}</span>'
-        f" · opened {esc(age(view['created_at']))}"
+        f"{esc(known(tokens(view['input_tokens'], view['output_tokens'])))}</span>"
+        f' · cost <span id="session-cost">{esc(known(cost(view["cost_usd"])))}</span>'
+        f" · opened {relative_time(view['created_at'])}"
         + (f" · model {esc(view['model'])}" if view.get("model") else "")
         + f" · workspace <code>{esc(view.get('workspace') or '-')}</code>"
         f' · <a href="/api/sessions/{esc(session_id)}/export">export</a></p>'
@@ -233,7 +263,9 @@ async def session_page(request: Request) -> Response:
 
 
 def routes() -> list[Route]:
+    from . import sessions_page  # it renders with this module's helpers
+
     return [
-        Route("/", index, methods=["GET"]),
+        Route("/", sessions_page.index, methods=["GET"]),
         Route("/sessions/{id}", session_page, methods=["GET"]),
     ]

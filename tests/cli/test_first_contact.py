@@ -97,3 +97,38 @@ def test_a_missing_cli_names_the_command_and_where_it_looked(cli_env, tmp_path, 
     assert run.returncode == UNAVAILABLE, run.stderr
     command = {"opencode": "opencode", "pi": "pi", **CLIS}[name]
     assert f"{command} was not found on PATH or in HARNESS_CLI_PATH={nowhere}" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("model", "key", "code", "said"),
+    [
+        # no key: OpenCode leaves the provider out of its connected ones and answers an opaque
+        # 500 ("model not found"); the adapter asks which providers have credentials
+        ("openai/gpt-4.1-mini", None, UNAVAILABLE, "has no valid credentials: set OPENAI_API_KEY"),
+        (
+            "anthropic/claude-sonnet-4-5",
+            None,
+            UNAVAILABLE,
+            "no credentials for provider anthropic: grant ANTHROPIC_API_KEY to opencode",
+        ),
+        # a key, but a model the provider does not have: not a credentials problem
+        ("openai/no-such-model", "sk-not-a-real-key-0123", 1, "provider-failed"),
+    ],
+)
+def test_opencode_without_credentials_is_authentication_required(
+    cli_env, tmp_path, model, key, code, said
+):
+    if not (NPM_BIN / "opencode").exists():
+        pytest.skip(f"opencode not installed in {NPM_BIN} (run .ci/install-clis.sh)")
+    env = bare_env(cli_env, tmp_path, str(NPM_BIN))
+    if key is not None:
+        env["OPENAI_API_KEY"] = key
+    run = harness(
+        env, "run", "opencode", "hi", "--workspace", str(tmp_path), "--model", model, timeout=180
+    )
+    assert run.returncode == code, run.stderr
+    assert said in run.stderr
+    if key is None:
+        assert "authentication-required" in run.stderr and "grants.toml" in run.stderr
+    else:
+        assert "authentication-required" not in run.stderr and key not in run.stderr

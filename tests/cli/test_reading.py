@@ -124,8 +124,8 @@ def test_reading_an_existing_ledger_leaves_it_as_it_was(ledger, tmp_path):
 
 def test_the_sql_summaries_equal_the_generic_ones(ledger, tmp_path):
     """The SQLite reader's four-query summaries are what reading every event gives."""
-    from harness_core.cli.ledger_read import ReadOnlySqlite
     from harness_core.cli.reading import summarize
+    from harness_core.ledger.sqlite_read import ReadOnlySqlite
 
     store = ReadOnlySqlite.open(str(tmp_path / "cli-ledger.sqlite"))
     try:

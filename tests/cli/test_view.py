@@ -10,7 +10,8 @@ from harness_hookspecs import events as ev
 
 from harness_core.cli.errors import unwrap
 from harness_core.cli.output import Out
-from harness_core.cli.view import RunView, format_event
+from harness_core.cli.view import RunView
+from harness_core.transcript import format_event
 
 
 def _events(*payloads):

@@ -11,7 +11,7 @@ from harness_hookspecs import ToolCompleted, ToolStarted
 
 from harness_core import harness
 from harness_core.function_harness import FunctionHarness
-from harness_core.history import history_pairs, render_transcript
+from harness_core.transcript import history_pairs, render_transcript
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

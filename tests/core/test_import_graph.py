@@ -178,7 +178,7 @@ NOT_IMPORTED_BY_A_RUN = (
     "harness_core.function_harness",
     "harness_core.structured_output",
     "harness_core.turn_protocol",
-    "harness_core.history",
+    "harness_core.transcript",
     "hashlib",
 )
 

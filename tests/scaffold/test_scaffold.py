@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -209,6 +210,68 @@ def test_harness_conformance_passes_right_after_install(generated):
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("PASS") == len(CHECK_NAMES) - 1 and "FAIL" not in result.stdout
     assert result.stdout.count("SKIP  approvals") == 1
+
+
+#: What breaks each kind's generated plugin, and the check that must then fail.
+BREAKS = {
+    # finalize forgets the scratch directory it made
+    "sandbox": (
+        "provider.py",
+        "shutil.rmtree(handle.state, ignore_errors=True)",
+        "pass",
+        "cleanup",
+    ),
+    # every credential claims a grant to another agent
+    "credentials": (
+        "resolver.py",
+        "priority=10,",
+        "priority=10, agent='someone-else',",
+        "grant-scope",
+    ),
+}
+
+
+def plugin_env(generated):
+    """The generated plugin's environment; the credentials one gets a value to resolve."""
+    env = dict(generated.env)
+    if generated.kind == "credentials":
+        resolver = (generated.project / PACKAGES["credentials"] / "resolver.py").read_text()
+        prefix = re.search(r'PREFIX = "([A-Z0-9_]+_)"', resolver).group(1)
+        env[prefix + "PROBE_TOKEN"] = "sk-kit-secret-0123456789abcdef"
+    return env
+
+
+@pytest.mark.parametrize("generated", ["sandbox", "credentials"], indirect=True)
+def test_sandbox_and_credentials_conformance_pass_and_a_broken_one_fails(generated, tmp_path):
+    env = plugin_env(generated)
+    result = run([*harness_cmd(), "conformance", generated.name], env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [line.split() for line in result.stdout.splitlines() if line.startswith("  ")]
+    marks = {words[1]: words[0] for words in lines}
+    expected = (
+        ["provision", "runs-in-workspace", "isolation", "network-none", "cleanup"]
+        if generated.kind == "sandbox"
+        else ["resolve", "grant-scope", "redaction"]
+    )
+    assert list(marks) == expected
+    assert set(marks.values()) == {"PASS"}, result.stdout  # the template isolates and redacts
+    # the same plugin, broken: its check fails, and the command says so
+    file, old, new, check = BREAKS[generated.kind]
+    broken_site = tmp_path / "site"
+    shutil.copytree(generated.site, broken_site)
+    source = broken_site / PACKAGES[generated.kind] / file
+    assert old in source.read_text()
+    source.write_text(source.read_text().replace(old, new))
+    env["PYTHONPATH"] = env["PYTHONPATH"].replace(str(generated.site), str(broken_site), 1)
+    broken = run([*harness_cmd(), "conformance", generated.name], env=env)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    failed = [
+        words[1]
+        for words in (line.split() for line in broken.stdout.splitlines())
+        if words[:1] == ["FAIL"]
+    ]
+    # (the credentials one also reaches no session: the runtime keeps another agent's grant)
+    assert check in failed, broken.stdout
 
 
 # -- errors ------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@ from harness_hookspecs import (
 
 from harness_core import HarnessError, harness
 
+from .browser import browser  # noqa: F401 (the viewer's browser tests' fixture)
+
 pytest.importorskip("starlette", reason="harness serve needs the serve extra (starlette)")
 pytest.importorskip("uvicorn", reason="harness serve needs the serve extra (uvicorn)")
 

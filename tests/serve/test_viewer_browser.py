@@ -1,34 +1,18 @@
 """The session viewer in headless Chromium (Debian's `chromium`, driven by Playwright).
 
 Turns are started through the API, as a host would; the page must show them live (no reload),
-cancel from its button, and show event text as text. Set HARNESS_SCREENSHOT_DIR to keep the
-session-page screenshot (the README's is made that way: HARNESS_SCREENSHOT_DIR=docs/images).
+cancel from its button, and show event text as text. The screenshot is kept as an
+artifact (``browser.py``; the README's is made with HARNESS_SCREENSHOT_DIR=docs/images).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
 
+from .browser import keep_screenshot, needs_chromium
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="needs pip playwright (dev extra)")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="needs Debian's chromium (./dev test installs it as root)"
-)
-
-
-@pytest.fixture
-def browser():
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"]
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
+pytestmark = needs_chromium
 
 
 def api_events(server, session_id):
@@ -77,13 +61,7 @@ def test_viewer_streams_a_turn_live_and_cancels_it(serve, workspace_dir, browser
         assert page.locator("#session-status").inner_text() == "running"
         assert page.locator("#session-turns").inner_text() == "2 turns"  # counted live
 
-        shot = tmp_path / "viewer-session.png"
-        page.screenshot(path=str(shot), full_page=True)
-        keep = os.environ.get("HARNESS_SCREENSHOT_DIR")
-        if keep:
-            os.makedirs(keep, exist_ok=True)
-            shutil.copy(shot, os.path.join(keep, "viewer-session.png"))
-        assert shot.stat().st_size > 10_000
+        assert keep_screenshot(page, "viewer-session").stat().st_size > 10_000
 
         page.locator("#cancel").click()
         page.wait_for_selector(

@@ -40,7 +40,11 @@ def _sessions_arguments(p: ArgumentParser) -> None:
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument("--limit", type=count(1), help=f"newest N (default {DEFAULT_SESSIONS_LIMIT})")
     p.add_argument("--harness", help="only sessions of this harness")
-    p.add_argument("--status", choices=("open", "closed"), help="only open or only closed sessions")
+    p.add_argument(
+        "--status",
+        choices=("running", "interrupted", "idle", "closed", "open"),
+        help="only sessions in this state (open: any but closed)",
+    )
     p.add_argument("--since", help="created since: 30m, 2h, 7d, 1w or an ISO date/time")
     p.add_argument("-q", "--query", metavar="TEXT", help="search prompts and answers")
 

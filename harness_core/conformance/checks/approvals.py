@@ -1,6 +1,6 @@
 """approvals: permission requests reach the host and are recorded; strict needs them.
 
-A harness that claims ``permissions`` asks the host during its profile's ``approval_prompt``
+A harness that declares ``permissions`` asks the host during its profile's ``approval_prompt``
 turn (strict posture, a host that denies); one that does not must refuse strict with
 ``unsupported-feature`` (then the check passes as skipped, with the reason).
 """

@@ -11,11 +11,11 @@ def cancel(evidence: Evidence) -> Outcome:
     run = evidence.run
     problems = [*run.cancel_problems, *evidence.probe.violations.get("cancel", [])]
     turn = run.cancel_turn
-    claimed = "cancel" in run.features
+    declared = "cancel" in run.features
     turn_processes: list[SeenProcess] = []
     if turn is not None and turn.turn_id is not None:
         turn_processes = [p for p in evidence.probe.processes if p.turn_id == turn.turn_id]
-        if claimed and not run.cancel_problems:
+        if declared and not run.cancel_problems:
             terminal = turn.terminal
             if terminal is None or terminal.type != "turn.cancelled":
                 problems.append(
@@ -31,7 +31,7 @@ def cancel(evidence: Evidence) -> Outcome:
     ok = (
         f"turn.cancelled reached the caller ({notes}); {len(turn_processes)} turn process(es), "
         "none left"
-        if claimed
+        if declared
         else notes
     )
     not_run = run.cancel_not_run or (evidence.nothing if turn is None else None)

@@ -69,6 +69,125 @@ function fmtUsage(usage) {
   return parts.join(" · ");
 }
 
+// -- time: relative timestamps that move, durations as the server writes them -------------------
+
+function parseTime(text) {
+  // the ledger writes microseconds; Date.parse wants at most milliseconds everywhere
+  return text ? Date.parse(String(text).replace(/(\.\d{3})\d+/, "$1")) : NaN;
+}
+
+function ago(ms) {
+  const seconds = Math.max(0, Math.floor(ms / 1000));
+  for (const [unit, size] of [["d", 86400], ["h", 3600], ["m", 60]]) {
+    if (seconds >= size) return Math.floor(seconds / size) + unit + " ago";
+  }
+  return seconds + "s ago";
+}
+
+function duration(seconds) {
+  // mirrors harness_core/serve/timing.py duration_text
+  if (seconds === null || seconds === undefined || isNaN(seconds)) return "-";
+  seconds = Math.max(0, seconds);
+  if (seconds < 10) return seconds.toFixed(2) + " s";
+  if (seconds < 60) return seconds.toFixed(1) + " s";
+  const minutes = Math.floor(seconds / 60), rest = Math.floor(seconds % 60);
+  return minutes + " m " + String(rest).padStart(2, "0") + " s";
+}
+
+function between(start, end) {
+  const a = parseTime(start), b = parseTime(end);
+  return isNaN(a) || isNaN(b) ? null : (b - a) / 1000;
+}
+
+function relativeTime(timestamp) {
+  const node = el("time", "rel", "");
+  node.dateTime = timestamp;
+  tickTime(node, Date.now());
+  return node;
+}
+
+function tickTime(node, now) {
+  const at = parseTime(node.dateTime);
+  if (isNaN(at)) return;
+  node.textContent = ago(now - at);
+  node.title = new Date(at).toLocaleString();
+}
+
+function tickTimes() {
+  const now = Date.now();
+  document.querySelectorAll("time.rel").forEach((node) => tickTime(node, now));
+  document.querySelectorAll("article.turn[data-status='running']").forEach((turn) => {
+    const started = parseTime(turn.dataset.started);
+    if (!isNaN(started)) {
+      turn.querySelector(".timing").textContent = "running " + duration((now - started) / 1000);
+    }
+  });
+}
+
+// -- tool calls: one line (ran -> result, took), expandable; mirrors viewer.py render_tool ------
+
+function toolNode(callId, name) {
+  const node = el("details", "tool running");
+  node.dataset.call = callId;
+  const line = el("summary");
+  line.append(el("span", "icon"), el("code", "name", name), " ", el("span", "input", ""),
+    el("span", "arrow"), el("span", "summary output", ""), " ", el("span", "took", ""));
+  const detail = el("dl", "detail");
+  detail.append(el("dt", null, "ran"), el("dd", "detail-input", "-"),
+    el("dt", null, "result"), el("dd", "detail-output", "-"),
+    el("dt", null, "call"), el("dd", "detail-facts", ""));
+  node.append(line, detail);
+  return node;
+}
+
+function applyTool(items, event) {
+  const p = event.payload;
+  let node = items.querySelector('.tool[data-call="' + CSS.escape(p.call_id) + '"]');
+  if (!node) {
+    node = toolNode(p.call_id, p.name);
+    node.dataset.first = event.sequence;
+    node.dataset.startedAt = event.timestamp;
+    items.append(node);
+  }
+  const facts = node.querySelector(".detail-facts");
+  facts.replaceChildren("call ", el("code", null, p.call_id), " · events #" + node.dataset.first
+    + (String(event.sequence) !== node.dataset.first ? "–#" + event.sequence : ""));
+  if (event.type === "tool.started") {
+    node.className = "tool running";
+    node.querySelector(".input").textContent = p.summary || "";
+    node.querySelector(".detail-input").textContent = p.summary || "-";
+    return;
+  }
+  node.className = "tool " + (p.ok ? "ok" : "error");
+  node.querySelector(".output").textContent = p.summary || "";
+  node.querySelector(".detail-output").textContent = p.summary || "-";
+  if (node.dataset.startedAt) {
+    node.querySelector(".took").textContent = duration(between(node.dataset.startedAt, event.timestamp));
+  }
+}
+
+// -- raw events: a turn's events as stored, fetched when asked for -------------------------------
+
+async function toggleRaw(session, button) {
+  const turn = button.closest("article.turn");
+  const pre = turn.querySelector("pre.raw");
+  const open = button.getAttribute("aria-expanded") === "true";
+  button.setAttribute("aria-expanded", String(!open));
+  pre.hidden = open;
+  if (open) return;
+  pre.textContent = "loading…";
+  try {
+    const url = "/api/sessions/" + encodeURIComponent(session) + "/events?turn="
+      + encodeURIComponent(turn.dataset.turn);
+    const response = await fetch(url);
+    const data = await response.json();
+    if (!response.ok) throw new Error((data.error || {}).message || response.status);
+    pre.textContent = data.events.map((e) => JSON.stringify(e, null, 2)).join("\n");
+  } catch (error) {
+    pre.textContent = "could not read the events: " + error.message;
+  }
+}
+
 class Live {
   constructor(body) {
     this.session = body.dataset.session;
@@ -86,6 +205,10 @@ class Live {
     const composer = document.getElementById("composer");
     if (composer) composer.addEventListener("submit", (e) => this.submit(e, composer));
     this.turns.addEventListener("click", (e) => this.decide(e));
+    this.turns.addEventListener("click", (e) => {
+      const button = e.target.closest(".raw-toggle");
+      if (button) toggleRaw(this.session, button);
+    });
     if (!body.dataset.closed) this.follow(Number(body.dataset.lastSequence || 0));
   }
 
@@ -118,24 +241,17 @@ class Live {
     switch (event.type) {
       case "message.delta":
         turn.dataset.streamed = "1";
+        this.firstOutput(turn, event);
         this.appendText(items, p.text);
         break;
       case "message.completed":
+        if (p.text) this.firstOutput(turn, event);
         if (p.role === "assistant" && !turn.dataset.streamed && p.text) this.appendText(items, p.text);
         break;
       case "tool.started":
-      case "tool.completed": {
-        let node = items.querySelector('.tool[data-call="' + CSS.escape(p.call_id) + '"]');
-        if (!node) {
-          node = el("div", "tool");
-          node.dataset.call = p.call_id;
-          node.append(el("span", "icon"), el("code", null, p.name), " ", el("span", "summary", ""));
-          items.append(node);
-        }
-        node.className = "tool " + (event.type === "tool.started" ? "running" : (p.ok ? "ok" : "error"));
-        if (p.summary) node.querySelector(".summary").textContent = p.summary;
+      case "tool.completed":
+        applyTool(items, event);
         break;
-      }
       case "permission.requested": {
         const node = el("div", "permission");
         node.dataset.request = p.request_id;
@@ -179,18 +295,18 @@ class Live {
       }
       case "turn.completed":
         if (p.text && !items.querySelector(".text")) this.appendText(items, p.text);
-        this.finishTurn(turn, "completed");
+        this.finishTurn(turn, "completed", event);
         break;
       case "turn.failed": {
         const node = el("div", "failure", "failed: ");
         node.append(el("code", null, p.reason), " " + p.message + (p.hint ? " (" + p.hint + ")" : ""));
         turn.querySelector(".outcome").replaceChildren(node);
-        this.finishTurn(turn, "failed");
+        this.finishTurn(turn, "failed", event);
         break;
       }
       case "turn.cancelled":
         turn.querySelector(".outcome").replaceChildren(el("div", "failure cancelled", "cancelled by " + p.by));
-        this.finishTurn(turn, "cancelled");
+        this.finishTurn(turn, "cancelled", event);
         break;
     }
   }
@@ -211,24 +327,41 @@ class Live {
     turn.id = "turn-" + event.turn_id;
     turn.dataset.turn = event.turn_id;
     turn.dataset.status = "running";
+    turn.dataset.started = event.timestamp;
     const meta = el("div", "meta");
+    const raw = el("button", "raw-toggle", "raw events");
+    raw.type = "button";
+    raw.setAttribute("aria-expanded", "false");
     meta.append(el("span", "badge running", "running"), " turn " + number + " · ",
-      el("time", null, event.timestamp));
+      relativeTime(event.timestamp), " · ", el("span", "timing", "running"), raw);
+    const pre = el("pre", "raw");
+    pre.hidden = true;
     const prompt = el("div", "prompt");
     prompt.append(el("span", "who", "prompt"), el("div", "text", event.payload.prompt));
     const answer = el("div", "answer");
     answer.append(el("span", "who", this.harness), el("div", "items"));
-    turn.append(meta, prompt, answer, el("div", "outcome"), el("div", "usage"));
+    turn.append(meta, prompt, answer, el("div", "outcome"), el("div", "usage"), pre);
     this.turns.append(turn);
     this.totals.turns += 1;
     this.showTotals();
     this.running = event.turn_id;
     this.setStatus("running");
     this.showCancel();
+    tickTimes();
   }
 
-  finishTurn(turn, status) {
+  firstOutput(turn, event) {
+    if (!turn.dataset.firstOutput) turn.dataset.firstOutput = event.timestamp;
+  }
+
+  finishTurn(turn, status, event) {
     turn.dataset.status = status;
+    const parts = ["took " + duration(between(turn.dataset.started, event.timestamp))];
+    if (turn.dataset.firstOutput) {
+      parts.push("first token " + duration(between(turn.dataset.started, turn.dataset.firstOutput)));
+    }
+    turn.querySelector(".timing").textContent = parts.join(" · ");
+    if (document.getElementById("notice").textContent === "cancel requested") notice("");
     const badge = turn.querySelector(".meta .badge");
     badge.className = "badge " + status;
     badge.textContent = status;
@@ -294,8 +427,27 @@ class Live {
   }
 }
 
+// -- the sessions page: fresh every few seconds, unless the person is busy with the search form --
+
+function watchIndex() {
+  const form = document.getElementById("search");
+  let touched = false;
+  if (form) {
+    form.addEventListener("input", () => { touched = true; });
+    form.querySelectorAll("select").forEach((select) => {
+      select.addEventListener("change", () => form.requestSubmit());
+    });
+  }
+  setInterval(() => {
+    const busy = touched || (form && form.contains(document.activeElement));
+    if (!busy && document.visibilityState === "visible") location.reload();
+  }, 5000);
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   takeToken();
+  tickTimes();
+  setInterval(tickTimes, 1000);
   if (document.body.dataset.page === "session") window.harnessLive = new Live(document.body);
-  if (document.body.dataset.page === "index") setTimeout(() => location.reload(), 5000);
+  if (document.body.dataset.page === "index") watchIndex();
 });

@@ -46,7 +46,7 @@ from harness_cli_kit.lifecycle import PerTurnCliAdapter
 from harness_hookspecs import HarnessError, Payload, RunTurnRequest, SessionContext, Status
 
 from .events import ServeEvents, classify, parse_events
-from .turn import ServeTurn
+from .turn import VENDOR, ServeTurn
 
 TESTED_CLI = "1.18.33"
 KEY_VAR = "HARNESS_OPENCODE_API_KEY"
@@ -84,7 +84,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
     state_file = STATE_FILE
     command_name = "opencode"
     #: its key comes as OPENAI_API_KEY (credentials-env's vendor fallback for openai)
-    vendor = "openai"
+    vendor = VENDOR
 
     display_name = "OpenCode"
     tested_cli = f"opencode-ai {TESTED_CLI}"

@@ -25,6 +25,7 @@ USERNAME = "opencode"
 _LISTENING = re.compile(rb"opencode server listening on (http://127\.0\.0\.1:\d{1,5})\b")
 #: An event larger than this is dropped (OpenCode's events are far smaller).
 MAX_EVENT = 8 * 1024 * 1024
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]{1,63}")
 #: Seconds a short request (create a session, answer a permission) may take.
 REQUEST_TIMEOUT = 30.0
 
@@ -122,6 +123,34 @@ class ServeClient:
         if not isinstance(reply, Mapping):
             raise ServeError(0)
         return reply
+
+    async def providers(self) -> tuple[set[str], dict[str, str]]:
+        """``GET /provider``: the ids of the providers that have credentials (``connected``)
+        and, per known provider, the first environment variable its key is read from."""
+        httpx = self.httpx
+        try:
+            response = await self.http.get("/provider")
+            body = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            raise ServeError(0) from None
+        if not isinstance(body, Mapping):
+            raise ServeError(0)
+        connected = body.get("connected")
+        ids = (
+            {item for item in connected if isinstance(item, str)}
+            if isinstance(connected, list)
+            else set()
+        )
+        variables: dict[str, str] = {}
+        for provider in body.get("all") or []:
+            if not isinstance(provider, Mapping) or not isinstance(provider.get("id"), str):
+                continue
+            names = provider.get("env")
+            first = names[0] if isinstance(names, list) and names else None
+            # a variable's name, never a value; checked, not trusted
+            if isinstance(first, str) and _ENV_NAME.fullmatch(first):
+                variables[provider["id"]] = first
+        return ids, variables
 
     async def answer(self, request_id: str, reply: str, message: str | None = None) -> None:
         """``POST /permission/{id}/reply``: ``once`` or ``reject`` (with a message the model

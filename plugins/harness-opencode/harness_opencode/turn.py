@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 from harness_cli_kit import NativeSession, safe_id
+from harness_cli_kit.classify import auth_hint
 from harness_hookspecs import HarnessError, Payload, ProcessHandle, SessionContext, TurnFailed
 
 from .events import ServeEvents
@@ -31,6 +32,8 @@ START_TIMEOUT = 60.0
 IDLE_GRACE = 3.0
 TITLE = "harness_core session"
 NO_EVENTS = "opencode serve's event stream did not open"
+#: The provider whose key credentials-env passes to opencode without a grant (its vendor).
+VENDOR, VENDOR_KEY = "openai", "OPENAI_API_KEY"
 #: What the model is told when the host denies a call without a reason.
 DENIED = "denied by the host"
 
@@ -143,7 +146,14 @@ class ServeTurn:
             tasks.start_soon(self._relay, client, events, send, (subscribed, idle), tasks)
             with anyio.fail_after(START_TIMEOUT):
                 await subscribed.wait()
-            reply = await client.prompt(native_id, self.body)
+            try:
+                reply = await client.prompt(native_id, self.body)
+            except ServeError as error:
+                missing = await self._without_credentials(client, error)
+                if missing is None:
+                    raise
+                tasks.cancel_scope.cancel()
+                return [missing]
             with anyio.move_on_after(IDLE_GRACE):
                 await idle.wait()
             tasks.cancel_scope.cancel()
@@ -152,6 +162,33 @@ class ServeTurn:
             # stream CLIs are at their terminal line) rather than by SIGTERM and its shutdown.
             await self.process.terminate(0)
         return events.ending(reply)
+
+    async def _without_credentials(
+        self, client: ServeClient, error: ServeError
+    ) -> TurnFailed | None:
+        """``authentication-required`` when the prompt failed (OpenCode answers an opaque 500)
+        because the model's provider has no credentials: OpenCode leaves a provider without a
+        key out of its ``connected`` list, so the model is "not found". ``None`` otherwise."""
+        model = self.body.get("model")
+        provider = model.get("providerID") if isinstance(model, Mapping) else None
+        if error.status < 500 or not isinstance(provider, str):
+            return None
+        try:
+            connected, variables = await client.providers()
+        except ServeError:
+            return None
+        if provider in connected:
+            return None
+        if provider == VENDOR:  # its key is the one credentials-env passes by default
+            return TurnFailed(
+                reason="authentication-required", hint=auth_hint("opencode", VENDOR_KEY)
+            )
+        variable = variables.get(provider) or "its key"
+        return TurnFailed(
+            reason="authentication-required",
+            hint=f"opencode has no credentials for provider {safe_id(provider) or '?'}: grant "
+            f"{variable} to opencode in grants.toml (by default only {VENDOR_KEY} is passed)",
+        )
 
     async def _relay(
         self,

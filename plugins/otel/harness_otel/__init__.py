@@ -144,16 +144,18 @@ class OtelObserver:
         elif event.turn_id is not None and event.turn_id in session.turns:
             self._turn_event(event, session, session.turns[event.turn_id])
 
-    def end_all(self) -> None:
-        """End every span still open (a host shutting down without closing its sessions)."""
+    def end_all(self, at: str | None = None) -> None:
+        """End every span still open (a host shutting down without closing its sessions), now
+        or at the timestamp ``at`` (a replay ends them at its last event)."""
+        end = _ns(at) if at else None
         for session_id in list(self._sessions):
             session = self._sessions.pop(session_id)
             for turn in session.turns.values():
                 for child in turn.children.values():
-                    child.end()
-                turn.span.end()
+                    child.end(end_time=end)
+                turn.span.end(end_time=end)
             if session.span is not None:
-                session.span.end()
+                session.span.end(end_time=end)
 
     # -- sessions and turns --------------------------------------------------------------------
 

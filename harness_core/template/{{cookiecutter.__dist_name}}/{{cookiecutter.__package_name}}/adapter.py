@@ -109,7 +109,7 @@ class {{ cookiecutter.__class_prefix }}Adapter(PerTurnCliAdapter):
     state_file = "{{ cookiecutter.__package_name }}-session.json"
     display_name = {{ cookiecutter.plugin_name | tojson }}
     tested_cli = f"fake_agent.py ({NAME} {__version__})"
-    # Claim only what really works: the conformance kit checks each claim.
+    # Declare only what really works: the conformance kit checks each declared feature.
     features = ("resume", "cancel", "usage")
     # The config keys this adapter reads besides the kit's own (a session config with any
     # other key is refused at open, naming it).

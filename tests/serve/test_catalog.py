@@ -1,0 +1,143 @@
+"""The sessions page's index (serve/catalog.py): what a search, a filter and a page find, the
+counts beside the filters, and that it follows the ledger as it grows."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from harness_hookspecs import Event, HarnessError
+from harness_hookspecs import events as ev
+
+from harness_core.ledger import open_ledger
+from harness_core.serve.catalog import Catalog, Query
+from harness_core.testing.many_sessions import (
+    expected,
+    fill_ledger,
+    kind_of,
+    session_id_of,
+    stamp,
+)
+
+COUNT = 120
+NOW = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(tmp_path):
+    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    fill_ledger(url, COUNT, now=NOW)
+    opened = open_ledger(url)
+    yield opened
+    opened.close()
+
+
+def ids(page):
+    return [entry.record.session_id for entry in page.entries]
+
+
+def test_pages_are_newest_first_and_cover_every_session(store):
+    catalog = Catalog()
+    seen = []
+    for number in range(1, 4):
+        page = catalog.page(store, Query(page=number), now=NOW)
+        assert page.total == COUNT and page.pages == 3
+        assert page.first == (number - 1) * 50 + 1
+        seen += ids(page)
+    assert seen == [session_id_of(i) for i in range(COUNT)]
+    assert catalog.page(store, Query(page=9), now=NOW).entries == []
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        {"harness": "codex"},
+        {"state": "closed"},
+        {"state": "interrupted"},
+        {"state": "idle", "harness": "pi"},
+    ],
+)
+def test_filters_find_exactly_the_matching_sessions(store, where):
+    page = Catalog().page(store, Query(per_page=500, **where), now=NOW)
+    assert ids(page) == [session_id_of(i) for i in expected(COUNT, **where)]
+
+
+def test_text_search_reads_prompts_and_answers_and_every_word_must_match(store):
+    catalog = Catalog()
+    page = catalog.page(store, Query(text="N17X"), now=NOW)  # in session 17's answer only
+    assert ids(page) == [session_id_of(17)]
+    page = catalog.page(store, Query(text="Session 4: PARSER", per_page=500), now=NOW)
+    words = ("session", "4:", "parser")  # "4:" ends the number: sessions 4, 14, 24, ...
+    assert ids(page) == [
+        session_id_of(i)
+        for i in range(COUNT)
+        if all(word in (kind_of(i)["prompt"] + kind_of(i)["answer"]).lower() for word in words)
+    ]
+    assert page.total == len([i for i in range(COUNT) if i % 10 == 4 and i % 7 == 3])
+    assert catalog.page(store, Query(text="parser nothing-like-this"), now=NOW).total == 0
+
+
+def test_since_keeps_sessions_created_in_the_window(store):
+    page = Catalog().page(store, Query(since="1h", per_page=500), now=NOW)
+    # one a minute, the 60-minute-old one included (the window's start is inclusive)
+    assert ids(page) == [session_id_of(i) for i in range(61)]
+
+
+def test_facet_counts_ignore_their_own_filter(store):
+    page = Catalog().page(store, Query(harness="codex", state="closed"), now=NOW)
+    codex = expected(COUNT, harness="codex")
+    assert page.state_counts["closed"] == len([i for i in codex if kind_of(i)["state"] == "closed"])
+    assert page.state_counts["idle"] == len([i for i in codex if kind_of(i)["state"] == "idle"])
+    closed = expected(COUNT, state="closed")
+    assert page.harness_counts["pi"] == len([i for i in closed if kind_of(i)["harness"] == "pi"])
+    assert page.all_sessions == COUNT
+
+
+def test_new_events_and_sessions_are_found_on_the_next_look(store):
+    catalog = Catalog()
+    assert catalog.page(store, Query(text="late words"), now=NOW).total == 0
+    # session 2 (idle) gets a second turn, still running in no live process: interrupted
+    session_id, start = session_id_of(2), NOW + timedelta(seconds=30)
+    store.append(
+        [
+            Event(
+                event_id="late-1",
+                sequence=9,
+                session_id=session_id,
+                turn_id="late-turn",
+                harness="claude-code",
+                timestamp=stamp(start),
+                type="turn.started",
+                payload=ev.TurnStarted(prompt="late words"),
+            )
+        ]
+    )
+    page = catalog.page(store, Query(text="late words"), now=NOW)
+    assert ids(page) == [session_id]
+    entry = page.entries[0]
+    assert entry.summary.turns == 2 and entry.state == "interrupted"
+    store.claim(session_id)  # a live writer holds it: the turn is running
+    assert catalog.page(store, Query(state="running"), now=NOW).total == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"state": "asleep"}, "state"),
+        ({"since": "3y"}, "since"),
+        ({"page": "0"}, "page"),
+        ({"page": "x"}, "page"),
+        ({"per_page": "100000"}, "per_page"),
+    ],
+)
+def test_a_bad_parameter_is_invalid_request_naming_it(params, named):
+    with pytest.raises(HarnessError) as caught:
+        Query.from_params(params)
+    assert caught.value.reason == "invalid-request" and named in (caught.value.hint or "")
+
+
+def test_query_links_drop_defaults_and_a_new_filter_starts_at_page_one():
+    query = Query(text="x y", harness="pi", page=3)
+    assert query.params() == {"q": "x y", "harness": "pi", "page": "3"}
+    assert query.params(state="idle") == {"q": "x y", "harness": "pi", "state": "idle"}
+    assert query.params(page=4)["page"] == "4"
