@@ -91,6 +91,10 @@ async def _steer(run: Run, controller: Any, seen: Seen) -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(consume, running)
             await run.wait_running(done, probe_turn)
+            # and until the adapter said something (a CLI has started its process by then)
+            with anyio.move_on_after(run.profile.turn_timeout or run.timeout):
+                while not done.is_set() and len(turn.seen) < 2:
+                    await anyio.sleep(0.01)
             if done.is_set():
                 seen.not_run = "the turn ended before it could be steered (give a slow_prompt)"
                 return
