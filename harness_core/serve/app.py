@@ -13,12 +13,12 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.routing import Mount
+from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..approvals import PendingApprovals
 from ..controller import Controller
-from . import api, viewer
+from . import api, sessions_page, viewer
 from .access_log import AccessLog
 from .limits import DEFAULT_MAX_BODY
 from .runner import Server
@@ -45,7 +45,8 @@ def create_app(server: Server, host: str = "127.0.0.1", *, access_log: bool = Fa
     app = Starlette(
         routes=[
             *api.routes(),
-            *viewer.routes(),
+            Route("/", sessions_page.index, methods=["GET"]),
+            Route("/sessions/{id}", viewer.session_page, methods=["GET"]),
             Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=middleware,

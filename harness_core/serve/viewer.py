@@ -13,7 +13,6 @@ from typing import Any
 from harness_hookspecs import HarnessError
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
 
 from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
@@ -260,12 +259,3 @@ async def session_page(request: Request) -> Response:
         cost_usd=_number(view["cost_usd"]),
         closed="1" if conversation.closed else "",
     )
-
-
-def routes() -> list[Route]:
-    from . import sessions_page  # it renders with this module's helpers
-
-    return [
-        Route("/", sessions_page.index, methods=["GET"]),
-        Route("/sessions/{id}", session_page, methods=["GET"]),
-    ]
