@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from harness_hookspecs import HarnessError, HostTool, hookimpl
 
+    from .checkpoints import CheckpointSettings
     from .controller import Controller
     from .function_harness import FunctionSession, Message, Result, harness
     from .plugin_manager import Plugins, get_plugins, plugins_from
@@ -23,6 +24,7 @@ _WHERE = {
     "HarnessError": "harness_hookspecs",
     "hookimpl": "harness_hookspecs",
     "HostTool": "harness_hookspecs",
+    "CheckpointSettings": "harness_core.checkpoints",
     "Controller": "harness_core.controller",
     "Turn": "harness_core.turn",
     "TurnResult": "harness_core.turn",
@@ -36,6 +38,7 @@ _WHERE = {
 }
 
 __all__ = [
+    "CheckpointSettings",
     "Controller",
     "FunctionSession",
     "HarnessError",

@@ -41,18 +41,22 @@ from harness_hookspecs import (
     SessionRecord,
     SessionRef,
     SessionResumed,
+    SessionRewound,
     assert_supported,
 )
 from harness_hookspecs.protocols import LedgerStore
 
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
+from .branching import Checkpoints, steer
 from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
+from .checkpoints import CheckpointSettings
 from .clock import backend_clock, now
 from .command_policy import CommandPolicy
 from .config_check import check_config
 from .context import default_state_root
 from .delivery import Delivery
-from .diagnostics import log_directory
+from .diagnostics import ledger_files, log_directory
+from .fork import fork_session
 from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .observer_queue import DEFAULT_OBSERVER_QUEUE
@@ -128,6 +132,7 @@ class Controller:
         dangerous_grant: bool | Collection[str] = False,
         tool_hooks: Sequence[ToolHook] = (),
         observer_queue: int = DEFAULT_OBSERVER_QUEUE,
+        checkpoints: CheckpointSettings | bool = False,
     ) -> None:
         """Every argument is keyword-only; a controller is entered with ``async with``.
 
@@ -168,9 +173,10 @@ class Controller:
         :param observer_queue: how many events an ``async def`` ``on_event`` observer may lag;
             it is fed from its own queue by a task, never awaited by a turn; the events beyond
             are dropped for it and reported (:mod:`.observer_queue`).
+        :param checkpoints: snapshot workspaces around each turn (``True``, or settings).
         """
         self.plugins = plugins if plugins is not None else get_plugins()
-        self._set_storage(ledger, state_dir)
+        self._set_storage(ledger, state_dir, checkpoints)
         self.turn_timeout = turn_timeout
         self.max_events_per_turn = max_events_per_turn
         self.env_passthrough = tuple(env_passthrough)
@@ -201,10 +207,13 @@ class Controller:
         self.cancelled_class: type[BaseException] | None = None  # known once entered
 
     def _set_storage(
-        self, ledger: LedgerStore | str | None, state_dir: str | os.PathLike[str] | None
+        self,
+        ledger: LedgerStore | str | None,
+        state_dir: str | os.PathLike[str] | None,
+        checkpoints: CheckpointSettings | bool,
     ) -> None:
-        """The ledger (opened here from a URL or the default), the state root and the log
-        directory."""
+        """The ledger (opened here from a URL or the default), the state root, the log
+        directory and the workspace checkpoints."""
         self.ledger: LedgerStore = (
             ledger
             if ledger is not None and not isinstance(ledger, str)
@@ -216,6 +225,12 @@ class Controller:
         self.state_root = root.absolute()
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
+        #: the sessions' workspace checkpoints (:mod:`.branching`)
+        self.checkpoints = Checkpoints(
+            CheckpointSettings() if checkpoints is True else checkpoints or None,
+            self.state_root,
+            (self.log_directory, *ledger_files(self.ledger)),
+        )
 
     def _set_delivery(self, tool_hooks: Sequence[ToolHook], observer_queue: int) -> None:
         """The hook fast path, the delivery every session's recorder shares, and the host's
@@ -308,8 +323,21 @@ class Controller:
                 request = OpenSessionRequest(**fields)
             except (TypeError, ValueError) as error:
                 raise HarnessError("invalid-request", safe_hint(error)) from None
+        live = await self.open_live(request, session_id, limits)
+        return live.ref
+
+    async def open_live(
+        self,
+        request: OpenSessionRequest,
+        session_id: str | None,
+        limits: Budget,
+        *,
+        fork: Callable[[Any], Any] | None = None,
+    ) -> LiveSession:
+        """:meth:`open_session` once its request is built: the checks, the adapter's open (or,
+        ``fork``, its fork: feature ``fork`` checked), the record and ``session.opened``."""
         descriptor = self.describe(request.harness)
-        assert_supported(descriptor, request.target)
+        assert_supported(descriptor, request.target, "fork" if fork is not None else None)
         require_asking(descriptor, request.posture)
         require_dangerous_grant(request.posture, request.agent, self.dangerous_grant)
         require_usage_for(descriptor, limits)
@@ -319,7 +347,10 @@ class Controller:
             descriptor,
             proposed,
             SessionFields.of(request, request.target),
-            lambda context: self.call("harness_open_session", request=request, context=context),
+            fork
+            or (
+                lambda context: self.call("harness_open_session", request=request, context=context)
+            ),
         )
         live.limits.budget = limits
         create_record(
@@ -338,7 +369,7 @@ class Controller:
             ),
         )
         await live.recorder.deliver()
-        return live.ref
+        return live
 
     async def resume_session(
         self,
@@ -568,6 +599,50 @@ class Controller:
             except Exception:
                 pass
         await turn.cancel("host")
+
+    # -- steer / fork / checkpoint / rewind (:mod:`.branching`) ------------------------------
+
+    async def steer(self, session: SessionRef | str, text: str) -> None:
+        """Add ``text`` to the session's running turn (feature ``steer``): the harness hands it
+        to the model before its next request in the turn; ``turn.steered`` is recorded.
+        ``turn-not-found`` when no turn runs, ``unsupported-feature`` without ``steer``."""
+        live = self.live(session)
+        await steer(live, live.active, text, self.call)
+        await live.recorder.deliver()
+
+    async def fork(
+        self,
+        session: SessionRef | str,
+        *,
+        at: str | None = None,
+        session_id: str | None = None,
+        **fields: Any,
+    ) -> SessionRef:
+        """Open a child of ``session`` (feature ``fork``) whose conversation is the parent's
+        up to its event ``at`` (an event id; default: its last event) and nothing after;
+        ``fields`` override what the child takes from the parent's record (workspace, model,
+        posture, config...). ``session.forked`` is recorded in both sessions."""
+        return await fork_session(self, session, at, session_id, fields)
+
+    async def checkpoint(self, session: SessionRef | str) -> str:
+        """Snapshot the session's workspace now (every harness: :mod:`.checkpoints`); returns
+        the checkpoint id, recorded as ``checkpoint.created``."""
+        live = self.live(session)
+        checkpoint_id = await self.checkpoints.create(live)
+        await live.recorder.deliver()
+        return checkpoint_id
+
+    async def rewind(self, session: SessionRef | str, checkpoint: str) -> SessionRewound:
+        """Go back to ``checkpoint`` (an id of this session's, or a unique prefix): its files
+        restored byte-exact and, where the harness claims ``checkpoint``, the conversation
+        taken back to the turns before it. Recorded as ``session.rewound``; nothing deleted."""
+        live = self.live(session)
+        self.ledger.flush()
+        events = await anyio.to_thread.run_sync(self.ledger.events, live.ref.session_id)
+        rewound = await self.checkpoints.rewind(live, checkpoint, events, self.call, self.ledger)
+        await live.recorder.deliver()
+        await live.recorder.flush()
+        return rewound
 
     # -- close ------------------------------------------------------------------------------
 

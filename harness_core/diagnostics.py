@@ -85,6 +85,15 @@ def log_directory(ledger: Any, state_root: Path) -> Path:
     return state_root / "logs"
 
 
+def ledger_files(ledger: Any) -> tuple[str, ...]:
+    """The file or directory a local ledger keeps its events in (none for memory or a
+    server database): what a workspace checkpoint must leave alone."""
+    path = getattr(ledger, "path", None) or getattr(ledger, "directory", None)
+    if isinstance(path, str | os.PathLike) and str(path) not in ("", ":memory:"):
+        return (os.fspath(path),)
+    return ()
+
+
 def log_directory_for_url(url: str, state_root: Path) -> Path:
     """:func:`log_directory` for a ledger URL, without opening the ledger."""
     from .ledger import path_of

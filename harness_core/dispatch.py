@@ -10,6 +10,7 @@ class ``CoreHooks``.)
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Sequence
+from typing import Any
 
 from harness_hookspecs import (
     CancelTurnRequest,
@@ -17,17 +18,20 @@ from harness_hookspecs import (
     Credential,
     CredentialRequest,
     CredentialResolver,
+    ForkSessionRequest,
     HarnessDescriptor,
     HarnessError,
     OpenSessionRequest,
     Payload,
     ResumeSessionRequest,
+    RewindSessionRequest,
     RunTurnRequest,
     SandboxHandle,
     SandboxRequest,
     SandboxSpec,
     SessionContext,
     SessionRef,
+    SteerTurnRequest,
     hookimpl,
 )
 
@@ -83,6 +87,27 @@ class DispatchHooks:
         return adapter.close_session(request, context)
 
     @hookimpl(trylast=True)
+    def harness_steer_turn(
+        self, request: SteerTurnRequest, context: SessionContext
+    ) -> Awaitable[None]:
+        adapter = self.registries.adapter(request.session.harness)
+        return _optional(adapter, "steer_turn", "steer")(request, context)  # type: ignore[no-any-return]
+
+    @hookimpl(trylast=True)
+    def harness_fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> Awaitable[SessionRef]:
+        adapter = self.registries.adapter(request.harness)
+        return _optional(adapter, "fork_session", "fork")(request, context)  # type: ignore[no-any-return]
+
+    @hookimpl(trylast=True)
+    def harness_rewind_session(
+        self, request: RewindSessionRequest, context: SessionContext
+    ) -> Awaitable[None]:
+        adapter = self.registries.adapter(request.session.harness)
+        return _optional(adapter, "rewind_session", "checkpoint")(request, context)  # type: ignore[no-any-return]
+
+    @hookimpl(trylast=True)
     def sandbox_provision(self, request: SandboxRequest) -> Awaitable[SandboxHandle]:
         name = request.spec.provider
         if name is None:
@@ -102,6 +127,15 @@ class DispatchHooks:
     @hookimpl(trylast=True)
     def credentials_resolve(self, request: CredentialRequest) -> Awaitable[Sequence[Credential]]:
         return _ask_all(list(self.registries.credential_resolvers.values()), request)
+
+
+def _optional(adapter: object, method: str, feature: str) -> Any:
+    """The adapter's ``method`` for an optional feature; ``unsupported-feature`` without it."""
+    found = getattr(adapter, method, None)
+    if found is None:
+        name = getattr(adapter, "name", "the harness")
+        raise HarnessError("unsupported-feature", f"{name} does not support {feature}"[:240])
+    return found
 
 
 def direct_sandbox(spec: SandboxSpec, workspace: str | None) -> SandboxHandle:

@@ -14,12 +14,15 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from types import CoroutineType
 from typing import Any, TypeVar
 
+import anyio
 from attrs import define, field, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
     TERMINAL_TYPES,
     CancelTurnRequest,
     CloseSessionRequest,
+    ConversationTurn,
+    ForkSessionRequest,
     HarnessDescriptor,
     HarnessError,
     MessageCompleted,
@@ -30,9 +33,11 @@ from harness_hookspecs import (
     PermissionRequest,
     ProcessHandle,
     ResumeSessionRequest,
+    RewindSessionRequest,
     RunTurnRequest,
     SessionContext,
     SessionRef,
+    SteerTurnRequest,
     TurnCompleted,
     Usage,
     UsageReported,
@@ -105,6 +110,30 @@ class FunctionSession:
     #: persisted: a resume starts empty)
     state: dict[str, Any] = field(factory=dict)
     _context: SessionContext | None = field(default=None, repr=False, alias="context")
+    #: what the host steered into the running turn and the function has not taken yet
+    _steering: list[str] = field(factory=list, repr=False, alias="steering")
+    _steered: anyio.Event | None = field(default=None, repr=False, alias="steered")
+
+    def take_steering(self) -> list[str]:
+        """The texts the host steered into the running turn since the last call (each is in
+        :attr:`history` too, as a ``user`` entry, once steered); empty when there are none."""
+        taken, self._steering = self._steering, []
+        return taken
+
+    async def wait_steering(self) -> list[str]:
+        """Wait until the host steers the running turn, then :meth:`take_steering`."""
+        while not self._steering:
+            self._steered = anyio.Event()
+            await self._steered.wait()
+        return self.take_steering()
+
+    def steer(self, text: str) -> None:
+        """The runtime's side of ``Controller.steer`` (the harness claims ``steer``)."""
+        self._steering.append(text)
+        self.history.append(("user", text))
+        if self._steered is not None:
+            self._steered.set()
+            self._steered = None
 
     async def spawn(
         self,
@@ -251,6 +280,24 @@ class FunctionHarness:
     def run_turn(self, request: RunTurnRequest, context: SessionContext) -> AsyncIterator[Payload]:
         return _FunctionTurn(self, request, context)
 
+    # The runtime performs steer, fork and rewind for the function (claimed as features):
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        self._session(request.session, context).steer(request.text)
+
+    async def fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        assert_supported(self._descriptor, request.open.target, "fork")
+        ref = SessionRef(
+            provider=self.name, target=request.open.target, session_id=context.session_id
+        )
+        self._session(ref, context).history = _pairs(request.turns)
+        return ref
+
+    async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
+        self._session(request.session, context).history = _pairs(request.turns)
+
 
 class _FunctionTurn:
     """One call of the function as the turn's event stream (the function runs on the first
@@ -360,6 +407,16 @@ def _reply_end(
         end.append(UsageReported(usage=usage))
     end.append(TurnCompleted(text=text if whole else None))
     return end
+
+
+def _pairs(turns: Iterable[ConversationTurn]) -> list[tuple[str, str]]:
+    """A conversation's turns as :attr:`FunctionSession.history` pairs."""
+    pairs: list[tuple[str, str]] = []
+    for turn in turns:
+        pairs.append(("user", turn.prompt))
+        if turn.answer is not None:
+            pairs.append(("assistant", turn.answer))
+    return pairs
 
 
 def _fits(text: str) -> str:

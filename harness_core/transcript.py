@@ -227,7 +227,26 @@ def transcript_of(events: Iterable[Event]) -> tuple[TranscriptTurn, ...]:
 def transcript(store: LedgerStore, session_id: str) -> tuple[TranscriptTurn, ...]:
     """The replayable transcript of a session's turns, from ``store``."""
     store.flush()
-    return transcript_of(store.events(session_id))
+    events = store.events(session_id)
+    if any(event.type in _BRANCHING for event in events):
+        # a fork replays its parent's turns first; a rewound conversation lacks later turns
+        from .branches import conversation_at
+
+        own = {turn.turn_id: turn for turn in transcript_of(events)}
+        return tuple(
+            own.get(turn.turn_id)
+            or TranscriptTurn(
+                turn.turn_id,
+                turn.prompt,
+                "completed" if turn.answer is not None else "failed",
+                turn.answer,
+            )
+            for turn in conversation_at(store, events)
+        )
+    return transcript_of(events)
+
+
+_BRANCHING = frozenset({"session.forked", "session.rewound"})
 
 
 def history_pairs(turns: Sequence[TranscriptTurn]) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ active slot); iterating the turn hands the events out once the ledger made them 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -213,6 +213,9 @@ class Turn:
         self.events: list[Event] = []
         #: the turn's output schema and attempts (``run_turn(..., output_schema=...)``)
         self.structured: StructuredTurn | None = None
+        #: run once the terminal is recorded and the turn's processes are gone, before the
+        #: session is free (the workspace checkpoint after the turn, :mod:`.branching`)
+        self.after_end: Callable[[], Awaitable[None]] | None = None
 
     @property
     def finished(self) -> bool:
@@ -615,7 +618,12 @@ class Turn:
         if aclose is not None and getattr(self._iterator, "ag_frame", True) is None:
             aclose = None
         context = live.context
-        if aclose is None and self.controller.delivery.free_flush and not context.has_processes:
+        if (
+            aclose is None
+            and self.after_end is None
+            and self.controller.delivery.free_flush
+            and not context.has_processes
+        ):
             # Nothing below can wait, so nothing can cancel it: no shield scope needed.
             self._let_go()
             self._durable = len(self.events)  # the store's commit is its append
@@ -630,6 +638,8 @@ class Turn:
             await context.kill_processes(
                 "turn", CLEANUP_GRACE, stopped=terminal.TYPE != TurnCompleted.TYPE
             )
+            if self.after_end is not None:
+                await self.after_end()
             self._let_go()
             covered = len(self.events)
             await self.recorder.flush()

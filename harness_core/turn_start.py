@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Protocol
 
 import anyio
 from attrs import frozen
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, TurnStarted
+from harness_hookspecs import HarnessError, Payload, RunTurnRequest, Status, TurnStarted
 
+from .branching import Checkpoints
 from .budgets import DEFAULT_OUTPUT_RETRIES
 from .request_checks import safe_hint
 from .retry import opening_event
@@ -23,6 +25,8 @@ class TurnStarter(TurnOwner, Protocol):
 
     turn_timeout: float | None
     max_events_per_turn: int | None
+    #: the workspace checkpoints taken around each turn (when ``checkpoints.on_turns``)
+    checkpoints: Checkpoints
 
 
 @frozen
@@ -78,6 +82,11 @@ async def begin_turn(
         opening = await anyio.to_thread.run_sync(
             opening_event, controller.ledger, live.ref.session_id, turn_id, options.attempt, prompt
         )
+    start = skipped = None
+    if controller.checkpoints.on_turns:
+        start, skipped = await controller.checkpoints.turn_start(live, turn_id)
+        if live.active is not None:  # another turn began while the snapshot ran
+            raise HarnessError("turn-active")
     timeout = options.timeout if options.timeout is not None else controller.turn_timeout
     deadline = clock + timeout if timeout is not None else None
     deadline, limit_hint = live.limits.deadline(deadline)
@@ -91,6 +100,8 @@ async def begin_turn(
         options.max_events if options.max_events is not None else controller.max_events_per_turn,
     )
     live.active = turn
+    if start is not None:
+        turn.after_end = partial(controller.checkpoints.turn_end, live, turn_id, start)
     turn.limit_hint = limit_hint
     live.limits.turns += 1
     live.context.turn_id, live.context.recorder = turn_id, turn.record_runtime
@@ -99,4 +110,6 @@ async def begin_turn(
         end_unretried(live, turn_id)
     live.recorder.lineage.expect(options.parent_event_id)
     await turn.begin(opening, request, inline=inline)
+    if skipped is not None:  # right after turn.started: the producer has not run yet
+        turn.record_runtime(Status(message=skipped))
     return turn

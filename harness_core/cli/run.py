@@ -261,21 +261,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                 permission_handler=approver,
                 budget=budget_of(args),
                 dangerous_grant=bool(getattr(args, "grant_dangerous", False)),
+                checkpoints=bool(getattr(args, "checkpoints", False)),
             ) as controller,
             anyio.create_task_group() as tg,
         ):
             running: dict[str, Any] = {}
             signalled = anyio.Event()
             # Installed before the session opens, so an early Ctrl-C still becomes a cancel.
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-
-                async def watch() -> None:
-                    async for _ in signals:
-                        signalled.set()
-                        if "turn" in running:
-                            await controller.cancel_turn(running["ref"], running["turn"].turn_id)
-
-                tg.start_soon(watch)
+            with anyio.open_signal_receiver(
+                signal.SIGINT, signal.SIGTERM, signal.SIGUSR1
+            ) as signals:
+                tg.start_soon(_watch, signals, controller, running, signalled)
                 try:
                     # What the session holds already; then print what open/resume appended (a
                     # dead run's turn ended as interrupted, then session.resumed).
@@ -299,6 +295,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     code: int = anyio.run(main)
     return code
+
+
+async def _watch(signals: Any, controller: Any, running: dict[str, Any], signalled: Any) -> None:
+    """``harness run``'s signals: SIGINT/SIGTERM cancel the turn; SIGUSR1 says ``harness
+    steer`` left text in the session's inbox (:mod:`.steer_inbox`)."""
+    from .steer_inbox import deliver
+
+    async for number in signals:
+        if number == signal.SIGUSR1:
+            if "ref" in running:
+                await deliver(controller, running["ref"].session_id, controller.state_root)
+            continue
+        signalled.set()
+        if "turn" in running:
+            await controller.cancel_turn(running["ref"], running["turn"].turn_id)
 
 
 def _exit_code(result: Any) -> int:
@@ -452,6 +463,38 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         print_json({"session_id": args.session, "turn_id": turn_id, "cancel": "requested"})
     else:
         print(f"cancel requested for turn {turn_id}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_steer(args: argparse.Namespace) -> int:
+    """Steer the turn a ``harness run`` runs in the session (see :mod:`.steer_inbox`)."""
+    from harness_hookspecs import REASONS
+
+    from ..context import default_state_root
+    from .ledger_read import resolve_session
+    from .steer_inbox import post, wait_answer
+
+    resolve_session(args)
+    state_root = default_state_root()
+    found = _active_pid(state_root, args.session)
+    if found is None:
+        raise CliError("turn-not-found", "no harness run is running a turn in that session")
+    pid, turn_id = found
+    answer = post(state_root, args.session, args.text)
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except ProcessLookupError:
+        raise CliError("turn-not-found", "the turn ended before it could be steered") from None
+    outcome = wait_answer(answer)
+    if outcome is None:
+        raise CliError("turn-not-found", "the run did not take the steer (the turn ended?)")
+    if not outcome.get("ok"):
+        reason = str(outcome.get("reason"))
+        raise CliError(reason if reason in REASONS else "invalid-request", outcome.get("hint"))
+    if args.json:
+        print_json({"session_id": args.session, "turn_id": turn_id, "steered": True})
+    else:
+        print(f"steered turn {turn_id}", file=sys.stderr)
     return EXIT_OK
 
 

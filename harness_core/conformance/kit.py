@@ -22,6 +22,7 @@ from ..controller import Controller
 from ..plugin_manager import Plugins, plugins_from
 from ..registry import as_adapter
 from .approvals_phase import approvals_phase
+from .branching_phase import branching_phase
 from .check import Evidence
 from .checks import ALL
 from .probe import PROBE_NAME, Probe
@@ -108,6 +109,7 @@ async def arun_conformance(
             run.process_resume = await resume_in_new_process(run)
             await run.second_controller()
             await approvals_phase(run)
+            await branching_phase(run)
             stored, read_error = run.read_back()
             checks = await anyio.to_thread.run_sync(judge, Evidence(run, stored, read_error))
     finally:

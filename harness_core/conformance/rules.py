@@ -16,7 +16,16 @@ from ..serialize import converter, payload_to_dict
 
 #: Payload class -> its canonical event type.
 CANONICAL = {cls: event_type for event_type, cls in PAYLOAD_TYPES.items()}
-SESSION_TYPES = frozenset({"session.opened", "session.resumed", "session.closed"})
+SESSION_TYPES = frozenset(
+    {
+        "session.opened",
+        "session.resumed",
+        "session.closed",
+        "session.forked",
+        "session.rewound",
+        "checkpoint.created",
+    }
+)
 ENVELOPE_KEYS = frozenset(
     {
         "protocol_version",

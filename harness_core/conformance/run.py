@@ -92,6 +92,8 @@ class Run:
     credential_injected: bool = False
     #: what the approvals phase saw (:mod:`.approvals_phase`)
     approvals: Any = None
+    #: what the steer, fork and rewind phase saw (:mod:`.branching_phase`)
+    branching: Any = None
 
     def controller(self) -> Controller:
         return self.factory(
@@ -239,11 +241,7 @@ class Run:
                     return
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(consume, running)
-                    with anyio.move_on_after(self.profile.turn_timeout or self.timeout):
-                        while not done.is_set() and not (
-                            probe_turn is not None and probe_turn.entered.is_set()
-                        ):
-                            await anyio.sleep(0.01)
+                    await self.wait_running(done, probe_turn)
                     await anyio.sleep(self.profile.cancel_after)
                     if done.is_set():
                         ended = turn.terminal.type if turn.terminal else "without a terminal"
@@ -278,6 +276,15 @@ class Run:
                         tg.cancel_scope.cancel()
         except HarnessError as error:
             self.cancel_problems.append(f"the turn did not start ({error.reason})")
+
+    async def wait_running(self, done: anyio.Event, probe_turn: Any) -> None:
+        """Wait (at most a turn's deadline) until the turn's adapter is running (the probe saw
+        it enter) or the turn is over (``done``)."""
+        with anyio.move_on_after(self.profile.turn_timeout or self.timeout):
+            while not done.is_set() and not (
+                probe_turn is not None and probe_turn.entered.is_set()
+            ):
+                await anyio.sleep(0.01)
 
     async def _refused_cancel(self, controller: Controller, ref: SessionRef, turn_id: str) -> None:
         try:

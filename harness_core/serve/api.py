@@ -1,5 +1,5 @@
 """The JSON API under ``/api/``: harnesses, sessions, turns (as server-sent events), events
-with live follow, cancel, approve, close, export.
+with live follow, cancel, approve, close, export; steer, fork, checkpoints and rewind.
 
 Errors are ``{"error": {"reason", "message", "hint"}}`` with the contract's fixed reasons and an
 HTTP status per reason; nothing raw (provider text, tracebacks) reaches a response.
@@ -381,6 +381,78 @@ async def close(request: Request) -> Response:
     return JSONResponse({"closed": True})
 
 
+async def steer(request: Request) -> Response:
+    """Add ``text`` to the session's running turn (``turn.steered``)."""
+    body = await json_body(request)
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise HarnessError("invalid-request", "text (non-empty) is required")
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    if server.running_turn(session_id) is None:
+        raise HarnessError("turn-not-found", "no turn of this session runs in this server")
+    await server.controller.steer(session_id, text)
+    server.hub.notify(session_id)
+    return JSONResponse({"steered": True}, status_code=202)
+
+
+async def fork(request: Request) -> Response:
+    """A child session continuing this one up to event ``at`` (default: its last)."""
+    body = await json_body(request)
+    at = body.get("at")
+    if at is not None and not isinstance(at, str):
+        raise HarnessError("invalid-request", "at (an event id) must be a string")
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    child = await server.controller.fork(session_id, at=at)
+    server.hub.notify(session_id)
+    return JSONResponse(await session_view(server, child.session_id), status_code=201)
+
+
+async def checkpoints(request: Request) -> Response:
+    """The session's workspace checkpoints (its ``checkpoint.created`` events)."""
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    events = await server.events(session_id, after=0, limit=None)
+    return JSONResponse(
+        {"checkpoints": [event_to_dict(e) for e in events if e.type == "checkpoint.created"]}
+    )
+
+
+async def create_checkpoint(request: Request) -> Response:
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    await server.attach(session_id)
+    checkpoint_id = await server.controller.checkpoint(session_id)
+    server.hub.notify(session_id)
+    return JSONResponse({"checkpoint_id": checkpoint_id}, status_code=201)
+
+
+async def rewind(request: Request) -> Response:
+    """Restore a checkpoint of the session (``checkpoint``: its id or a unique prefix)."""
+    body = await json_body(request)
+    checkpoint = body.get("checkpoint")
+    if not isinstance(checkpoint, str) or not checkpoint:
+        raise HarnessError("invalid-request", "checkpoint (an id) is required")
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    await server.record(session_id)
+    await server.attach(session_id)
+    rewound = await server.controller.rewind(session_id, checkpoint)
+    server.hub.notify(session_id)
+    return JSONResponse(
+        {
+            "checkpoint_id": rewound.checkpoint_id,
+            "conversation": rewound.conversation,
+            "turns_kept": rewound.turns_kept,
+        }
+    )
+
+
 def routes() -> list[Route]:
     def read(path: str, handler: Handler) -> Route:
         return Route(path, guarded(handler, changes_state=False), methods=["GET"])
@@ -400,4 +472,9 @@ def routes() -> list[Route]:
         change("/api/sessions/{id}/cancel", cancel),
         change("/api/sessions/{id}/approve", approve),
         change("/api/sessions/{id}/close", close),
+        change("/api/sessions/{id}/steer", steer),
+        change("/api/sessions/{id}/fork", fork),
+        read("/api/sessions/{id}/checkpoints", checkpoints),
+        change("/api/sessions/{id}/checkpoints", create_checkpoint),
+        change("/api/sessions/{id}/rewind", rewind),
     ]

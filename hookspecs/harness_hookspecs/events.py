@@ -10,7 +10,7 @@ no control characters). Never put raw provider output, exception text or tool ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal
 
 import attrs
@@ -217,6 +217,77 @@ class TurnCancelled:
     by: str = field(default="host", validator=_in(("host", "harness", "close")))
 
 
+@frozen
+class TurnSteered:
+    """Runtime-authored: the host's ``text`` was handed to the running turn (``steer``); the
+    harness delivers it to the model before its next request in this turn."""
+
+    TYPE: ClassVar[str] = "turn.steered"
+    text: str = field(validator=_nonempty_text)
+
+
+@frozen
+class SessionForked:
+    """Runtime-authored, in both sessions of a fork: the child ``child_session_id`` continues
+    ``parent_session_id``'s conversation up to its event ``at_event_id`` (``turns`` turns)."""
+
+    TYPE: ClassVar[str] = "session.forked"
+    parent_session_id: str = field(validator=_ident)
+    child_session_id: str = field(validator=_ident)
+    at_event_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    turns: int = field(default=0, validator=_bounds.non_negative_int)
+
+
+def _changes(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or len(value) > CHANGES_MAX:
+        raise ValueError(f"{attribute.name} must be a tuple of at most {CHANGES_MAX} lines")
+    for line in value:
+        if not isinstance(line, str) or not 1 <= len(line) <= 4200 or "\n" in line:
+            raise ValueError(f"{attribute.name} holds lines of 1-4200 characters")
+
+
+def _lines(value: Iterable[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+#: How many changed files a ``checkpoint.created`` lists (``changes_omitted`` counts the rest).
+CHANGES_MAX = 500
+
+
+@frozen
+class CheckpointCreated:
+    """Runtime-authored: the workspace was snapshotted into the session's checkpoint store
+    (a shadow git repository outside the workspace) as ``checkpoint_id``.
+
+    ``reason``: ``turn-start`` (before turn ``turn_id`` ran), ``turn-end`` (after it: then
+    ``changes`` lists the files the turn changed), ``host`` (asked for) or ``rewind`` (the state
+    a rewind left behind, so the rewind itself can be undone). ``changes`` are git ``--numstat``
+    lines, ``"<added>\t<removed>\t<path>"`` (``-`` for a binary file's counts); the full diff
+    stays in the store (``harness diff``), never in the ledger."""
+
+    TYPE: ClassVar[str] = "checkpoint.created"
+    checkpoint_id: str = field(validator=_ident)
+    reason: str = field(validator=_in(("turn-start", "turn-end", "host", "rewind")))
+    turn_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    changes: tuple[str, ...] = field(default=(), converter=_lines, validator=_changes)
+    changes_omitted: int = field(default=0, validator=_bounds.non_negative_int)
+
+
+@frozen
+class SessionRewound:
+    """Runtime-authored: the session went back to ``checkpoint_id`` (taken before turn
+    ``turn_id``, or on demand): the workspace restored byte-exact, and - ``conversation`` -
+    the harness's conversation taken back to the turns before it. Nothing is deleted from the
+    ledger: later turns stay recorded, this event is the new branch point."""
+
+    TYPE: ClassVar[str] = "session.rewound"
+    checkpoint_id: str = field(validator=_ident)
+    turn_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    conversation: bool = False
+    #: the turns the conversation keeps (when ``conversation``)
+    turns_kept: int = field(default=0, validator=_bounds.non_negative_int)
+
+
 Payload = (
     SessionOpened
     | SessionResumed
@@ -235,6 +306,10 @@ Payload = (
     | TurnCompleted
     | TurnFailed
     | TurnCancelled
+    | TurnSteered
+    | SessionForked
+    | CheckpointCreated
+    | SessionRewound
 )
 
 #: The closed union: event ``type`` -> payload class.
@@ -258,6 +333,10 @@ PAYLOAD_TYPES: Mapping[str, type[Any]] = {
         TurnCompleted,
         TurnFailed,
         TurnCancelled,
+        TurnSteered,
+        SessionForked,
+        CheckpointCreated,
+        SessionRewound,
     )
 }
 EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_TYPES)
@@ -271,6 +350,10 @@ ADAPTER_TYPES: frozenset[str] = EVENT_TYPES - {
     SessionClosed.TYPE,
     TurnStarted.TYPE,
     TurnRestarted.TYPE,
+    TurnSteered.TYPE,
+    SessionForked.TYPE,
+    CheckpointCreated.TYPE,
+    SessionRewound.TYPE,
 }
 
 EventType = Literal[
@@ -291,6 +374,10 @@ EventType = Literal[
     "turn.completed",
     "turn.failed",
     "turn.cancelled",
+    "turn.steered",
+    "session.forked",
+    "checkpoint.created",
+    "session.rewound",
 ]
 
 

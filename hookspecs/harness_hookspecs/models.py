@@ -298,6 +298,63 @@ class CloseSessionRequest:
 
 
 @frozen
+class SteerTurnRequest:
+    """Add the host's ``text`` to the running turn ``turn_id`` (feature ``steer``): the harness
+    delivers it to the model inside the same turn (before its next model request)."""
+
+    session: SessionRef
+    turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
+    text: str = field(validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True))
+
+
+@frozen
+class ConversationTurn:
+    """One turn of a conversation a fork or a rewind keeps (its input and final answer)."""
+
+    turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
+    prompt: str = field(validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True))
+    answer: str | None = None
+
+
+def _turns(value: Iterable[ConversationTurn]) -> tuple[ConversationTurn, ...]:
+    return tuple(value)
+
+
+@frozen
+class ForkSessionRequest:
+    """Open a child session that continues ``parent``'s conversation up to a point (feature
+    ``fork``): the child's context holds ``turns`` (the parent's turns up to the fork point, in
+    order) and nothing after. ``parent_state_dir`` is the parent's adapter state (native ids);
+    ``open`` is the child's own open request (same harness, workspace, posture...)."""
+
+    parent: SessionRef
+    open: OpenSessionRequest
+    turns: tuple[ConversationTurn, ...] = field(converter=_turns, default=())
+    #: the parent's last event the child keeps (its fork point)
+    at_event_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    parent_state_dir: str | None = None
+
+    @property
+    def harness(self) -> str:
+        return self.parent.provider
+
+
+@frozen
+class RewindSessionRequest:
+    """Take the conversation back to the end of the turn ``turn_id`` (its ``turns_kept``-th
+    turn; ``None`` and 0: before the first), feature ``checkpoint``: the next turn's model
+    request lacks every later turn. The workspace is restored by the runtime, not here."""
+
+    session: SessionRef
+    turns_kept: int = field(validator=_bounds.non_negative_int)
+    turn_id: str | None = field(
+        default=None, validator=_bounds.optional_bounded(1, _bounds.TURN_ID_MAX)
+    )
+    #: the turns kept, oldest first (``len(turns) == turns_kept``)
+    turns: tuple[ConversationTurn, ...] = field(converter=_turns, default=())
+
+
+@frozen
 class Usage:
     """Provider-reported usage. ``None`` means unknown, never zero.
 

@@ -28,13 +28,16 @@ REPORT_ORDER = [
     "close",
     "usage",
     "approvals",
+    "steer",
+    "fork",
+    "rewind",
     "ledger-round-trip",
     "export",
     "canary",
 ]
 
 
-def test_seventeen_checks_in_report_order_each_in_its_own_module():
+def test_the_checks_in_report_order_each_in_its_own_module():
     assert list(CHECK_NAMES) == REPORT_ORDER
     assert tuple((c.name, c.description) for c in ALL) == CHECKS
     for check in ALL:

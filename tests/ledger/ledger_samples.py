@@ -18,13 +18,16 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.events import (
     Artifact,
+    CheckpointCreated,
     MessageCompleted,
     MessageDelta,
     PermissionRequested,
     PermissionResolved,
     SessionClosed,
+    SessionForked,
     SessionOpened,
     SessionResumed,
+    SessionRewound,
     Status,
     ToolCompleted,
     ToolStarted,
@@ -33,6 +36,7 @@ from harness_hookspecs.events import (
     TurnFailed,
     TurnRestarted,
     TurnStarted,
+    TurnSteered,
     UsageReported,
 )
 
@@ -57,6 +61,16 @@ SAMPLES: list[Any] = [
     TurnCompleted(text="done"),
     TurnFailed(reason="timeout", hint="raise the deadline"),
     TurnCancelled(by="close"),
+    TurnSteered(text="use\nthe blue one"),
+    SessionForked(parent_session_id="s1", child_session_id="s2", at_event_id="ev_1", turns=2),
+    CheckpointCreated(
+        checkpoint_id="ckpt_" + "a" * 40,
+        reason="turn-end",
+        turn_id="t1",
+        changes=("1\t0\ta.txt", "-\t-\tlogo é.png"),
+        changes_omitted=3,
+    ),
+    SessionRewound(checkpoint_id="ckpt_" + "b" * 40, turn_id="t1", conversation=True, turns_kept=1),
 ]
 assert {type(s) for s in SAMPLES} == set(PAYLOAD_TYPES.values())
 

@@ -42,6 +42,7 @@ DEFAULT_COMMANDS = (
     "info",
     "run",
     "session",
+    "branching",
     "reading",
     "bundle",
     "policy",

@@ -70,6 +70,11 @@ def add_arguments(p: ArgumentParser) -> None:
         help="retries of an answer that does not match --output-schema (default 2)",
     )
     p.add_argument("--close", action="store_true", help="close the session after the turn")
+    p.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="snapshot the workspace before and after the turn (harness diff, harness rewind)",
+    )
     p.add_argument("--events", action="store_true", help="one line per event instead")
     p.add_argument(
         "--config",

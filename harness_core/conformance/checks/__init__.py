@@ -17,12 +17,15 @@ from .envelope import envelope
 from .event_ids import event_ids
 from .export import export
 from .field_bounds import field_bounds
+from .fork import fork
 from .ledger_round_trip import ledger_round_trip
 from .one_terminal import one_terminal
 from .raw_fields import raw_fields
 from .resume import resume
 from .resume_process import resume_process
+from .rewind import rewind
 from .sequence import sequence
+from .steer import steer
 from .turns_completed import turns_completed
 from .usage import usage
 
@@ -42,6 +45,9 @@ ALL: tuple[Check, ...] = (
     close,
     usage,
     approvals,
+    steer,
+    fork,
+    rewind,
     ledger_round_trip,
     export,
     canary,

@@ -19,11 +19,14 @@ from ..markers import hookspec
 from ..models import (
     CancelTurnRequest,
     CloseSessionRequest,
+    ForkSessionRequest,
     HarnessDescriptor,
     OpenSessionRequest,
     ResumeSessionRequest,
+    RewindSessionRequest,
     RunTurnRequest,
     SessionRef,
+    SteerTurnRequest,
 )
 from ..protocols import SessionContext
 
@@ -95,4 +98,43 @@ def harness_close_session(
     Called by the controller once per open session on ``close_session`` (a second close is
     answered by the controller without calling this). Returns an awaitable of ``None``. Closing
     does not delete provider-side history.
+    """
+
+
+@hookspec(firstresult=True)
+def harness_steer_turn(
+    request: SteerTurnRequest, context: SessionContext
+) -> Awaitable[None] | None:
+    """Hand the host's text to the running turn (feature ``steer``).
+
+    Called by the controller on ``steer`` while the turn ``request.turn_id`` is active, only
+    when the descriptor claims ``steer``. Returns an awaitable of ``None`` once the harness has
+    the text (it reaches the model before the turn's next model request); the controller then
+    records ``turn.steered`` in the turn. Raises ``HarnessError`` (nothing is recorded then).
+    """
+
+
+@hookspec(firstresult=True)
+def harness_fork_session(
+    request: ForkSessionRequest, context: SessionContext
+) -> Awaitable[SessionRef] | None:
+    """Open the child of a fork (feature ``fork``), instead of ``harness_open_session``.
+
+    Called by the controller on ``fork`` with the child's own :class:`SessionContext` (its
+    session id, state directory and sandbox). Returns an awaitable of the child's
+    :class:`SessionRef`, whose conversation is the parent's ``request.turns`` and nothing
+    after; the parent is left as it was. The controller records ``session.forked`` in both.
+    """
+
+
+@hookspec(firstresult=True)
+def harness_rewind_session(
+    request: RewindSessionRequest, context: SessionContext
+) -> Awaitable[None] | None:
+    """Take the harness's conversation back to ``request.turns_kept`` turns (feature
+    ``checkpoint``).
+
+    Called by the controller on ``rewind`` when no turn is active, after the runtime restored
+    the workspace, only when the descriptor claims ``checkpoint``. Returns an awaitable of
+    ``None``; the session's next turn sends the model none of the later turns.
     """

@@ -19,6 +19,7 @@ from harness_hookspecs import (
     HarnessDescriptor,
     OpenSessionRequest,
     Payload,
+    ProcessHandle,
     ResumeSessionRequest,
     RunTurnRequest,
     SessionContext,
@@ -79,6 +80,8 @@ class PerTurnCliAdapter:
     def __init__(self) -> None:
         self._sessions: Sessions[NativeSession] = Sessions()
         self._descriptor: HarnessDescriptor | None = None
+        #: each session's running turn process, while it runs (what a steer writes to)
+        self.running: dict[str, ProcessHandle] = {}
 
     def describe(self) -> HarnessDescriptor:
         if self._descriptor is None:
@@ -167,12 +170,17 @@ class PerTurnCliAdapter:
         process = await context.spawn(
             turn.argv, env=turn.env, cwd=workspace, stdin=turn.stdin is not None
         )
-        if turn.stdin is not None:
-            await process.send(turn.stdin)
-        if turn.started:
-            yield Status(message=turn.started)
-        async for payload in turn.stream.drive(process, session.remember):
-            yield payload
+        self.running[request.session.session_id] = process
+        try:
+            if turn.stdin is not None:
+                await process.send(turn.stdin)
+            if turn.started:
+                yield Status(message=turn.started)
+            async for payload in turn.stream.drive(process, session.remember):
+                yield payload
+        finally:
+            if self.running.get(request.session.session_id) is process:
+                del self.running[request.session.session_id]
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         # No in-band cancel: the runtime kills the turn's process group.

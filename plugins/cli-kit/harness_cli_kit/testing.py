@@ -262,6 +262,53 @@ class CliUnderTest:
 
         return anyio.run(main)
 
+    def assert_steers(self, tool_call: Any) -> None:
+        """Steer a running turn (its first model reply waits 3 s and calls ``tool_call``):
+        the steer text is in the turn's next model request and not in its first, the turn
+        makes exactly those two requests and ends with one terminal; with no running turn a
+        steer is ``turn-not-found`` and records nothing."""
+        from harness_hookspecs import HarnessError
+
+        from harness_core.testing.fake_model import FakeModelServer, Match, Step
+
+        text = "also mention the colour teal"
+        script = [
+            Step(text="Looking.", tool_calls=[tool_call], delay=3),
+            Step(text="Done, teal.", match=Match(tool_result=True)),
+        ]
+
+        async def main() -> tuple[list[Any], list[Any]]:
+            async with self.controller(turn_timeout=90) as c:
+                ref = await self.open_session(c, self.config(self.url(server)))
+                try:
+                    await c.steer(ref, text)
+                    raise AssertionError("a steer with no running turn was accepted")
+                except HarnessError as error:
+                    assert error.reason == "turn-not-found", error
+                events: list[Any] = []
+                async with c.turn(ref, "say hi") as turn:
+                    async for event in turn:
+                        events.append(event)
+                        if event.type == "status" and not any(
+                            e.type == "turn.steered" for e in events
+                        ):
+                            while not server.model_requests():
+                                await anyio.sleep(0.05)
+                            await c.steer(ref, text)
+                return events, c.events(ref.session_id)
+
+        with FakeModelServer(script) as server:
+            events, recorded = anyio.run(main)
+            requests = server.model_requests()
+        kinds = [e.type for e in events]
+        assert kinds.count("turn.steered") == 1, kinds
+        assert [e.terminal for e in events].count(True) == 1 and kinds[-1] == "turn.completed"
+        assert len({e.turn_id for e in events}) == 1
+        assert text not in json.dumps(requests[0].body)
+        assert text in json.dumps(requests[-1].body)
+        assert len(requests) == 2  # one turn: the tool's result and the steer in one request
+        assert [e.type for e in recorded].count("turn.steered") == 1
+
     def structured_turn(
         self, script: list[Any], schema: dict[str, Any], *, retries: int = 2, timeout: float = 90
     ) -> tuple[Any, list[Any], list[Any]]:

@@ -37,7 +37,7 @@ from harness_cli_kit import (
     safe_prompt,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
-from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext
+from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext, SteerTurnRequest
 
 from .stream import ClaudeStream, classify_result, parse_stream
 
@@ -149,7 +149,13 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
     binary = BINARY
     vendor = "anthropic"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: whether each session's latest turn reads stream-json input (can be steered)
+        self.steerable: dict[str, bool] = {}
+
     details = DETAILS
     config_properties = {
         "allowed_tools": {"type": "array", "items": {"type": "string"}},
@@ -234,6 +240,8 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         )
         prompt_tool = self._bridge_prompt_tool(context, stream) if asking else None
         stdio = stream.stdio = asking and prompt_tool is None
+        # A turn reading stream-json on stdin can take the host's steer there (see steer_turn).
+        self.steerable[session_id] = stdio
         if prompt_tool is not None:
             # Claude calls the bridge's permission-prompt tool for each approval; the bridge
             # hands the call to the stream, which asks the approval seam.
@@ -258,6 +266,21 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             stream,
             stdin=user_message(prompt) if stdio else None,
         )
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        """A user message written on the running turn's ``--input-format stream-json`` stdin,
+        as the Agent SDKs stream input: Claude Code reads it before its next model request.
+        A turn without stream-json input (the ``dangerous`` posture, or approvals through the
+        bridge's prompt tool) cannot be steered: ``unsupported-feature``."""
+        session_id = request.session.session_id
+        process = self.running.get(session_id)
+        if process is None or process.returncode is not None:
+            raise HarnessError("turn-not-found", "no claude turn is running in this session")
+        if not self.steerable.get(session_id):
+            raise HarnessError(
+                "unsupported-feature", "this claude-code turn reads no stream-json input to steer"
+            )
+        await process.send(user_message(request.text))
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
         """``--json-schema``: the CLI adds its ``StructuredOutput`` tool, validates and retries

@@ -23,10 +23,14 @@ The conversation and its mapping to contract payloads is in :mod:`.stream`.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 from harness_cli_kit import (
     NativeSession,
     api_key,
@@ -40,8 +44,15 @@ from harness_cli_kit import (
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_cli_kit.structured import strict_schema
 from harness_hookspecs import (
+    TERMINAL_TYPES,
+    ForkSessionRequest,
     HarnessError,
+    Payload,
+    RewindSessionRequest,
+    RunTurnRequest,
     SessionContext,
+    SessionRef,
+    SteerTurnRequest,
 )
 
 from .native import native_codex
@@ -102,6 +113,34 @@ def render_config(
     return "\n".join(lines)
 
 
+#: Which Codex turn each of our turns was, and a pending thread/fork or thread/revert.
+BRANCHES_FILE = "codex-branches.json"
+
+
+def read_branches(state_dir: str) -> dict[str, Any]:
+    try:
+        data = json.loads((Path(state_dir) / BRANCHES_FILE).read_text())
+    except (OSError, ValueError):
+        data = {}
+    turns = data.get("turns") if isinstance(data, dict) else None
+    return {
+        "turns": [list(pair) for pair in turns or [] if isinstance(pair, list) and len(pair) == 2],
+        "fork": data.get("fork") if isinstance(data, dict) else None,
+        "revert_before": data.get("revert_before") if isinstance(data, dict) else None,
+    }
+
+
+def write_branches(state_dir: str, data: dict[str, Any]) -> None:
+    path = Path(state_dir) / BRANCHES_FILE
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(data))
+    partial.replace(path)
+
+
+#: How long a steer waits for the running turn's id (seconds).
+STEER_WAIT = 10.0
+
+
 class CodexAdapter(PerTurnCliAdapter):
     """``codex``: Codex CLI, one ``codex exec`` per turn, resume by thread id."""
 
@@ -115,11 +154,22 @@ class CodexAdapter(PerTurnCliAdapter):
     vendor = "openai"
     # "permissions": codex app-server asks before each command and patch (approval policy
     # untrusted) and the adapter answers through the approval seam.
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    features = (
+        "resume",
+        "cancel",
+        "usage",
+        "permissions",
+        "structured-output",
+        "mcp",
+        "steer",
+        "fork",
+        "checkpoint",
+    )
     config_properties = {
         "wire_api": {"enum": ["responses", "chat"]},
         "network_waits": {"type": "integer"},
     }
+
     details = {
         "wire_api": "openai-responses",
         "protocol": "codex app-server (JSON-RPC lines on stdio), one process per turn",
@@ -128,6 +178,11 @@ class CodexAdapter(PerTurnCliAdapter):
         "approvals": "strict and auto ask the host (auto: the command policy first) via "
         "item/commandExecution|fileChange/requestApproval",
     }
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: each session's latest turn's conversation (what a steer is written through)
+        self.streams: dict[str, CodexStream] = {}
 
     def _dirs(self, context: SessionContext) -> tuple[Path, Path]:
         state = Path(context.state_dir)
@@ -204,8 +259,102 @@ class CodexAdapter(PerTurnCliAdapter):
             approver=context.request_permission,
             network_waits=settings["network_waits"],
         )
+        branches = read_branches(context.state_dir)
+        if session.native_id is None and branches.get("fork"):
+            stream.fork = branches["fork"]
+        elif session.native_id is not None and branches.get("revert_before"):
+            stream.revert_before = branches["revert_before"]
+        self.streams[context.session_id] = stream
         # stdin stays open: the JSON-RPC requests and the approval answers go there.
         return CliTurn([program, "app-server"], env, stream, stdin=initialize())
+
+    async def run_turn(
+        self, request: RunTurnRequest, context: SessionContext
+    ) -> AsyncIterator[Payload]:
+        async for payload in super().run_turn(request, context):
+            if payload.TYPE in TERMINAL_TYPES:  # before the terminal: nothing runs after it
+                self._remember_turn(request.session.session_id, request.turn_id, context)
+            yield payload
+
+    def _remember_turn(self, session_id: str, turn_id: str, context: SessionContext) -> None:
+        """Keep which Codex turn our turn was (fork and rewind name Codex turns), and what
+        the turn's thread/fork or thread/revert settled."""
+        stream = self.streams.get(session_id)
+        if stream is None:
+            return
+        branches = read_branches(context.state_dir)
+        if stream.turn_id is not None:
+            branches["turns"].append([turn_id, stream.turn_id])
+            if stream.fork is not None:
+                branches["fork"] = None  # the thread is the fork's own now
+        if stream.reverted:
+            branches["revert_before"] = None
+        write_branches(context.state_dir, branches)
+
+    async def fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        """``thread/fork`` of the parent's thread through its last kept turn (``lastTurnId``),
+        made by the child's first turn (one app-server process per turn)."""
+        parent = request.parent_state_dir
+        thread = None
+        if parent is not None:
+            with contextlib.suppress(HarnessError):
+                thread = NativeSession.load(
+                    parent, STATE_FILE, key="thread_id", what="no codex state"
+                ).native_id
+        kept = [turn.turn_id for turn in request.turns]
+        known = dict(read_branches(parent)["turns"]) if parent is not None else {}
+        if kept and (thread is None or kept[-1] not in known):
+            raise HarnessError("invalid-request", "codex has no thread turn to fork at")
+        ref = await self.open_session(request.open, context)
+        if kept and parent is not None:
+            # The parent's thread lives in its own CODEX_HOME: the child's needs its rollout.
+            sessions = Path(parent) / "codex-home" / "sessions"
+            if sessions.is_dir():
+                child_home, _ = self._dirs(context)
+                await anyio.to_thread.run_sync(
+                    lambda: shutil.copytree(sessions, child_home / "sessions", dirs_exist_ok=True)
+                )
+            write_branches(
+                context.state_dir,
+                {
+                    "turns": [[ours, known[ours]] for ours in kept if ours in known],
+                    "fork": {"thread": thread, "last_turn": known[kept[-1]]},
+                    "revert_before": None,
+                },
+            )
+        return ref
+
+    async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
+        """``thread/revert`` before the first Codex turn the rewind drops, made by the
+        session's next turn (its app-server resumes the thread, reverts, then starts)."""
+        branches = read_branches(context.state_dir)
+        kept = {turn.turn_id for turn in request.turns}
+        turns = branches["turns"]
+        first = next((i for i, (ours, _) in enumerate(turns) if ours not in kept), None)
+        if first is None:
+            return  # nothing after the point: the thread already is the conversation
+        branches["revert_before"] = turns[first][1]
+        branches["turns"] = turns[:first]
+        write_branches(context.state_dir, branches)
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        """``turn/steer`` on the running turn's app-server (waiting a moment for the turn's
+        id when the steer comes right after the turn started)."""
+        session_id = request.session.session_id
+        with anyio.move_on_after(STEER_WAIT):
+            while True:
+                process = self.running.get(session_id)
+                stream = self.streams.get(session_id)
+                if process is not None and process.returncode is not None:
+                    break  # the turn's app-server is gone
+                line = stream.steer_line(request.text) if stream is not None else None
+                if process is not None and line is not None:
+                    await process.send(line)
+                    return
+                await anyio.sleep(0.05)
+        raise HarnessError("turn-not-found", "no codex turn is running in this session")
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
         """``turn/start``'s ``outputSchema``: sent as the Responses API's strict

@@ -40,7 +40,9 @@ from .items import ItemTracker, script_of
 
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
-INITIALIZE, THREAD, TURN = 1, 2, 3
+INITIALIZE, THREAD, TURN, REVERT = 1, 2, 3, 4
+#: The ids of ``turn/steer`` requests start so (their answers are not the conversation's).
+STEER_PREFIX = "steer-"
 CLIENT = {"name": "harness_core", "title": None, "version": "1"}
 #: Server requests answered through the approval seam, with the contract's tool name.
 APPROVALS = {
@@ -140,6 +142,30 @@ class CodexStream(JsonLinesStream):
         self._outbox: list[bytes] = []
         self._asks: list[Mapping[str, Any]] = []
         self._stdin_open = True
+        #: the running turn's id (``turn/start``'s answer): what a steer names
+        self.turn_id: str | None = None
+        #: open the thread as a fork of ``{"thread": id, "last_turn": id}`` (``thread/fork``)
+        self.fork: Mapping[str, Any] | None = None
+        #: take the thread back before this Codex turn first (``thread/revert``)
+        self.revert_before: str | None = None
+        #: the revert was answered (the thread no longer holds those turns)
+        self.reverted = False
+        self._steers = 0
+
+    def steer_line(self, text: str) -> bytes | None:
+        """The ``turn/steer`` request adding ``text`` to the running turn (``None`` before
+        the turn has an id): the app-server hands it to the model before its next request."""
+        if self.turn_id is None or self.session_id is None:
+            return None
+        self._steers += 1
+        params = {
+            "threadId": self.session_id,
+            "expectedTurnId": self.turn_id,
+            "input": [{"type": "text", "text": text, "text_elements": []}],
+        }
+        return rpc(
+            {"id": f"{STEER_PREFIX}{self._steers}", "method": "turn/steer", "params": params}
+        )
 
     # -- the conversation ---------------------------------------------------------------------
 
@@ -157,16 +183,25 @@ class CodexStream(JsonLinesStream):
 
     def _response(self, data: Mapping[str, Any]) -> list[Payload]:
         rid, result = data.get("id"), data.get("result")
+        if isinstance(rid, str) and rid.startswith(STEER_PREFIX):
+            return []  # a steer's answer (a refusal: the turn had ended) changes nothing
         if "error" in data or not isinstance(result, Mapping):
             what = "refused a request"
             if rid == THREAD:
                 what = "could not resume the thread" if self.resume else "refused the thread"
+            elif rid == REVERT:
+                what = "could not revert the thread"
             self._fail("provider-failed", f"codex {what}")
             return []
         if rid == INITIALIZE:
             self._outbox.append(rpc({"method": "initialized"}))
             method = "thread/resume" if self.resume else "thread/start"
             params = {**self.thread, **({"threadId": self.resume} if self.resume else {})}
+            if self.fork is not None and not self.resume:
+                method = "thread/fork"
+                params = {**self.thread, "threadId": self.fork["thread"]}
+                if self.fork.get("last_turn"):
+                    params["lastTurnId"] = self.fork["last_turn"]
             self._outbox.append(rpc({"id": THREAD, "method": method, "params": params}))
         elif rid == THREAD:
             thread = result.get("thread")
@@ -175,10 +210,24 @@ class CodexStream(JsonLinesStream):
                 self._fail("provider-failed", "codex started no thread")
                 return []
             self.session_id = tid
-            self._outbox.append(rpc({"id": TURN, "method": "turn/start", "params": self._turn()}))
+            if self.revert_before is not None and self.resume:
+                params = {"threadId": tid, "beforeTurnId": self.revert_before}
+                self._outbox.append(
+                    rpc({"id": REVERT, "method": "thread/revert", "params": params})
+                )
+            else:
+                self._outbox.append(
+                    rpc({"id": TURN, "method": "turn/start", "params": self._turn()})
+                )
             return [
                 Status(message="codex thread resumed" if self.resume else "codex thread started")
             ]
+        elif rid == REVERT:
+            self.reverted = True
+            self._outbox.append(rpc({"id": TURN, "method": "turn/start", "params": self._turn()}))
+        elif rid == TURN:
+            turn = result.get("turn")
+            self.turn_id = safe_id(turn.get("id")) if isinstance(turn, Mapping) else None
         return []
 
     def _turn(self) -> dict[str, Any]:

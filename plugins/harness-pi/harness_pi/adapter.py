@@ -34,7 +34,7 @@ from harness_cli_kit import (
     located_command,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
-from harness_hookspecs import HarnessError, SessionContext
+from harness_hookspecs import HarnessError, SessionContext, SteerTurnRequest
 
 from . import mcp, rpc
 from .stream import PiStream, classify, parse_stream
@@ -77,7 +77,7 @@ class PiAdapter(PerTurnCliAdapter):
 
     display_name = "Pi coding agent"
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
     details = DETAILS
     config_properties = {
         "command": COMMAND_PROPERTY,
@@ -172,6 +172,14 @@ class PiAdapter(PerTurnCliAdapter):
             started="pi started",
             stdin=rpc.turn_commands(prompt),
         )
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        """Pi's RPC ``steer``: queued while the agent runs, delivered after the current
+        assistant turn's tool calls, before the next model request (``docs/rpc.md``)."""
+        process = self.running.get(request.session.session_id)
+        if process is None or process.returncode is not None:
+            raise HarnessError("turn-not-found", "no pi turn is running in this session")
+        await process.send(rpc.steer_command(request.text))
 
     def structured(self, turn: CliTurn, schema: dict[str, Any], context: SessionContext) -> None:
         """The answer tool: an extension tool whose parameters are ``schema`` (pi validates the

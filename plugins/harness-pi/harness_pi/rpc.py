@@ -46,6 +46,12 @@ def turn_commands(prompt: str) -> bytes:
     )
 
 
+def steer_command(text: str) -> bytes:
+    """The RPC ``steer`` command for the host's text (a leading ``/`` gets a space, as for a
+    prompt: pi refuses extension commands in a steer)."""
+    return line({"type": "steer", "message": safe_prompt(text, ("/",))})
+
+
 def is_permission(data: Mapping[str, Any]) -> bool:
     return data.get("method") == "editor" and data.get("title") == PERMISSION_TITLE
 

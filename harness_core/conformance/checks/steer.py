@@ -1,0 +1,17 @@
+"""steer: steer reaches the running turn; unclaimed or without a turn it is refused.
+
+A harness claiming ``steer`` takes text into its running turn (one ``turn.steered``
+before the turn's one terminal); without a running turn, ``turn-not-found``; unclaimed,
+``unsupported-feature`` and nothing recorded."""
+
+from __future__ import annotations
+
+from ..check import Evidence, Outcome, check, verdict
+
+
+@check("steer", "steer reaches the running turn; unclaimed or without a turn it is refused")
+def steer(evidence: Evidence) -> Outcome:
+    seen = evidence.run.branching
+    if seen is None:
+        return verdict([], "", "the branching phase did not run")
+    return verdict(seen.steer.problems, seen.steer.note, seen.steer.not_run)

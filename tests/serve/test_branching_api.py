@@ -1,0 +1,105 @@
+"""`harness serve`'s steer, fork, checkpoints and rewind endpoints (real uvicorn, SQLite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness_core import harness
+
+from .test_api import event_types, wait_for
+
+pytest.importorskip("starlette", reason="harness serve needs the serve extra (starlette)")
+
+
+@harness("shaper", features=("resume", "cancel", "steer", "fork", "checkpoint"))
+async def shaper(message, session):
+    if message.content == "wait":
+        steered = await session.wait_steering()
+        return "steered: " + " | ".join(steered)
+    if message.content.startswith("write "):
+        _, name, text = message.content.split(" ", 2)
+        Path(session.workspace, name).write_text(text)
+    return ";".join(text for _, text in session.history)
+
+
+@pytest.fixture
+def server(tmp_path):
+    from harness_core.testing.serve import ServeThread
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ServeThread(
+        shaper, ledger=f"sqlite:///{tmp_path}/serve.sqlite", state_dir=tmp_path / "state"
+    ) as running:
+        running.workspace = str(workspace)
+        yield running
+
+
+def _open(server):
+    status, body = server.call(
+        "POST", "/api/sessions", {"harness": "shaper", "workspace": server.workspace}
+    )
+    assert status == 201, body
+    return body["ref"]["session_id"]
+
+
+def _turn(server, session_id, prompt):
+    status, body = server.call(
+        "POST", f"/api/sessions/{session_id}/turns", {"prompt": prompt, "stream": False}
+    )
+    assert status == 202, body
+    wait_for(lambda: server.call("GET", f"/api/sessions/{session_id}")[1]["running_turn"] is None)
+    return body["turn_id"]
+
+
+def _events(server, session_id):
+    return server.call("GET", f"/api/sessions/{session_id}/events")[1]["events"]
+
+
+def test_steer_a_running_turn_over_http(server):
+    session_id = _open(server)
+    status, error = server.call("POST", f"/api/sessions/{session_id}/steer", {"text": "x"})
+    assert status == 404 and error["error"]["reason"] == "turn-not-found"
+    status, _ = server.call(
+        "POST", f"/api/sessions/{session_id}/turns", {"prompt": "wait", "stream": False}
+    )
+    assert status == 202
+    status, body = server.call("POST", f"/api/sessions/{session_id}/steer", {"text": "go left"})
+    assert status == 202, body
+    wait_for(lambda: event_types(server, session_id)[-1] == "turn.completed")
+    events = _events(server, session_id)
+    assert [e["payload"]["text"] for e in events if e["type"] == "turn.steered"] == ["go left"]
+    assert events[-1]["payload"]["text"] == "steered: go left"
+
+
+def test_fork_checkpoint_and_rewind_over_http(server):
+    session_id = _open(server)
+    status, body = server.call("POST", f"/api/sessions/{session_id}/checkpoints")
+    assert status == 201, body
+    checkpoint = body["checkpoint_id"]
+    _turn(server, session_id, "write a.txt one")
+    first_end = _events(server, session_id)[-1]["event_id"]
+    _turn(server, session_id, "two")
+    status, child = server.call("POST", f"/api/sessions/{session_id}/fork", {"at": first_end})
+    assert status == 201, child
+    child_id = child["ref"]["session_id"]
+    _turn(server, child_id, "three")
+    assert (
+        _events(server, child_id)[-1]["payload"]["text"] == "write a.txt one;write a.txt one;three"
+    )
+    status, listed = server.call("GET", f"/api/sessions/{session_id}/checkpoints")
+    assert [c["payload"]["checkpoint_id"] for c in listed["checkpoints"]] == [checkpoint]
+    status, error = server.call(
+        "POST", f"/api/sessions/{session_id}/rewind", {"checkpoint": "ckpt_0000000000"}
+    )
+    assert status == 400 and error["error"]["reason"] == "invalid-request"
+    status, rewound = server.call(
+        "POST", f"/api/sessions/{session_id}/rewind", {"checkpoint": checkpoint}
+    )
+    assert status == 200, rewound
+    assert rewound["conversation"] and rewound["turns_kept"] == 0
+    assert not Path(server.workspace, "a.txt").exists()
+    status, error = server.call("POST", f"/api/sessions/{session_id}/fork", {"at": "ev_nope_9"})
+    assert status == 400 and error["error"]["reason"] == "invalid-request"
