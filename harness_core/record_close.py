@@ -21,24 +21,27 @@ from .retry import dangling_turn
 
 
 def closing_payloads(
-    ledger: LedgerStore, record: SessionRecord
+    ledger: LedgerStore, record: SessionRecord, *, close: bool = True
 ) -> list[tuple[str | None, Payload]]:
     """What closes ``record``'s session (the caller holds its claim), as ``(turn_id, payload)``:
-    the dangling turn's ``interrupted`` terminal when one is open, then ``session.closed``."""
+    the dangling turn's ``interrupted`` terminal when one is open, then ``session.closed`` (not
+    with ``close=False``: the turn's end alone, or nothing when no turn is open)."""
     session_id = record.ref.session_id
     dangling = dangling_turn(ledger, session_id, ledger.last_sequence(session_id))
     ends: list[tuple[str | None, Payload]] = []
     if dangling is not None:
         ends.append((dangling, TurnFailed(reason="interrupted")))
-    ends.append((None, SessionClosed()))
+    if close:
+        ends.append((None, SessionClosed()))
     return ends
 
 
 def closing_recorder(
-    ledger: LedgerStore, delivery: Delivery, record: SessionRecord
+    ledger: LedgerStore, delivery: Delivery | None, record: SessionRecord
 ) -> SessionRecorder:
     """The session's one write path, for a session no process has live: its next sequence read
-    from the ledger; nothing to redact (the payloads that close carry no text)."""
+    from the ledger; nothing to redact (the payloads that close carry no text). ``delivery``:
+    the controller's, or ``None`` where nobody watches (``harness reconcile``)."""
     return SessionRecorder(
         record.ref,
         ledger=ledger,

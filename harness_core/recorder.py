@@ -29,7 +29,7 @@ class SessionRecorder:
         ref: SessionRef,
         *,
         ledger: LedgerStore,
-        delivery: Delivery,
+        delivery: Delivery | None,
         redactor: Redactor,
         next_sequence: int = 1,
     ) -> None:
@@ -65,17 +65,22 @@ class SessionRecorder:
         )
         self.next_sequence = sequence + 1
         self.ledger.append((event,))
-        self.delivery.recorded(event)
+        if self.delivery is not None:  # None: a session nobody watches (harness reconcile)
+            self.delivery.recorded(event)
         return event
 
     async def deliver(self, *, seen: bool = False) -> None:
         """Show what was recorded to the observers once durable (see :meth:`Delivery.deliver`;
         ``seen``: the caller hands events out too, so wait for durability anyway)."""
-        await self.delivery.deliver(seen=seen)
+        if self.delivery is not None:
+            await self.delivery.deliver(seen=seen)
 
     async def flush(self) -> None:
         """Make everything recorded durable as far as the store can."""
-        await self.delivery.flush()
+        if self.delivery is None:
+            self.ledger.flush()
+        else:
+            await self.delivery.flush()
 
     def check_parent(self, parent_event_id: str | None) -> None:
         """A turn's ``parent_event_id`` must name an earlier event of this session."""

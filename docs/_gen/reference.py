@@ -308,6 +308,16 @@ def _action_help(action: argparse.Action) -> str:
     return help_text
 
 
+def arguments(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """``parser``'s own arguments (its subcommands' choice is not one), hidden ones included."""
+    return [a for a in parser._actions if not isinstance(a, argparse._SubParsersAction)]
+
+
+def option_row(action: argparse.Action) -> tuple[str, str]:
+    """The two cells of ``action``'s row in the CLI reference: how it is written, its help."""
+    return _cell(_invocation(action)), _cell(_action_help(action))
+
+
 def options_table(parser: argparse.ArgumentParser) -> list[str]:
     rows = []
     for action in parser._actions:

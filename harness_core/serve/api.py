@@ -231,7 +231,33 @@ async def session_view(server: Server, session_id: str) -> dict[str, Any]:
     }
 
 
+#: Parameters that make ``GET /api/sessions`` a search (the viewer's sessions page's query).
+SEARCH_PARAMS = ("q", "harness", "state", "since", "page", "per_page")
+
+
+async def search_sessions(request: Request) -> Response:
+    """One page of the sessions matching ``q``/``harness``/``state``/``since``, newest first."""
+    from .catalog import Query, catalog_of
+
+    server = server_of(request)
+    query = Query.from_params(request.query_params)
+    found = await server.read(catalog_of(request.app.state).page, server.ledger, query)
+    views = [await session_view(server, entry.record.session_id) for entry in found.entries]
+    return JSONResponse(
+        {
+            "sessions": views,
+            "total": found.total,
+            "page": query.page,
+            "pages": found.pages,
+            "state_counts": found.state_counts,
+            "harness_counts": found.harness_counts,
+        }
+    )
+
+
 async def list_sessions(request: Request) -> Response:
+    if any(name in request.query_params for name in SEARCH_PARAMS):
+        return await search_sessions(request)
     server = server_of(request)
     limit = int_param(request, "limit", 100, MAX_LIMIT)
     records = await server.read(server.ledger.list_sessions, limit=limit)

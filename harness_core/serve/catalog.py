@@ -217,3 +217,11 @@ class Catalog:
             state_counts={state: state_counts.get(state, 0) for state in STATES},
             all_sessions=len(entries),
         )
+
+
+def catalog_of(app_state: Any) -> Catalog:
+    """The app's one catalog (made on first use: it lives as long as the server)."""
+    catalog: Catalog | None = getattr(app_state, "catalog", None)
+    if catalog is None:
+        catalog = app_state.catalog = Catalog()
+    return catalog

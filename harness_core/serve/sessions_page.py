@@ -10,20 +10,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .api import error_response, server_of
-from .catalog import SINCE_LABELS, STATES, Catalog, Entry, Page, Query
+from .catalog import SINCE_LABELS, STATES, Entry, Page, Query, catalog_of
 from .viewer import cost, esc, page, relative_time, tokens
 
 #: Characters of the last prompt shown in a row.
 PROMPT_SHOWN = 80
-
-
-def catalog_of(request: Request) -> Catalog:
-    """The app's one catalog (made on first use: it lives as long as the server)."""
-    state = request.app.state
-    catalog: Catalog | None = getattr(state, "catalog", None)
-    if catalog is None:
-        catalog = state.catalog = Catalog()
-    return catalog
 
 
 def link(query: Query, **changes: object) -> str:
@@ -158,6 +149,6 @@ async def index(request: Request) -> Response:
         query = Query.from_params(request.query_params)
     except HarnessError as error:
         return error_response(error)
-    catalog = catalog_of(request)
+    catalog = catalog_of(request.app.state)
     result: Page = await server.read(catalog.page, server.ledger, query)
     return page("sessions", render(result), page="index", total=result.total)

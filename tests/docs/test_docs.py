@@ -123,21 +123,18 @@ def test_every_cli_command_and_option_is_in_the_cli_reference():
     for name, sub in commands.items():
         assert f"### `harness {name}`" in text
         section = text.split(f"### `harness {name}`", 1)[1].split("\n### ", 1)[0]
-        for action in sub._actions:
-            if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
+        for action in reference.arguments(sub):
+            if action.help == argparse.SUPPRESS:
                 continue
+            written, help_text = reference.option_row(action)
             row = next(
-                (
-                    line
-                    for line in section.splitlines()
-                    if line.startswith(f"| `{reference._cell(reference._invocation(action))}`")
-                ),
+                (line for line in section.splitlines() if line.startswith(f"| `{written}`")),
                 None,
             )
             assert row is not None, (
                 f"harness {name}: {action.option_strings or action.dest} is not documented"
             )
-            assert reference._cell(reference._action_help(action)) in row
+            assert help_text in row
 
 
 def test_every_cli_argument_has_help():
@@ -152,13 +149,13 @@ def test_every_cli_argument_has_help():
     blank = [
         f"harness {name} {' '.join(action.option_strings) or action.dest}"
         for name, sub in commands.items()
-        for action in sub._actions
-        if not action.help and not isinstance(action, argparse._SubParsersAction)
+        for action in reference.arguments(sub)
+        if not action.help
     ]
     blank += [
         f"harness {' '.join(action.option_strings)}"
-        for action in parser._actions
-        if not action.help and not isinstance(action, argparse._SubParsersAction)
+        for action in reference.arguments(parser)
+        if not action.help
     ]
     assert not blank, f"arguments without help text: {blank}"
 

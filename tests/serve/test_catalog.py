@@ -141,3 +141,25 @@ def test_query_links_drop_defaults_and_a_new_filter_starts_at_page_one():
     assert query.params() == {"q": "x y", "harness": "pi", "page": "3"}
     assert query.params(state="idle") == {"q": "x y", "harness": "pi", "state": "idle"}
     assert query.params(page=4)["page"] == "4"
+
+
+def test_the_api_searches_with_the_same_query(serve, tmp_path):
+    fill_ledger(f"sqlite:///{tmp_path}/serve.sqlite", COUNT, now=NOW)
+    with serve() as server:
+        status, body = server.call("GET", "/api/sessions?harness=codex&state=closed&per_page=5")
+        assert status == 200
+        matching = expected(COUNT, harness="codex", state="closed")
+        assert body["total"] == len(matching) and body["pages"] == -(-len(matching) // 5)
+        assert [s["ref"]["session_id"] for s in body["sessions"]] == [
+            session_id_of(i) for i in matching[:5]
+        ]
+        assert all(s["state"] == "closed" and s["turns"] == 1 for s in body["sessions"])
+        status, body = server.call("GET", "/api/sessions?q=n17x")
+        assert [s["ref"]["session_id"] for s in body["sessions"]] == [session_id_of(17)]
+        status, body = server.call("GET", "/api/sessions?state=asleep")
+        assert status == 400 and body["error"]["reason"] == "invalid-request"
+        # without a search parameter: the newest N, as before
+        status, body = server.call("GET", "/api/sessions?limit=3")
+        assert [s["ref"]["session_id"] for s in body["sessions"]] == [
+            session_id_of(i) for i in range(3)
+        ] and "total" not in body

@@ -69,6 +69,7 @@ def test_viewer_streams_a_turn_live_and_cancels_it(serve, workspace_dir, browser
         )
         assert "cancelled by host" in turn.inner_text()
         assert page.locator("#cancel").is_hidden()
+        assert page.locator("#notice").inner_text() == ""  # "cancel requested" does not stay
         events = api_events(server, session_id)
         assert events[-1]["type"] == "turn.cancelled" and events[-1]["payload"]["by"] == "host"
         streamed = "".join(

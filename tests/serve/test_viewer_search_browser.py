@@ -37,6 +37,17 @@ def page_range(page):
     return page.locator("#page-range").inner_text().replace("\N{EN DASH}", "-")
 
 
+def session_page(server, workspace_dir, browser, height):
+    """A new session of the scripted harness, and a page showing it."""
+    _, opened = server.call(
+        "POST", "/api/sessions", {"harness": "scripted", "workspace": workspace_dir}
+    )
+    session_id = opened["ref"]["session_id"]
+    page = browser.new_page(viewport={"width": 1100, "height": height})
+    page.goto(f"{server.url}sessions/{session_id}")
+    return session_id, page
+
+
 @pytest.fixture
 def many(serve, tmp_path):
     fill_ledger(f"sqlite:///{tmp_path}/serve.sqlite", COUNT)
@@ -126,12 +137,7 @@ def test_a_session_recorded_after_the_page_is_found_next_time(many, browser, wor
 
 def test_tool_call_detail_and_raw_events(serve, workspace_dir, browser):
     with serve() as server:
-        _, opened = server.call(
-            "POST", "/api/sessions", {"harness": "scripted", "workspace": workspace_dir}
-        )
-        session_id = opened["ref"]["session_id"]
-        page = browser.new_page(viewport={"width": 1100, "height": 800})
-        page.goto(f"{server.url}sessions/{session_id}")
+        session_id, page = session_page(server, workspace_dir, browser, height=800)
         list(server.stream("POST", f"/api/sessions/{session_id}/turns", {"prompt": "tool"}))
         page.wait_for_selector("article.turn[data-status='completed']")
         for where in ("live", "rendered"):
@@ -166,12 +172,7 @@ def test_tool_call_detail_and_raw_events(serve, workspace_dir, browser):
 
 def test_live_timing_and_relative_timestamps(serve, workspace_dir, browser):
     with serve() as server:
-        _, opened = server.call(
-            "POST", "/api/sessions", {"harness": "scripted", "workspace": workspace_dir}
-        )
-        session_id = opened["ref"]["session_id"]
-        page = browser.new_page(viewport={"width": 1100, "height": 700})
-        page.goto(f"{server.url}sessions/{session_id}")
+        session_id, page = session_page(server, workspace_dir, browser, height=700)
         _, started = server.call(
             "POST", f"/api/sessions/{session_id}/turns", {"prompt": "slow 15", "stream": False}
         )
@@ -184,6 +185,9 @@ def test_live_timing_and_relative_timestamps(serve, workspace_dir, browser):
             assert text.startswith("running "), text
             return float(text.split()[1])
 
+        # usage nobody reported is unknown, not "-"
+        assert page.locator("#session-tokens").inner_text() == "unknown"
+        assert page.locator("#session-cost").inner_text() == "unknown"
         first = running_seconds()
         time.sleep(1.3)
         assert running_seconds() > first  # the elapsed time moves while the turn runs

@@ -47,6 +47,7 @@ DEFAULT_COMMANDS = (
     "policy",
     "conformance",
     "tools",
+    "reconcile",
 )
 
 #: The ``--json`` help most commands share.

@@ -71,9 +71,16 @@ function fmtUsage(usage) {
 
 // -- time: relative timestamps that move, durations as the server writes them -------------------
 
+function micros(text) {
+  // whole microseconds since the epoch, exactly (the ledger writes microseconds; Date.parse
+  // keeps milliseconds at best), so a duration here is the one the server renders
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d{1,6})\d*)?(Z|[+-]\d\d:\d\d)$/.exec(String(text || ""));
+  if (!m) return NaN;
+  return Date.parse(m[1] + m[3]) * 1000 + (m[2] ? Number(m[2].padEnd(6, "0")) : 0);
+}
+
 function parseTime(text) {
-  // the ledger writes microseconds; Date.parse wants at most milliseconds everywhere
-  return text ? Date.parse(String(text).replace(/(\.\d{3})\d+/, "$1")) : NaN;
+  return micros(text) / 1000;
 }
 
 function ago(ms) {
@@ -95,8 +102,8 @@ function duration(seconds) {
 }
 
 function between(start, end) {
-  const a = parseTime(start), b = parseTime(end);
-  return isNaN(a) || isNaN(b) ? null : (b - a) / 1000;
+  const a = micros(start), b = micros(end);
+  return isNaN(a) || isNaN(b) ? null : (b - a) / 1e6;
 }
 
 function relativeTime(timestamp) {
@@ -393,9 +400,11 @@ class Live {
 
   async cancel() {
     if (!this.running) return;
+    const turnId = this.running;
     try {
-      await post("/api/sessions/" + encodeURIComponent(this.session) + "/cancel", { turn_id: this.running });
-      notice("cancel requested");
+      await post("/api/sessions/" + encodeURIComponent(this.session) + "/cancel", { turn_id: turnId });
+      // the turn's end may have arrived before this answer: say nothing then
+      if (this.running === turnId) notice("cancel requested");
     } catch (error) {
       notice(error.message);
     }

@@ -9,7 +9,14 @@ session resumed, after restoring the adapter's ``state_dir`` from the shared dir
 
 ``run_turn`` heartbeats the last sequence it recorded from a background task; when Temporal
 cancels the activity (the workflow's cancel signal), it cancels the turn through
-``controller.cancel_turn`` and returns the ``cancelled`` summary. It returns only a summary:
+``controller.cancel_turn`` and returns the ``cancelled`` summary.
+
+Draining (``drain()``, on the worker's SIGTERM): a running turn gets up to ``grace`` seconds to
+finish here. One still running then is **handed over**: a ``status`` event says the worker
+stopped, the session is abandoned in the ledger (nothing more of it is written here: no
+terminal, no ``by: host``), the turn's processes are stopped, and the activity fails with the
+retryable ``worker-stopped``, so Temporal runs the next attempt on another worker at once
+(``turn.restarted``), as after a worker loss but without waiting for the heartbeat timeout. It returns only a summary:
 the events are in the ledger. A retry after a worker loss runs the same turn id as the next
 attempt (``turn.restarted``): its resume names the turn it retries, so crash recovery keeps the
 lost attempt open for it and the turn ends once; if the lost attempt had already ended the turn,
@@ -18,7 +25,9 @@ its result stands.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +38,7 @@ import anyio.abc
 import anyio.to_thread
 import attrs
 from attrs import define
-from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore
+from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore, Status
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -41,8 +50,10 @@ from harness_core.redaction import Redactor
 from harness_core.retry import turn_ended
 
 from .approvals import LOCAL_TIMEOUT_GRACE, WorkflowApprover
+from .observability import Monitor, note
 from .shapes import (
     CLOSE_SESSION,
+    DEFAULT_GRACE,
     NON_RETRYABLE,
     OPEN_SESSION,
     RUN_TURN,
@@ -56,6 +67,17 @@ from .statesync import SharedStateDir
 
 #: Seconds between heartbeats (the worker's throttle sends at most one per 0.5 s anyway).
 HEARTBEAT_EVERY = 0.2
+#: The reason a handed-over attempt fails with (retryable), and leaves in its last heartbeat.
+WORKER_STOPPED = "worker-stopped"
+#: What the next attempt of a turn whose worker vanished (no handover) calls it.
+WORKER_LOST = "worker-lost"
+#: Seconds to wait after the handover heartbeat (the heartbeat throttle is 0.5 s) so that
+#: Temporal has it before the attempt fails: the next attempt reads its reason there.
+HEARTBEAT_SETTLE = 0.7
+
+
+class HandedOver(Exception):
+    """The turn was handed over (the worker drains): the activity fails, retryable."""
 
 
 @define
@@ -82,8 +104,15 @@ class SessionActivities:
         state_dir: str | os.PathLike[str] | None = None,
         shared_state: str | os.PathLike[str] | None = None,
         env_passthrough: Sequence[str] = (),
+        grace: float = DEFAULT_GRACE,
+        monitor: Monitor | None = None,
     ) -> None:
+        """``grace``: seconds running turns get to finish once the worker drains;
+        ``monitor``: the worker's metrics (a fresh one when not given)."""
         self.plugins = plugins if plugins is not None else get_plugins()
+        self.grace = grace
+        self.monitor = monitor if monitor is not None else Monitor()
+        self._stopping: anyio.Event | None = None
         self._owns_ledger = isinstance(ledger, str)
         self.ledger: LedgerStore = (
             open_ledger(ledger, schemes=self.plugins.ledger_schemes)
@@ -101,7 +130,17 @@ class SessionActivities:
     def activities(self) -> list[Any]:
         return [self.open_session, self.run_turn, self.close_session]
 
+    def drain(self) -> None:
+        """Take no new turn; running ones get ``grace`` seconds, then are handed over."""
+        if self._stopping is not None:
+            self._stopping.set()
+
+    @property
+    def draining(self) -> bool:
+        return self._stopping is not None and self._stopping.is_set()
+
     async def __aenter__(self) -> SessionActivities:
+        self._stopping = anyio.Event()
         self._hosts = anyio.create_task_group()
         await self._hosts.__aenter__()
         return self
@@ -144,10 +183,40 @@ class SessionActivities:
 
     @activity.defn(name=RUN_TURN)
     async def run_turn(self, work: TurnWork) -> TurnSummary:
-        attempt = activity.info().attempt
+        info = activity.info()
+        attempt = info.attempt
+        fields: dict[str, Any] = {
+            "session_id": work.session_id,
+            "turn_id": work.turn_id,
+            "attempt": attempt,
+        }
+        if attempt > 1:
+            reason = WORKER_STOPPED if WORKER_STOPPED in map(str, info.heartbeat_details) else None
+            self.monitor.failovers.inc()
+            note("turn.failover", reason=reason or WORKER_LOST, **fields)
+        note("turn.attempt", **fields)
+        self.monitor.turn_started()
+        outcome = "failed"
+        try:
+            summary = await self._run_turn(work, attempt)
+            outcome = summary.status
+            note("turn.finished", status=summary.status, reason=summary.reason, **fields)
+            return summary
+        except HandedOver:
+            outcome = "handed-over"
+            self.monitor.handovers.inc()
+            note("turn.handover", reason=WORKER_STOPPED, grace=self.grace, **fields)
+            raise ApplicationError(WORKER_STOPPED, type=WORKER_STOPPED) from None
+        finally:
+            self.monitor.turn_ended()
+            self.monitor.attempts.labels(outcome=outcome).inc()
+
+    async def _run_turn(self, work: TurnWork, attempt: int) -> TurnSummary:
         with _as_application_error():
+            began = time.monotonic()
             await self._claim(work.session_id)
             ended = await anyio.to_thread.run_sync(self._ended, work.session_id, work.turn_id)
+            self.monitor.ledger_seconds.observe(time.monotonic() - began)
             if ended is not None:  # the lost attempt finished the turn: its result stands
                 return _summary_from_ledger(work.turn_id, ended, attempt)
             if attempt > 1:  # nobody waits for what the lost attempt asked
@@ -157,6 +226,7 @@ class SessionActivities:
             # the workflow's timer decides an unanswered request; this only bounds the wait
             controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
             last = [0]
+            assert self._stopping is not None
             async with controller.turn(
                 work.session_id,
                 work.prompt,
@@ -164,9 +234,17 @@ class SessionActivities:
                 attempt=attempt,
                 timeout=work.turn_timeout,
             ) as turn:
-                await _drive(controller, work.session_id, turn, last)
+                handed = await _drive(controller, work.session_id, turn, last, self._stopping,
+                                      self.grace, self.ledger)  # fmt: skip
+            if handed:
+                await self._detach(work.session_id)
+                activity.heartbeat(last[0], WORKER_STOPPED)
+                await anyio.sleep(HEARTBEAT_SETTLE)
+                raise HandedOver
             result = turn.result()
+            began = time.monotonic()
             await self._settled(attached, work.session_id, work.spec.harness)
+            self.monitor.ledger_seconds.observe(time.monotonic() - began)
         usage = None if result.usage is None else _usage_dict(result.usage)
         return TurnSummary(
             turn_id=work.turn_id,
@@ -209,16 +287,20 @@ class SessionActivities:
         attached = Attached(controller, anyio.Event(), anyio.Event())
         if self._hosts is None:
             raise HarnessError("invalid-request", "use the activities inside `async with`")
-        await self._hosts.start(self._host, attached)
+        await self._hosts.start(self._host, attached, session_id)
         self._attached[session_id] = attached
         return attached
 
     @staticmethod
-    async def _host(attached: Attached, *, task_status: Any) -> None:
+    async def _host(attached: Attached, session_id: str, *, task_status: Any) -> None:
         try:
             async with attached.controller:
                 task_status.started()
                 await attached.release.wait()
+        except HarnessError as error:
+            # Leaving a session the ledger no longer takes (abandoned in a handover, or the
+            # database away): the worker goes on; the next claimer ends what is open.
+            note("session.detached", logging.WARNING, session_id=session_id, reason=error.reason)
         finally:
             attached.released.set()
 
@@ -275,23 +357,59 @@ class SessionActivities:
         return earlier if turn_ended(earlier) else None
 
 
-async def _drive(controller: Controller, session_id: str, turn: Any, last: list[int]) -> None:
-    """Pull the turn to its end, heartbeating; a Temporal cancel becomes ``cancel_turn``."""
+async def _drive(
+    controller: Controller,
+    session_id: str,
+    turn: Any,
+    last: list[int],
+    stopping: anyio.Event,
+    grace: float,
+    ledger: LedgerStore,
+) -> bool:
+    """Pull the turn to its end, heartbeating; a Temporal cancel becomes ``cancel_turn``. When
+    the worker drains (``stopping``) and the turn runs on past ``grace``: hand it over (see the
+    module doc) and return ``True``."""
     finished = anyio.Event()
+    handed = False
 
     async def pump() -> None:
-        async for event in turn:
-            last[0] = event.sequence
-        finished.set()
+        try:
+            async for event in turn:
+                last[0] = event.sequence
+        except HarnessError:
+            if not handed:  # once abandoned, the ledger refuses the turn's end: expected
+                raise
+        finally:
+            finished.set()
 
     async def heartbeat() -> None:
         while True:
             activity.heartbeat(last[0])
             await anyio.sleep(HEARTBEAT_EVERY)
 
+    async def hand_over() -> None:
+        nonlocal handed
+        await stopping.wait()
+        with anyio.move_on_after(grace):
+            await finished.wait()
+            return
+        with anyio.CancelScope(shield=True):
+            if turn.record_side_event(Status(message=HANDOVER_STATUS)):
+                await flush_async(ledger)
+            handed = True
+            abandon = getattr(ledger, "abandon", None)
+            if abandon is not None:  # what the turn writes from now on is refused
+                await anyio.to_thread.run_sync(abandon, session_id)
+            try:
+                await controller.cancel_turn(session_id, turn.turn_id)
+            except HarnessError:
+                pass  # it ended meanwhile
+            await finished.wait()
+
     async with anyio.create_task_group() as group:
         group.start_soon(pump)
         group.start_soon(heartbeat)
+        group.start_soon(hand_over)
         try:
             await finished.wait()
         except anyio.get_cancelled_exc_class():
@@ -302,6 +420,12 @@ async def _drive(controller: Controller, session_id: str, turn: Any, last: list[
                     pass  # it ended meanwhile
                 await finished.wait()
         group.cancel_scope.cancel()
+    return handed
+
+
+#: The ``status`` event a handed-over attempt ends with (the next attempt's turn.restarted
+#: follows): a worker stopped, nobody cancelled.
+HANDOVER_STATUS = "worker stopped: the turn continues on another worker"
 
 
 @contextmanager

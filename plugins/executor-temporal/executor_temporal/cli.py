@@ -9,7 +9,9 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
-from .shapes import NAMESPACE, TASK_QUEUE
+from harness_core.cli.commands.args import count
+
+from .shapes import DEFAULT_GRACE, DEFAULT_MAX_CONCURRENT, NAMESPACE, TASK_QUEUE
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,15 +33,61 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="a directory every worker mounts: adapters' state_dir snapshots travel through it",
     )
+    p.add_argument(
+        "--max-concurrent",
+        type=count(1),
+        default=DEFAULT_MAX_CONCURRENT,
+        metavar="N",
+        help=f"turns this worker runs at once (default {DEFAULT_MAX_CONCURRENT})",
+    )
+    p.add_argument(
+        "--grace",
+        type=_seconds,
+        default=DEFAULT_GRACE,
+        metavar="SECONDS",
+        help="on SIGTERM, how long running turns may finish here before they are handed over "
+        f"to other workers (default {DEFAULT_GRACE:g})",
+    )
+    p.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="worker log lines on stderr: text, or one JSON object per line",
+    )
+    p.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        type=_host_port,
+        help="serve /healthz, /readyz and /metrics (Prometheus) here (e.g. 127.0.0.1:9464)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 <= value < 86_400:
+        raise argparse.ArgumentTypeError("must be between 0 and 86400 seconds")
+    return value
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"not HOST:PORT: {text!r}")
+    return host.strip("[]"), int(port)
 
 
 def run(args: argparse.Namespace) -> int:
     import anyio
 
+    from .observability import configure_logging
     from .worker import run_worker
 
     if not args.ledger:
         raise HarnessError("invalid-request", "the worker needs --ledger (a shared ledger URL)")
+    configure_logging(args.log_format)
 
     def ready() -> None:
         print(f"worker ready on {args.task_queue} at {args.address}", flush=True)
@@ -53,9 +101,55 @@ def run(args: argparse.Namespace) -> int:
             state_dir=args.state_dir,
             shared_state=args.shared_state,
             on_ready=ready,
+            max_concurrent=args.max_concurrent,
+            grace=args.grace,
+            http=args.http,
         )
     )
     return 0
+
+
+def add_reconcile_arguments(p: argparse.ArgumentParser) -> None:
+    from harness_core.cli.commands.reconcile import add_reconcile_arguments as shared
+
+    p.add_argument("--temporal", metavar="ADDRESS", default="127.0.0.1:7233",
+                   help="Temporal frontend host:port")  # fmt: skip
+    p.add_argument(
+        "--namespace", default=NAMESPACE, help=f"Temporal namespace (default {NAMESPACE})"
+    )
+    shared(p)
+
+
+def reconcile(args: argparse.Namespace) -> int:
+    """``harness reconcile-temporal``: :func:`harness_core.reconcile.reconcile` with the
+    workflows' state: an open session whose workflow is not running (never started, completed,
+    terminated, or lost with a dev server's memory) is closed in the ledger."""
+    import anyio
+    import anyio.from_thread
+    import anyio.to_thread
+
+    from harness_core.cli.reconcile_cmd import run_reconcile
+
+    from .client import workflow_gone
+
+    async def main() -> int:
+        from temporalio.client import Client
+
+        try:
+            client = await Client.connect(args.temporal, namespace=args.namespace)
+        except RuntimeError:  # the SDK's connection failure
+            raise HarnessError(
+                "provider-unavailable", "cannot reach the Temporal service"
+            ) from None
+
+        def gone(session_id: str) -> bool:
+            return bool(anyio.from_thread.run(workflow_gone, client, session_id))
+
+        code: int = await anyio.to_thread.run_sync(run_reconcile, args, gone)
+        return code
+
+    result: int = anyio.run(main)
+    return result
 
 
 def run_on_temporal(

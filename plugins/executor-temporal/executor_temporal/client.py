@@ -321,3 +321,17 @@ def require_asyncio() -> None:
         raise HarnessError(
             "unsupported-feature", "the Temporal controller runs on asyncio only, not trio"
         ) from None
+
+
+async def workflow_gone(client: Client, session_id: str) -> bool:
+    """Whether the session's workflow no longer runs: not found (never started, or lost with a
+    dev server's in-memory state) or ended (completed, failed, terminated, timed out)."""
+    from temporalio.client import WorkflowExecutionStatus
+
+    try:
+        described = await client.get_workflow_handle(session_id).describe()
+    except RPCError as error:
+        if error.status == RPCStatusCode.NOT_FOUND:
+            return True
+        raise HarnessError("provider-unavailable", "the Temporal service refused") from None
+    return described.status != WorkflowExecutionStatus.RUNNING

@@ -21,6 +21,13 @@ def register_commands(commands: Commands) -> None:
         _worker,
         _worker_arguments,
     )
+    commands.add(
+        "reconcile-temporal",
+        "close sessions whose Temporal workflow is gone, end turns whose writer is gone",
+        _reconcile,
+        _reconcile_arguments,
+        json_help="print JSON Lines (one object per line)",
+    )
     commands.add_run_options(_run_arguments, _run_on_temporal)
 
 
@@ -34,6 +41,18 @@ def _worker(args: Namespace) -> int:
     from .cli import run
 
     return run(args)
+
+
+def _reconcile_arguments(parser: ArgumentParser) -> None:
+    from .cli import add_reconcile_arguments
+
+    add_reconcile_arguments(parser)
+
+
+def _reconcile(args: Namespace) -> int:
+    from .cli import reconcile
+
+    return reconcile(args)
 
 
 def _run_arguments(parser: ArgumentParser) -> None:

@@ -24,6 +24,11 @@ CLOSE_SESSION = "harness.close_session"
 #: (``request_to_dict`` / ``PermissionDecision.to_dict``): plain JSON any client can send.
 PERMISSION_REQUESTED = "permission_requested"
 ANSWER_PERMISSION = "answer_permission"
+#: Turns a worker runs at once unless told (``--max-concurrent``): the CLI turns one machine
+#: holds (each is a harness process tree).
+DEFAULT_MAX_CONCURRENT = 10
+#: Seconds a draining worker lets running turns finish before handing them over (``--grace``).
+DEFAULT_GRACE = 30.0
 #: Signal from the worker starting a retry: the lost attempt's pending requests are void.
 ATTEMPT_STARTED = "attempt_started"
 

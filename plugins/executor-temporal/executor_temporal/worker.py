@@ -4,12 +4,17 @@ The settings the issue measured: heartbeats reach Temporal at most 0.5 s apart (
 the activity within about that, instead of ~7.5 s with the default throttle), and a sticky queue
 times out after 1 s (a session's next turn after a worker death is not held ~10 s for the dead
 worker's cache).
+
+SIGTERM (SIGINT too) drains: the worker stops polling, running turns get ``grace`` seconds to
+finish, then the rest are handed over to other workers (see :mod:`.activities`); then it
+releases every session and exits. ``max_concurrent``: turns (activities) it runs at once.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 
@@ -18,12 +23,16 @@ from harness_hookspecs import HarnessError
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from .activities import SessionActivities
-from .shapes import NAMESPACE, TASK_QUEUE
+from .activities import HEARTBEAT_SETTLE, SessionActivities
+from .observability import HealthServer, Monitor, note
+from .shapes import DEFAULT_GRACE, DEFAULT_MAX_CONCURRENT, NAMESPACE, TASK_QUEUE
 from .workflow import SessionWorkflow
 
 HEARTBEAT_THROTTLE = timedelta(seconds=0.5)
 STICKY_TIMEOUT = timedelta(seconds=1)
+#: Seconds past the grace Temporal's own shutdown waits before cancelling what still runs:
+#: the handover (a flush, a kill, the last heartbeat) happens first.
+HANDOVER_ROOM = 10.0
 
 
 def build_worker(
@@ -31,9 +40,10 @@ def build_worker(
     activities: SessionActivities,
     *,
     task_queue: str = TASK_QUEUE,
-    max_concurrent_activities: int = 100,
+    max_concurrent_activities: int = DEFAULT_MAX_CONCURRENT,
 ) -> Worker:
     activities.approver.client = client  # permission requests go to the workflows through it
+    shutdown = activities.grace + HEARTBEAT_SETTLE + HANDOVER_ROOM
     return Worker(
         client,
         task_queue=task_queue,
@@ -43,7 +53,7 @@ def build_worker(
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
-        graceful_shutdown_timeout=timedelta(seconds=5),
+        graceful_shutdown_timeout=timedelta(seconds=shutdown),
     )
 
 
@@ -57,21 +67,58 @@ async def run_worker(
     shared_state: str | os.PathLike[str] | None = None,
     env_passthrough: Sequence[str] = (),
     on_ready: Callable[[], None] | None = None,
+    max_concurrent: int = DEFAULT_MAX_CONCURRENT,
+    grace: float = DEFAULT_GRACE,
+    http: tuple[str, int] | None = None,
 ) -> None:
-    """Serve until SIGINT / SIGTERM; then finish (cancel) what runs and release every session."""
+    """Serve until SIGINT / SIGTERM; then drain (see the module doc) and release every session.
+
+    ``http``: (host, port) of ``/healthz``, ``/readyz`` and ``/metrics`` (see
+    :mod:`.observability`); port 0 picks a free one (logged in ``worker.started``)."""
     try:
         client = await Client.connect(address, namespace=namespace)
     except RuntimeError:  # the SDK's connection failure
         raise HarnessError("provider-unavailable", "cannot reach the Temporal service") from None
+    monitor = Monitor()
+    server = HealthServer(monitor, *http).start() if http is not None else None
+    where = None if server is None else f"{server.host}:{server.port}"
     activities = SessionActivities(
         ledger=ledger,
         state_dir=state_dir,
         shared_state=shared_state,
         env_passthrough=env_passthrough,
+        grace=grace,
+        monitor=monitor,
     )
-    async with activities, build_worker(client, activities, task_queue=task_queue):
-        if on_ready is not None:
-            on_ready()
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for _ in signals:
-                break
+    try:
+        async with anyio.create_task_group() as beats:
+            beats.start_soon(_beat, monitor)
+            worker = build_worker(
+                client, activities, task_queue=task_queue, max_concurrent_activities=max_concurrent
+            )
+            async with activities, worker:
+                monitor.ready = True
+                note("worker.started", pid=os.getpid(), task_queue=task_queue,
+                     namespace=namespace, max_concurrent=max_concurrent, grace=grace,
+                     http=where)  # fmt: skip
+                if on_ready is not None:
+                    on_ready()
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    signum = await anext(aiter(signals))
+                monitor.ready = False
+                monitor.draining.set(1)
+                note("worker.draining", signal=signal.Signals(signum).name,
+                     running=monitor.turns, grace=grace)  # fmt: skip
+                activities.drain()
+            beats.cancel_scope.cancel()
+    finally:
+        if server is not None:
+            server.stop()
+    note("worker.stopped", pid=os.getpid())
+
+
+async def _beat(monitor: Monitor) -> None:
+    """Liveness: the event loop answers (``/healthz`` goes 503 when it stops)."""
+    while True:
+        monitor.beat = time.monotonic()
+        await anyio.sleep(1.0)

@@ -32,6 +32,8 @@ from typing import Any
 import psycopg
 from harness_hookspecs import HarnessError
 
+from .outage import retrying
+
 #: The advisory lock key of (this schema, session, epoch): 64 bits of the server's text hash.
 KEY = "hashtextextended(current_schema() || '/' || %s, %s)"
 #: A WHERE condition: ``l`` (pg_locks) is the granted lock of ``s`` (ledger_sessions)'s epoch.
@@ -58,27 +60,27 @@ UNWRITABLE = "the PostgreSQL ledger could not be written"
 class Claims:
     """One store's claims connection and the advisory locks it holds (thread-safe)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, retry_window: float = 0.0) -> None:
         self.url = url
+        self.retry_window = retry_window
         self._lock = threading.Lock()
         self._connection: psycopg.Connection[Any] | None = None
         self._locked: set[tuple[str, int]] = set()  # (session, epoch) locks this connection holds
 
     def claim(self, session_id: str, held: int | None, take_over: bool) -> tuple[int, int]:
         """The epoch this store now holds and the session's last sequence; ``held``: the epoch
-        it held before (if any). One retry on a new connection if the old one was lost."""
+        it held before (if any). Retried on a new connection while the database is away, for
+        up to the retry window (:mod:`.outage`)."""
         with self._lock:
-            for attempt in range(2):
-                try:
-                    return self._claim(self._connect(), session_id, held, take_over)
-                except psycopg.OperationalError:
-                    self._drop()
-                    if attempt == 1:
-                        raise HarnessError("ledger-failed", UNWRITABLE) from None
-                except psycopg.Error:
-                    self._drop()
-                    raise HarnessError("ledger-failed", UNWRITABLE) from None
-        raise AssertionError("unreachable")
+            try:
+                return retrying(
+                    lambda: self._claim(self._connect(), session_id, held, take_over),
+                    self.retry_window,
+                    self._drop,
+                )
+            except psycopg.Error:
+                self._drop()
+                raise HarnessError("ledger-failed", UNWRITABLE) from None
 
     def _claim(
         self, connection: psycopg.Connection[Any], session_id: str, held: int | None, take: bool
@@ -153,7 +155,7 @@ class Claims:
         lost, self._locked = self._locked, set()
         if connection is not None:
             connection.close()
-        connection = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        connection = psycopg.connect(self.url, autocommit=True, connect_timeout=5)
         for statement in SETTINGS:
             connection.execute(statement)
         self._connection = connection

@@ -60,17 +60,33 @@ _VERSION_1 = (
 MIGRATIONS: dict[int, tuple[str, ...]] = {1: _VERSION_1}
 
 
-def migrate(connection: Any) -> None:
-    """Create or upgrade the schema on ``connection`` (a psycopg connection, autocommit)."""
+#: What the store's role needs once the tables exist (``harness ledger check`` checks it):
+#: table -> privileges. Creating or migrating them needs ``CREATE`` on the schema.
+PRIVILEGES = {
+    "ledger_sessions": ("SELECT", "INSERT", "UPDATE"),
+    "ledger_events": ("SELECT", "INSERT"),
+    "ledger_schema_version": ("SELECT",),
+}
+
+
+def pending(connection: Any) -> tuple[int, list[str]]:
+    """The schema version found and the statements :func:`migrate` would run (a dry run)."""
+    version = schema_version(connection)
+    _refuse_newer(version)
+    return version, [
+        " ".join(statement.split())
+        for step in range(version + 1, SCHEMA_VERSION + 1)
+        for statement in MIGRATIONS[step]
+    ]
+
+
+def migrate(connection: Any) -> int:
+    """Create or upgrade the schema on ``connection`` (a psycopg connection, autocommit);
+    the version found before."""
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        version = _version(connection)
-        if version > SCHEMA_VERSION:
-            raise HarnessError(
-                "ledger-failed",
-                f"the ledger schema version {version} is newer than this store supports "
-                f"({SCHEMA_VERSION})",
-            )
+        version = schema_version(connection)
+        _refuse_newer(version)
         for step in range(version + 1, SCHEMA_VERSION + 1):
             for statement in MIGRATIONS[step]:
                 connection.execute(statement)
@@ -78,9 +94,46 @@ def migrate(connection: Any) -> None:
             connection.execute("INSERT INTO ledger_schema_version VALUES (%s)", (SCHEMA_VERSION,))
         elif version < SCHEMA_VERSION:
             connection.execute("UPDATE ledger_schema_version SET version = %s", (SCHEMA_VERSION,))
+    return version
 
 
-def _version(connection: Any) -> int:
+def _refuse_newer(version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise HarnessError(
+            "ledger-failed",
+            f"the ledger schema version {version} is newer than this store supports "
+            f"({SCHEMA_VERSION})",
+        )
+
+
+def check(connection: Any) -> list[tuple[str, bool]]:
+    """What ``harness ledger check`` reports: (what, whether it holds), for the schema version,
+    the append-only triggers and the connecting role's privileges."""
+    version = schema_version(connection)
+    found = [
+        (f"schema version {version} (this store: {SCHEMA_VERSION})", version == SCHEMA_VERSION)
+    ]
+    if version == 0:
+        return found
+    triggers = {
+        row[0]
+        for row in connection.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = to_regclass('ledger_events')"
+        ).fetchall()
+    }
+    for trigger in ("ledger_events_append_only", "ledger_events_no_truncate"):
+        found.append((f"trigger {trigger} (append-only)", trigger in triggers))
+    for table, privileges in PRIVILEGES.items():
+        for privilege in privileges:
+            row = connection.execute(
+                "SELECT has_table_privilege(to_regclass(%s), %s)", (table, privilege)
+            ).fetchone()
+            found.append((f"{privilege} on {table}", bool(row[0])))
+    return found
+
+
+def schema_version(connection: Any) -> int:
+    """The ledger schema's version in the connection's schema (0: none yet)."""
     found = connection.execute("SELECT to_regclass('ledger_schema_version')").fetchone()
     if found[0] is None:
         foreign = connection.execute(

@@ -9,8 +9,18 @@ last sequence, a replayed event must equal the stored one, and a session this st
 ``claim``\\ ed must still carry its writer epoch (a writer fenced by a newer claim is refused).
 A refused session's events are reported at the next ``flush`` as ``ledger-failed`` with the
 reason; the other sessions' events are committed. The commit also NOTIFYs each session's id,
-which wakes the live tails (:mod:`.listen`). A lost connection is reopened and the batch retried
-once: appends are idempotent, so a batch whose commit did land is a no-op the second time.
+which wakes the live tails (:mod:`.listen`).
+
+Riding out the database (:mod:`.outage`): a lost connection is reopened and the batch retried,
+with backoff and jitter, for up to the retry window (30 s by default). Meanwhile ``flush``
+waits - nothing appended is delivered before it is durable - and later appends join the batch.
+Appends are idempotent (an exact replay of a stored event is a no-op), so a batch whose commit
+landed before its connection died is harmless the second time. When the window runs out,
+``flush`` raises ``ledger-failed`` (at once, for as long as the database stays away) while the
+writer keeps the batch and goes on trying: what was appended, the failed turn's terminal
+included, is written once the database is back - unless the store is closed first (then the
+next process to claim the session closes the turn: ``interrupted``). Reads and claims retry
+over the same window; a read during a reported outage tries once.
 
 Durability: a commit returns after PostgreSQL has flushed its WAL (``synchronous_commit`` on, the
 server default); ``flush`` returns once everything appended before it is committed.
@@ -24,12 +34,13 @@ decides who runs a session).
 
 from __future__ import annotations
 
+import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import psycopg
-import psycopg_pool
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
 from harness_core.ledger.base import (
@@ -49,6 +60,8 @@ from harness_core.serialize import loads_record
 
 from .claims import HELD_BY_ANYONE, Claims
 from .listen import Listener, tail
+from .outage import MAX_DELAY, RETRYABLE, RetryWindow, retrying, window_setting
+from .readers import CONNECT_TIMEOUT, Readers
 from .schema import CHANNEL, migrate
 
 #: Queue items the writer takes into one transaction at most.
@@ -57,6 +70,10 @@ BATCH_ITEMS = 4096
 RECORD_CACHE = 4096
 FENCED = "the session was claimed by another writer (stale writer epoch)"
 UNREACHABLE = "the PostgreSQL ledger could not be reached"
+UNWRITABLE = "the PostgreSQL ledger could not be written"
+#: The epoch an abandoned session is held at: no claim gives it, so every write is fenced.
+ABANDONED = -1
+UNREADABLE = "the PostgreSQL ledger could not be read"
 
 _SELECT_EVENTS = (
     f"SELECT {EVENT_COLUMNS} FROM ledger_events "
@@ -84,27 +101,60 @@ class _Create:
         self.record = record
 
 
-class PostgresStore(QueuedWrites):
-    """The ledger in the PostgreSQL database at ``url`` (``postgresql://user@host:port/db``)."""
+class _Batch:
+    """What the writer takes into one transaction, in queue order; grows while it is retried."""
 
-    def __init__(self, url: str, *, pool_size: int = 4) -> None:
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.creates: list[SessionRecord] = []
+        self.records: list[SessionRecord] = []
+        self.waiters: list[Waiter] = []
+        self.stop = False
+
+    def add(self, items: list[Any]) -> None:
+        for item in items:
+            if isinstance(item, Waiter):
+                self.waiters.append(item)
+            elif isinstance(item, _Create):
+                self.creates.append(item.record)
+            elif isinstance(item, SessionRecord):
+                self.records.append(item)
+            elif item is STOP:
+                self.stop = True
+            else:
+                self.events.extend(item)
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.events or self.creates or self.records)
+
+
+class PostgresStore(QueuedWrites):
+    """The ledger in the PostgreSQL database at ``url`` (``postgresql://user@host:port/db``).
+
+    ``retry_window``: seconds a write, read or claim keeps retrying while the database is away
+    (default ``$HARNESS_LEDGER_RETRY_WINDOW`` or 30; see :mod:`.outage`). Opening the store
+    does not retry: an unreachable database at start is one ``ledger-failed`` line at once.
+    """
+
+    def __init__(self, url: str, *, pool_size: int = 4, retry_window: float | None = None) -> None:
         self.url = url
+        self.retry_window = window_setting(retry_window)
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=10) as connection:
                 migrate(connection)
-            self._pool = psycopg_pool.ConnectionPool(
-                url, min_size=1, max_size=pool_size, kwargs={"autocommit": True}, open=True
-            )
-            self._pool.wait(timeout=30)
-        except (psycopg.Error, psycopg_pool.PoolTimeout):
+        except psycopg.Error:
             raise HarnessError("ledger-failed", UNREACHABLE) from None
+        self._readers = Readers(url, pool_size)
         self._writer_connection: psycopg.Connection[Any] | None = None
         QueuedWrites.__init__(self)
+        #: set while the database stays away past the window (the writer still retries)
+        self._down: str | None = None
         self._append_lock = threading.Lock()
         self._guard = SequenceGuard(self._stored_last, self._stored_event, self._refreshed_last)
         self._creating: set[str] = set()  # records queued, not yet committed
         self._epochs: dict[str, int] = {}  # sessions this store claimed: the epoch it holds
-        self.claims = Claims(url)  # the claims connection (tests kill it)
+        self.claims = Claims(url, self.retry_window)  # the claims connection (tests kill it)
         self._records = RecentRecords(RECORD_CACHE)
         self._closed = False
         self.listeners: list[Listener] = []  # the live tails' connections (tests kill them)
@@ -116,11 +166,17 @@ class PostgresStore(QueuedWrites):
     # -- reads ------------------------------------------------------------------------------
 
     def _query(self, sql: str, args: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One read, retried over the window (once only while an outage is reported)."""
+        window = 0.0 if self._down is not None else self.retry_window
         try:
-            with self._pool.connection() as connection:
-                return connection.execute(sql, args).fetchall()
-        except (psycopg.Error, psycopg_pool.PoolTimeout):
-            raise HarnessError("ledger-failed", "the PostgreSQL ledger could not be read") from None
+            return retrying(lambda: self._readers.query(sql, args), window, self._readers.discard)
+        except psycopg.Error:
+            raise HarnessError("ledger-failed", UNREADABLE) from None
+
+    @property
+    def reader_backend_pids(self) -> list[int]:
+        """The server processes of the reads' idle connections (tests terminate them)."""
+        return self._readers.backend_pids()
 
     def _stored_last(self, session_id: str) -> int:
         rows = self._query(
@@ -223,6 +279,8 @@ class PostgresStore(QueuedWrites):
     def update_session(self, record: SessionRecord) -> None:
         self._open()
         with self._append_lock:
+            if self._epochs.get(record.session_id) == ABANDONED:
+                raise HarnessError("ledger-failed", FENCED)
             self._records.remember(record)
             self._queue.put(record)
 
@@ -230,6 +288,8 @@ class PostgresStore(QueuedWrites):
         """Check the sequence and enqueue; the writer thread commits (see the module doc)."""
         self._open()
         with self._append_lock:
+            if events and self._epochs.get(events[0].session_id) == ABANDONED:
+                raise HarnessError("ledger-failed", FENCED)
             events = self._guard.check(events)
             if events:
                 self._queue.put(events)
@@ -268,87 +328,146 @@ class PostgresStore(QueuedWrites):
         if epoch is not None:
             self.claims.release(session_id, epoch)
 
+    def abandon(self, session_id: str) -> None:
+        """Stop writing the session as a writer that lost it would: what was appended before
+        is committed, every later append (or record update) of it is refused (``ledger-failed``,
+        fenced) until this store claims it again, and the claim's lock is dropped.
+
+        For a worker that hands a running turn over (it stops): the turn's own cancel then
+        writes nothing - no terminal - and the next claimer retries the turn under its id."""
+        self._open()
+        self.flush()
+        with self._append_lock:
+            epoch = self._epochs.get(session_id)
+            self._epochs[session_id] = ABANDONED
+        if epoch is not None and epoch != ABANDONED:
+            self.claims.release(session_id, epoch)
+
     def claimed(self, session_id: str) -> bool:
         """Whether a live writer holds the session: this store, or a store whose connection
         holds the advisory lock of the session's current epoch."""
-        if session_id in self._epochs:
+        if self._epochs.get(session_id, ABANDONED) != ABANDONED:
             return True
         rows = self._query(_HELD, (session_id,))
         return bool(rows and rows[0][0])
 
     def _close_readers(self) -> None:
-        self._pool.close()
+        self._readers.close()
         self.claims.close()  # the server drops its advisory locks with it
+
+    def raise_failure(self) -> None:
+        """Raise the writer's failure since the last flush; ``ledger-failed`` at every flush
+        while the database stays away past the retry window."""
+        down = self._down
+        if down is not None:
+            self._failure = None
+            raise HarnessError("ledger-failed", down)
+        super().raise_failure()
+
+    @property
+    def outage(self) -> bool:
+        """Whether the database has been away longer than the retry window (and the writer
+        still holds what it could not write)."""
+        return self._down is not None
 
     # -- the writer thread ------------------------------------------------------------------
 
     def _write_loop(self) -> None:
         while True:
-            items = self._next_batch(BATCH_ITEMS)
-            events: list[Event] = []
-            creates: list[SessionRecord] = []
-            records: list[SessionRecord] = []
-            waiters: list[Waiter] = []
-            stop = False
-            for item in items:
-                if isinstance(item, Waiter):
-                    waiters.append(item)
-                elif isinstance(item, _Create):
-                    creates.append(item.record)
-                elif isinstance(item, SessionRecord):
-                    records.append(item)
-                elif item is STOP:
-                    stop = True
-                else:
-                    events.extend(item)
+            batch = _Batch()
+            batch.add(self._next_batch(BATCH_ITEMS))
             try:
-                if events or records or creates:
-                    self._commit(creates, events, records)
+                self._write_riding_out(batch)
             except BaseException:  # never die with waiters blocked: report at the next flush
-                self._fail("the PostgreSQL ledger could not be written")
-                for event in events:  # not stored: the next append re-reads the real last
+                self._fail(UNWRITABLE)
+                for event in batch.events:  # not stored: the next append re-reads the real last
                     self._guard.forget(event.session_id)
             finally:
-                self._creating.difference_update(record.session_id for record in creates)
-                self._release(waiters)
-            if stop:
-                if self._writer_connection is not None:
-                    self._writer_connection.close()
+                self._creating.difference_update(record.session_id for record in batch.creates)
+                self._release(batch.waiters)
+            if batch.stop:
+                self._drop_writer_connection()
                 return
+
+    def _write_riding_out(self, batch: _Batch) -> None:
+        """Commit ``batch``, retrying while the database is away (see the module doc).
+
+        Within the window the waiters wait; past it they are released at once (their flush
+        raises) and the batch - growing with what is appended meanwhile - is retried every
+        :data:`~.outage.MAX_DELAY` seconds. After ``close`` one more attempt is made: what it
+        cannot write was never delivered, and the session's next claimer ends its turn."""
+        pace = RetryWindow(self.retry_window)
+        retried = False
+        while True:
+            try:
+                if batch.writes:
+                    self._commit(batch.creates, batch.events, batch.records, retried=retried)
+                self._down = None
+                return
+            except RETRYABLE:
+                retried = True
+                self._drop_writer_connection()
+                if batch.stop:
+                    raise
+                delay = pace.next_delay()
+                if delay is None:  # the window is spent: report it, keep the batch
+                    self._down = UNWRITABLE
+                    delay = MAX_DELAY
+                if self._down is not None:
+                    self._release(batch.waiters)
+                    batch.waiters = []
+                self._gather(batch, delay)
+
+    def _gather(self, batch: _Batch, seconds: float) -> None:
+        """Wait ``seconds`` between attempts, adding what is queued meanwhile to ``batch``
+        (while an outage is reported, a flush waiter is released as soon as it comes)."""
+        deadline = time.monotonic() + seconds
+        while not batch.stop:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            try:
+                item = self._queue.get(timeout=left)
+            except queue.Empty:
+                return
+            batch.add([item])
+            if self._down is not None and batch.waiters:
+                self._release(batch.waiters)
+                batch.waiters = []
+
+    def _drop_writer_connection(self) -> None:
+        if self._writer_connection is not None:
+            self._writer_connection.close()
+        self._writer_connection = None
 
     def _connection(self) -> psycopg.Connection[Any]:
         connection = self._writer_connection
         if connection is None or connection.closed or connection.broken:
-            connection = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+            connection = psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
             self._writer_connection = connection
         return connection
 
     def _commit(
-        self, creates: list[SessionRecord], events: list[Event], records: list[SessionRecord]
+        self,
+        creates: list[SessionRecord],
+        events: list[Event],
+        records: list[SessionRecord],
+        *,
+        retried: bool = False,
     ) -> None:
+        """One attempt at the batch (a lost connection raises: the caller retries);
+        ``retried``: an earlier attempt may have committed before its connection died."""
         by_session: dict[str, list[Event]] = {}
         for event in events:
             by_session.setdefault(event.session_id, []).append(event)
-        refused: dict[str, str] = {}
-        for attempt in range(3):
-            try:
-                connection = self._connection()
-                with connection.transaction():
-                    refused = self._create(connection, creates)
-                    refused.update(self._write(connection, by_session, records))
-                break
-            except (psycopg.OperationalError, psycopg.errors.DeadlockDetected):
-                # Connection lost (or a deadlock the server broke): retry; a commit that did
-                # land makes the retry an exact replay.
-                if self._writer_connection is not None:
-                    self._writer_connection.close()
-                self._writer_connection = None
-                if attempt == 2:
-                    raise
-            except psycopg.IntegrityError:
-                # An event id used by another session: commit session by session instead.
-                refused = self._write_one_by_one(creates, by_session, records)
-                break
+        try:
+            connection = self._connection()
+            with connection.transaction():
+                refused = self._create(connection, creates, retried)
+                refused.update(self._write(connection, by_session, records))
+        except psycopg.IntegrityError:
+            # An event id used by another session: commit session by session instead.
+            refused = self._write_one_by_one(creates, by_session, records, retried)
         for session_id, reason in refused.items():
             self._fail(reason)
             # What this store believed stored was not. No _append_lock here: an append holding
@@ -360,10 +479,11 @@ class PostgresStore(QueuedWrites):
         creates: list[SessionRecord],
         by_session: dict[str, list[Event]],
         records: list[SessionRecord],
+        retried: bool,
     ) -> dict[str, str]:
         connection = self._connection()
         with connection.transaction():
-            refused = self._create(connection, creates)
+            refused = self._create(connection, creates, retried)
             for record in records:
                 connection.execute(_UPSERT_RECORD, record_row(record))
         for session_id, session_events in by_session.items():
@@ -375,14 +495,26 @@ class PostgresStore(QueuedWrites):
         return refused
 
     def _create(
-        self, connection: psycopg.Connection[Any], creates: list[SessionRecord]
+        self, connection: psycopg.Connection[Any], creates: list[SessionRecord], retried: bool
     ) -> dict[str, str]:
-        """Insert new sessions' records; the ids that already had one are refused."""
+        """Insert new sessions' records; the ids that already had one are refused (on a retry,
+        not when the stored record is this very one: the first attempt's commit landed)."""
         refused: dict[str, str] = {}
         for record in creates:
-            if connection.execute(_CREATE_RECORD, record_row(record)).fetchone() is None:
-                refused[record.session_id] = "the session already exists"
-                self._records.pop(record.session_id, None)  # another writer's record stands
+            row = record_row(record)
+            if connection.execute(_CREATE_RECORD, row).fetchone() is not None:
+                continue
+            stored = (
+                None
+                if not retried
+                else connection.execute(
+                    "SELECT record FROM ledger_sessions WHERE session_id = %s", (record.session_id,)
+                ).fetchone()
+            )
+            if stored is not None and stored[0] == row[-1]:
+                continue  # this very record: a retried batch whose first commit landed
+            refused[record.session_id] = "the session already exists"
+            self._records.pop(record.session_id, None)  # another writer's record stands
         return refused
 
     def _write(

@@ -91,6 +91,7 @@ class TemporaryPostgres:
         self.root = tempfile.mkdtemp(prefix="harness-pg-")
         self.data = os.path.join(self.root, "data")
         self.url = f"postgresql://{USER}@127.0.0.1:{self.port}/postgres"
+        self.options = ""  # the server's command-line settings, kept for a later start
 
     def _command(self, *argv: str) -> list[str]:
         command = [os.path.join(self.bindir, argv[0]), *argv[1:]]
@@ -121,10 +122,18 @@ class TemporaryPostgres:
         ]
         if not self.durable:  # tests: a crash of the test server loses nothing that matters
             settings += ["-c fsync=off", "-c synchronous_commit=off"]
+        self.options = " ".join(settings)
         self._run("initdb", "-D", self.data, "-U", USER, "-A", "trust", "-E", "UTF8", "--no-sync")
-        self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w",
-                  "-t", "60", "-o", " ".join(settings), "start", env=_dies_with_us())  # fmt: skip
+        self.pg_ctl("start")
         return self
+
+    def pg_ctl(self, action: str, mode: str = "fast") -> None:
+        """``pg_ctl -m MODE -w ACTION`` on this server (``restart``, ``stop``; ``start`` takes
+        no mode): what an operator does, for the tests of riding out a restart. A restarted
+        server keeps its port and settings and is still killed if this process dies."""
+        argv = ["pg_ctl", "-D", self.data, "-l", os.path.join(self.root, "log"), "-w", "-t", "60"]
+        argv += ["-o", self.options, "start"] if action == "start" else ["-m", mode, action]
+        self._run(*argv, env=_dies_with_us())
 
     def stop(self) -> None:
         if os.path.exists(os.path.join(self.data, "postmaster.pid")):

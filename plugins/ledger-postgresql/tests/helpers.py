@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import psycopg
 from harness_hookspecs import Event, SessionRecord, SessionRef
 from harness_hookspecs.events import MessageDelta
+from ledger_postgresql.testing import TemporaryPostgres
 
 
 def event(sequence: int, text: str = "x", *, session_id: str = "s1", writer: str = "") -> Event:
@@ -26,3 +28,13 @@ def record(session_id: str = "s1") -> SessionRecord:
         updated_at="2025-01-01T00:00:00Z",
         workspace="/tmp/ws",
     )
+
+
+def terminate_everyone(server: TemporaryPostgres) -> int:
+    """``pg_terminate_backend`` of every client connection but this one; how many."""
+    with psycopg.connect(server.url, autocommit=True) as admin:
+        rows = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    return len(rows)

@@ -315,21 +315,22 @@ def test_writer_reconnects_after_its_connection_is_killed(
     assert [e.sequence for e in store.events("s1")] == list(range(1, 101))
 
 
-def test_a_batch_the_server_never_took_is_reported_and_the_session_goes_on(
+def test_an_abandoned_session_is_written_no_more_and_its_next_claimer_goes_on(
     url: str, stores: list[PostgresStore]
 ) -> None:
-    store, _ = open_two(url, stores)
-    store.append([event(1), event(2)])
-    store.flush()
-    pid = store.writer_backend_pid
-    store.url = "postgresql://harness@127.0.0.1:1/unreachable"  # the writer can't reconnect
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
-    store.append([event(3), event(4)])
-    with pytest.raises(HarnessError) as caught:
-        store.flush()
-    assert "could not be written" in str(caught.value)
-    store.url = url  # the server is back; 3 and 4 were never stored: the session goes on at 3
-    store.append([event(3, "again"), event(4)])
-    store.flush()
-    assert [e.payload.text for e in store.events("s1")] == ["x", "x", "again", "x"]  # type: ignore[attr-defined]
+    leaving, staying = open_two(url, stores)
+    leaving.claim("s1")
+    leaving.append([event(1), event(2)])
+    leaving.abandon("s1")  # what came before is committed
+    for refused in (lambda: leaving.append([event(3)]), lambda: leaving.update_session(record())):
+        with pytest.raises(HarnessError) as caught:
+            refused()
+        assert caught.value.reason == "ledger-failed" and FENCED in str(caught.value)
+    assert not leaving.claimed("s1")
+    assert staying.claim("s1") == 2  # not busy: the lock went with the abandon
+    staying.append([event(3, writer="b")])
+    staying.flush()
+    assert [e.sequence for e in staying.events("s1")] == [1, 2, 3]
+    assert leaving.take_over("s1") == 3  # taking it again writes again (fencing the other)
+    leaving.append([event(4)])
+    leaving.flush()

@@ -1,0 +1,94 @@
+"""Reconciling the ledger with what still runs: ``harness reconcile``.
+
+Two kinds of orphans outlive what ran them. A **turn without a terminal** whose writer is gone
+(its process was killed, its host lost) stays open until someone resumes the session; a session
+whose **workflow is gone** (a Temporal server that lost its state, a workflow terminated by
+hand) stays open forever, since no worker will ever run or close it. :func:`reconcile` finds
+both in any ledger and ends them with the runtime's fixed reason: the turn
+``turn.failed(interrupted)``, the session - only when the caller says its workflow is gone -
+``session.closed``. A session a live writer holds is left alone (its writer ends its turns),
+and so is one claimed meanwhile (``session-busy``): the pass is safe to run at any time, from
+a cron job or after a restore.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from attrs import frozen
+from harness_hookspecs import HarnessError, LedgerStore, SessionRecord
+
+from .clock import now
+from .controller import closed_record
+from .record_close import closing_payloads, closing_recorder
+from .retry import dangling_turn
+
+#: Why a session or turn was ended.
+WRITER_GONE = "writer-gone"
+WORKFLOW_GONE = "workflow-gone"
+
+
+@frozen
+class Finding:
+    """One orphan: its session, the open turn (if any), whether the session was closed (or
+    would be, in a dry run), and why."""
+
+    session_id: str
+    turn_id: str | None
+    closed: bool
+    reason: str
+
+
+def reconcile(
+    ledger: LedgerStore,
+    *,
+    workflow_gone: Callable[[str], bool] | None = None,
+    dry_run: bool = False,
+) -> list[Finding]:
+    """End the ledger's orphans (see the module doc); the findings, in the ledger's order.
+
+    ``workflow_gone(session_id)``: whether the session's workflow no longer runs (a Temporal
+    deployment; ``None``: sessions are never closed, only their open turns ended).
+    ``dry_run``: report, write nothing."""
+    findings: list[Finding] = []
+    for record in ledger.list_sessions():
+        if record.status == "closed":
+            continue
+        session_id = record.session_id
+        if ledger.claimed(session_id):
+            continue  # a live writer holds it
+        gone = workflow_gone is not None and workflow_gone(session_id)
+        turn_id = dangling_turn(ledger, session_id, ledger.last_sequence(session_id))
+        if turn_id is None and not gone:
+            continue
+        finding = Finding(session_id, turn_id, gone, WORKFLOW_GONE if gone else WRITER_GONE)
+        if not dry_run and not _end(ledger, record, close=gone):
+            continue
+        findings.append(finding)
+    return findings
+
+
+def _end(
+    ledger: LedgerStore,
+    record: SessionRecord,
+    *,
+    close: bool,
+) -> bool:
+    """Write the ends under the session's claim; ``False`` when a writer claimed it first."""
+    session_id = record.session_id
+    try:
+        ledger.claim(session_id)
+    except HarnessError as error:
+        if error.reason == "session-busy":
+            return False
+        raise
+    try:
+        recorder = closing_recorder(ledger, None, record)
+        for turn_id, payload in closing_payloads(ledger, record, close=close):
+            recorder.record(turn_id, payload)
+        if close:
+            ledger.update_session(closed_record(record, now()))
+        ledger.flush()
+    finally:
+        ledger.release(session_id)
+    return True
