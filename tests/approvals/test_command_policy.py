@@ -86,6 +86,11 @@ def test_delete_outside_workspace_and_its_neighbours():
     assert judge("rm -rf /x", workspace=None).rule == "delete-outside-workspace"
 
 
+def test_after_double_dash_a_word_starting_with_a_dash_is_an_operand():
+    assert judge("cd /etc && rm -rf -- -x").rule == "delete-outside-workspace"
+    assert judge("rm -rf -- -x").verdict == "allow"  # in the workspace
+
+
 def test_delete_unknown_target():
     assert judge('rm -rf "$X"').rule == "delete-unknown-target"
     assert judge('rm -rf "$X"').verdict == "ask"
@@ -164,6 +169,7 @@ def test_git_force_push():
     assert judge("git -c a.b=c push -f").rule == "git-force-push"
     assert judge("git --no-pager push --force").rule == "git-force-push"
     assert judge("git push -- -f").verdict == "allow"  # an operand named -f
+    assert judge("git push --follow-tags origin main").verdict == "allow"  # not -f
     # git's global options that take a value are skipped with it, however many come first
     for command in (
         "git --git-dir /r/.git push -f",
