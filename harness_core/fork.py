@@ -17,6 +17,7 @@ import anyio
 from harness_hookspecs import (
     Event,
     ForkSessionRequest,
+    HarnessDescriptor,
     HarnessError,
     LedgerStore,
     OpenSessionRequest,
@@ -50,6 +51,8 @@ class ForkOwner(Protocol):
     state_root: Path
     live_sessions: dict[str, LiveSession]
 
+    def describe(self, harness: str) -> HarnessDescriptor: ...
+
     async def open_live(
         self,
         request: OpenSessionRequest,
@@ -75,6 +78,9 @@ async def fork_session(
     record = ledger.get_session(parent_id)
     if record is None:
         raise HarnessError("session-not-found")
+    # The capability first: a harness without fork is refused whatever else the request says.
+    if "fork" not in controller.describe(record.ref.harness).features:
+        raise HarnessError("unsupported-feature", f"{record.ref.harness} cannot fork a session")
     parent_live = controller.live_sessions.get(parent_id)
     # An open parent no process of ours holds is claimed for its side of the record first
     # (session-busy while another process runs it: then nothing is opened).

@@ -40,6 +40,8 @@ class Seen:
 @define
 class BranchingSeen:
     steer: Seen = field(factory=Seen)
+    #: the turn the steer phase ran and cancelled: the steer check judges its processes
+    steered_turn_id: str | None = None
     fork: Seen = field(factory=Seen)
     rewind: Seen = field(factory=Seen)
 
@@ -87,6 +89,8 @@ async def _steer(run: Run, controller: Any, seen: Seen) -> None:
 
     async with controller.turn(ref, slow or run.profile.prompt) as running:
         turn.turn_id = running.turn_id
+        if run.branching is not None:
+            run.branching.steered_turn_id = running.turn_id
         probe_turn = run.probe.turns.get(running.turn_id)
         async with anyio.create_task_group() as group:
             group.start_soon(consume, running)
@@ -96,7 +100,10 @@ async def _steer(run: Run, controller: Any, seen: Seen) -> None:
                 while not done.is_set() and len(turn.seen) < 2:
                     await anyio.sleep(0.01)
             if done.is_set():
-                seen.not_run = "the turn ended before it could be steered (give a slow_prompt)"
+                if claimed:
+                    seen.not_run = "the turn ended before it could be steered (give a slow_prompt)"
+                else:  # nothing to exercise: the steer without a turn was refused above
+                    seen.note = "not claimed; the turn ended before a second steer could reach it"
                 return
             try:
                 await controller.steer(ref, STEER_TEXT)

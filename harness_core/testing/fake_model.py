@@ -13,7 +13,7 @@ from typing import Any
 
 # Loaded from harness_fake_model on first use (its __all__). Not in this module's __all__: they
 # are the fake model's (documented with it), reached here as attributes.
-REEXPORTED = "ErrorReply FakeModelServer Match RecordedRequest Step ToolCall Usage load_script main"
+REEXPORTED = "ErrorReply FakeModelServer Match RecordedRequest Step ToolCall Usage fixed_port_lock load_script main"
 __all__ = ["INSTALL_HINT", "REEXPORTED", "FakeModelNotInstalled", "load"]
 
 INSTALL_HINT = (

@@ -323,6 +323,9 @@ class _Reordered:
         self.turn_id = turn.turn_id
         self._buffer: list[Any] = []
 
+    async def cancel(self, by="host"):
+        await self._turn.cancel(by)
+
     def __aiter__(self):
         return self
 

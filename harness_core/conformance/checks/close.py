@@ -10,9 +10,14 @@ from ..processes import survivors
 def close(evidence: Evidence) -> Outcome:
     run = evidence.run
     problems = [*run.close_problems, *evidence.probe.violations.get("close", [])]
-    # Every process but the cancelled turn's (the cancel check judges those).
-    cancelled = run.cancel_turn.turn_id if run.cancel_turn is not None else None
-    processes = [p for p in evidence.probe.processes if p.turn_id != cancelled or p.turn_id is None]
+    # Every process but the cancelled turns' (the cancel and steer checks judge those).
+    cancelled = {
+        run.cancel_turn.turn_id if run.cancel_turn is not None else None,
+        run.branching.steered_turn_id if run.branching is not None else None,
+    } - {None}
+    processes = [
+        p for p in evidence.probe.processes if p.turn_id is None or p.turn_id not in cancelled
+    ]
     left = survivors(processes) if processes else []
     if left:
         problems.append(f"{len(left)} process(es) still alive after close/release: {left}")

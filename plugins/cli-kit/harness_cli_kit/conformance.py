@@ -13,6 +13,7 @@ An adapter that asks the host (feature ``permissions``) names the tool call its 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 from collections.abc import Iterator, Mapping
@@ -99,24 +100,25 @@ def fake_server(
     """The fake model server with the slow step for cancel (and the approval turn's tool call).
     ``port``: a fixed port (agents whose endpoint cannot be configured); taken ->
     ``provider-unavailable``, never another."""
-    from harness_core.testing.fake_model import FakeModelServer
+    from harness_core.testing.fake_model import FakeModelServer, fixed_port_lock
 
     busy = HarnessError(
         "provider-unavailable",
         f"port {port} on localhost is already in use: the fake model server must listen there "
         "(the agent's endpoint is fixed); stop whatever holds the port and run again",
     )
-    if port and port_in_use(port):
-        raise busy
-    server = FakeModelServer([_Script(approval_call)], default_text="ok", port=port)
-    try:
-        server.start()
-    except OSError:
-        raise busy from None
-    try:
-        yield server
-    finally:
-        server.stop()
+    with fixed_port_lock(port) if port else contextlib.nullcontext():  # other test processes wait
+        if port and port_in_use(port):
+            raise busy
+        server = FakeModelServer([_Script(approval_call)], default_text="ok", port=port)
+        try:
+            server.start()
+        except OSError:
+            raise busy from None
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
 @contextmanager

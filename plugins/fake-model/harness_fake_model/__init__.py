@@ -43,7 +43,7 @@ tests, from asyncio/trio/anyio hosts and from the command line::
 from .cli import main
 from .recording import RecordedRequest
 from .script import ErrorReply, Match, Step, ToolCall, Usage, load_script
-from .server import FakeModelServer
+from .server import FakeModelServer, fixed_port_lock
 
 __all__ = [
     "ErrorReply",
@@ -53,6 +53,7 @@ __all__ = [
     "Step",
     "ToolCall",
     "Usage",
+    "fixed_port_lock",
     "load_script",
     "main",
 ]

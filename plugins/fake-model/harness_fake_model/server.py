@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import json
+import os
+import tempfile
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,32 @@ from .recording import RecordedRequest, analyse, redact_headers
 from .responses import response_object, responses_items, responses_stream, responses_usage
 from .script import ENDPOINTS, ScriptItem, Step, load_script
 from .wire import Dropped, Emitter, error_body, estimate_usage, new_id
+
+
+@contextlib.contextmanager
+def fixed_port_lock(port: int, timeout: float = 900.0) -> Iterator[None]:
+    """Hold ``port`` for this process among every process on the machine that asks the same.
+
+    A fixed port (an agent whose endpoint cannot be configured, e.g. Cline's LM Studio at 1234)
+    is one resource however many test workers run: whoever needs it - a server listening there,
+    or a test that needs nothing listening there - holds this lock meanwhile; the others wait
+    (up to ``timeout`` seconds, then ``TimeoutError``). Nothing else checks it.
+    """
+    path = os.path.join(tempfile.gettempdir(), f"harness-fake-model-port-{port}.lock")
+    with open(path, "a") as handle:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"port {port} stayed held by another process") from None
+                time.sleep(0.2)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class FakeModelServer:

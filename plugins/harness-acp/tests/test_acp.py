@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -26,7 +28,7 @@ from harness_cli_kit.testing import (
 )
 from harness_hookspecs import HarnessError, MessageDelta, ToolCompleted, ToolStarted
 
-from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
+from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall, fixed_port_lock
 
 #: Cline's lmstudio provider always dials http://localhost:1234/v1 (its ACP mode ignores
 #: base_url), so its fake server must listen on exactly this port.
@@ -41,13 +43,19 @@ def cline_port_free() -> None:
         )
 
 
-def serve(agent: str, script: list[Step]) -> FakeModelServer:
-    """A fake model server for ``agent`` (cline: on its fixed port, or skip)."""
+@contextmanager
+def serve(agent: str, script: list[Step]) -> Iterator[FakeModelServer]:
+    """A fake model server for ``agent`` (cline: on its fixed port, held against the other test
+    processes meanwhile, or skip when something outside the tests holds it)."""
     if agent != "cline":
-        return FakeModelServer(script)
+        with FakeModelServer(script) as server:
+            yield server
+        return
     installed_cli("cline")
-    cline_port_free()
-    return FakeModelServer(script, port=CLINE_PORT)
+    with fixed_port_lock(CLINE_PORT):
+        cline_port_free()
+        with FakeModelServer(script, port=CLINE_PORT) as server:
+            yield server
 
 
 # agent -> (binary, credential variable, tool call that writes out.txt, extra config)
@@ -264,9 +272,10 @@ def test_cline_without_preflight_reports_unreachable_itself(workspace, controlle
     """With the probe off, cline retries a refused connection for about a minute, then fails
     with "Cannot connect to API", which is still mapped to provider-unavailable."""
     installed_cli("cline")
-    cline_port_free()
-    env_var, config = setup("cline", None, preflight=False)
-    result, took = acp("cline", env_var, workspace, controller).turn(config, timeout=120)
+    with fixed_port_lock(CLINE_PORT):  # nothing of another test process listens there meanwhile
+        cline_port_free()
+        env_var, config = setup("cline", None, preflight=False)
+        result, took = acp("cline", env_var, workspace, controller).turn(config, timeout=120)
     assert took < 110
     assert_failed(result, "provider-unavailable")
 
