@@ -61,7 +61,7 @@ from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .observer_queue import DEFAULT_OBSERVER_QUEUE
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
-from .record_close import closing_payloads, closing_recorder
+from .record_close import record_ends
 from .redaction import Redactor
 from .request_checks import (
     is_uuid,
@@ -686,9 +686,7 @@ class Controller:
         with self.scope_class(shield=True):
             self.ledger.claim(session_id)
             try:
-                recorder = closing_recorder(self.ledger, self.delivery, record)
-                for turn_id, payload in closing_payloads(self.ledger, record):
-                    recorder.record(turn_id, payload)
+                recorder = record_ends(self.ledger, self.delivery, record)
                 self.ledger.update_session(closed_record(record, now()))
                 await recorder.deliver()
                 await recorder.flush()

@@ -20,7 +20,7 @@ from harness_hookspecs import HarnessError, LedgerStore, SessionRecord
 
 from .clock import now
 from .controller import closed_record
-from .record_close import closing_payloads, closing_recorder
+from .record_close import record_ends
 from .retry import dangling_turn
 
 #: Why a session or turn was ended.
@@ -83,9 +83,7 @@ def _end(
             return False
         raise
     try:
-        recorder = closing_recorder(ledger, None, record)
-        for turn_id, payload in closing_payloads(ledger, record, close=close):
-            recorder.record(turn_id, payload)
+        record_ends(ledger, None, record, close=close)
         if close:
             ledger.update_session(closed_record(record, now()))
         ledger.flush()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_hookspecs import HarnessError, Payload, SessionClosed, SessionRecord, TurnFailed
+from harness_hookspecs import HarnessError, SessionClosed, SessionRecord, TurnFailed
 from harness_hookspecs.protocols import LedgerStore
 
 from .delivery import Delivery
@@ -20,35 +20,26 @@ from .redaction import Redactor
 from .retry import dangling_turn
 
 
-def closing_payloads(
-    ledger: LedgerStore, record: SessionRecord, *, close: bool = True
-) -> list[tuple[str | None, Payload]]:
-    """What closes ``record``'s session (the caller holds its claim), as ``(turn_id, payload)``:
-    the dangling turn's ``interrupted`` terminal when one is open, then ``session.closed`` (not
-    with ``close=False``: the turn's end alone, or nothing when no turn is open)."""
-    session_id = record.ref.session_id
-    dangling = dangling_turn(ledger, session_id, ledger.last_sequence(session_id))
-    ends: list[tuple[str | None, Payload]] = []
-    if dangling is not None:
-        ends.append((dangling, TurnFailed(reason="interrupted")))
-    if close:
-        ends.append((None, SessionClosed()))
-    return ends
-
-
-def closing_recorder(
-    ledger: LedgerStore, delivery: Delivery | None, record: SessionRecord
+def record_ends(
+    ledger: LedgerStore, delivery: Delivery | None, record: SessionRecord, *, close: bool = True
 ) -> SessionRecorder:
-    """The session's one write path, for a session no process has live: its next sequence read
-    from the ledger; nothing to redact (the payloads that close carry no text). ``delivery``:
-    the controller's, or ``None`` where nobody watches (``harness reconcile``)."""
-    return SessionRecorder(
-        record.ref,
-        ledger=ledger,
-        delivery=delivery,
-        redactor=Redactor(),
-        next_sequence=ledger.last_sequence(record.ref.session_id) + 1,
+    """Record what ends ``record``'s session (the caller holds its claim) through the session's
+    one write path: the dangling turn's ``interrupted`` terminal when one is open, then
+    ``session.closed`` (not with ``close=False``: the turn's end alone, or nothing when no turn
+    is open). Returns the recorder, to deliver and flush. ``delivery``: the controller's, or
+    ``None`` where nobody watches (``harness reconcile``). Nothing to redact: these payloads
+    carry no text."""
+    session_id = record.ref.session_id
+    last = ledger.last_sequence(session_id)
+    recorder = SessionRecorder(
+        record.ref, ledger=ledger, delivery=delivery, redactor=Redactor(), next_sequence=last + 1
     )
+    dangling = dangling_turn(ledger, session_id, last)
+    if dangling is not None:
+        recorder.record(dangling, TurnFailed(reason="interrupted"))
+    if close:
+        recorder.record(None, SessionClosed())
+    return recorder
 
 
 async def close_from_anywhere(controller: Any, session_id: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..plain_text import clip, duration_text, failure_text, usage_text
 from .output import Out
 
 if TYPE_CHECKING:
@@ -49,8 +50,6 @@ class RunView:
 
     def show(self, event: Event) -> None:
         from harness_hookspecs import events as ev
-
-        from ..plain_text import clip, failure_text
 
         p = event.payload
         if isinstance(p, ev.MessageDelta):
@@ -95,8 +94,6 @@ class RunView:
         return self._at_line_start
 
     def summary(self, status: str, usage: Usage | None, seconds: float) -> None:
-        from ..plain_text import duration_text, usage_text
-
         self._end_text()
         style = {"completed": "bold green", "cancelled": "bold yellow"}.get(status, "bold red")
         parts = [usage_text(usage) or "usage unknown", duration_text(seconds)]
