@@ -80,20 +80,13 @@ async def _steer(run: Run, controller: Any, seen: Seen) -> None:
     turn = KitTurn(label="steered turn", session_id=ref.session_id)
     done = anyio.Event()
 
-    async def consume(running: Any) -> None:
-        try:
-            async for event in running:
-                turn.seen.append(event)
-        finally:
-            done.set()
-
     async with controller.turn(ref, slow or run.profile.prompt) as running:
         turn.turn_id = running.turn_id
         if run.branching is not None:
             run.branching.steered_turn_id = running.turn_id
         probe_turn = run.probe.turns.get(running.turn_id)
         async with anyio.create_task_group() as group:
-            group.start_soon(consume, running)
+            group.start_soon(turn.collect, running, done)
             await run.wait_running(done, probe_turn)
             # and until the adapter said something (a CLI has started its process by then)
             with anyio.move_on_after(run.profile.turn_timeout or run.timeout):

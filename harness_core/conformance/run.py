@@ -54,6 +54,14 @@ class KitTurn:
     def terminal(self) -> Event | None:
         return next((e for e in reversed(self.seen) if e.type in TERMINAL_TYPES), None)
 
+    async def collect(self, running: Any, done: anyio.Event) -> None:
+        """Keep ``running``'s events in :attr:`seen` as they come; ``done`` is set at its end."""
+        try:
+            async for event in running:
+                self.seen.append(event)
+        finally:
+            done.set()
+
 
 @define
 class Run:
@@ -222,13 +230,6 @@ class Run:
         self.cancel_turn = turn
         done = anyio.Event()
 
-        async def consume(running: Any) -> None:
-            try:
-                async for event in running:
-                    turn.seen.append(event)
-            finally:
-                done.set()
-
         self.probe.hold_next_turn = declared and slow is None
         try:
             async with controller.turn(ref, prompt) as running:
@@ -240,7 +241,7 @@ class Run:
                         turn.seen.append(event)
                     return
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(consume, running)
+                    tg.start_soon(turn.collect, running, done)
                     await self.wait_running(done, probe_turn)
                     await anyio.sleep(self.profile.cancel_after)
                     if done.is_set():
