@@ -318,10 +318,15 @@ class NaiveTimestamps(Controller):
 
 
 class _Reordered:
+    """Streams a turn's events with its second and third swapped (the rest live, so the kit's
+    steer phase still meets a running turn: only the sequence check may fail)."""
+
     def __init__(self, turn):
         self._turn = turn
         self.turn_id = turn.turn_id
-        self._buffer: list[Any] = []
+        self._events = turn.__aiter__()
+        self._position = 0
+        self._held: list[Any] = []
 
     async def cancel(self, by="host"):
         await self._turn.cancel(by)
@@ -330,17 +335,22 @@ class _Reordered:
         return self
 
     async def __anext__(self):
-        if not self._buffer:
-            async for event in self._turn:
-                self._buffer.append(event)
-            if len(self._buffer) >= 4:  # swap two events in the middle
-                self._buffer[1], self._buffer[2] = self._buffer[2], self._buffer[1]
-            self._buffer.append(None)
-        item = self._buffer.pop(0)
-        if item is None:
-            self._buffer.append(None)
-            raise StopAsyncIteration
-        return item
+        if self._held:
+            return self._held.pop(0)
+        event = await self._events.__anext__()
+        self._position += 1
+        if self._position == 2:  # swap the second and third when a fourth follows (never the end)
+            following = []
+            async for later in self._events:
+                following.append(later)
+                if len(following) == 2:
+                    break
+            self._position += len(following)
+            if len(following) == 2:
+                self._held = [event, following[1]]
+                return following[0]
+            self._held = following
+        return event
 
 
 class ReorderingDelivery(Controller):
