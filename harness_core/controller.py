@@ -179,9 +179,7 @@ class Controller:
             it is fed from its own queue by a task, never awaited by a turn; the events beyond
             are dropped for it and reported (:mod:`.observer_queue`).
         :param checkpoints: snapshot workspaces around each turn (``True``, or settings).
-        :param delegation: lets sessions run other harnesses as child sessions (the
-            ``run_agent`` host tool, ``session.run_agent`` of a one-function harness): which
-            harnesses, how deep, how many (:mod:`.delegation`); default: not allowed.
+        :param delegation: lets sessions run other harnesses (:mod:`.delegation`); default: no.
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self._set_storage(ledger, state_dir, checkpoints)
@@ -198,18 +196,21 @@ class Controller:
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
         self._set_delivery(tool_hooks, observer_queue)
+        self._set_tools(host_tools, delegation)
+        self._set_backend()
+
+    def _set_tools(self, host_tools: Sequence[HostTool], delegation: Delegation | None) -> None:
         #: the host's delegation settings (``None``: sessions cannot run other harnesses)
         self.delegation = delegation
         if delegation is not None and not any(t.name == TOOL_NAME for t in host_tools):
             host_tools = (*host_tools, delegation_tool(self))
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
-        #: the sessions open in this controller, by id (see :meth:`live`)
-        self.live_sessions: dict[str, LiveSession] = {}
-        self._set_backend()
 
     def _set_backend(self) -> None:
         """What the async backend supplies, set for real when the controller is entered."""
+        #: the sessions open in this controller, by id (see :meth:`live`)
+        self.live_sessions: dict[str, LiveSession] = {}
         #: where turns' producers, bridges and session-lived tasks run (``None`` until entered)
         self.task_group: anyio.abc.TaskGroup | None = None
         self.event_class: Callable[[], anyio.Event] = anyio.Event

@@ -184,7 +184,9 @@ def test_a_wider_posture_than_the_parents_is_refused_and_nothing_opens(tmp_path)
             return await c.run_turn(ref, "go"), c.sessions()
 
     result, sessions = anyio.run(main)
-    assert result.text == "refused: policy-refused: posture dangerous is wider than the parent's auto"
+    assert (
+        result.text == "refused: policy-refused: posture dangerous is wider than the parent's auto"
+    )
     assert len(sessions) == 1
 
 
