@@ -213,10 +213,13 @@ def process_rows(runs: int) -> list[Row]:
 def cli_overhead_rows(runs: int, clis: list[str]) -> list[Row]:
     import cli_overhead
 
+    floor, echo = cli_overhead.imports_floor_ms(runs), cli_overhead.echo_ms(runs)
+    ratio = echo / floor
     rows = [
         Row("python -c pass, wall", cli_overhead.interpreter_ms(runs), "ms"),
-        Row("python -c 'import asyncio, attr', wall", cli_overhead.imports_floor_ms(runs), "ms"),
-        Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms"),
+        Row("python -c 'import asyncio, attr', wall", floor, "ms"),
+        Row("harness run echo (no CLI), wall", echo, "ms"),
+        Row("harness run echo / that floor", ratio, "x", "<= 1.5x", ratio <= 1.5, None, False),
     ]
     results, failed = cli_overhead.run_all(runs, clis)
     for r in results:
