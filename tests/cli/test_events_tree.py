@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 
 from harness_core import Controller, plugins_from
-from harness_core.delegation import ChildProfile, Delegation, children_of
+from harness_core.delegation import ChildProfile, Delegation
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
