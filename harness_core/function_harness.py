@@ -203,6 +203,14 @@ class FunctionSession:
                 raise HarnessError("invalid-request", "bad permission request fields") from None
         return await self._context.request_permission(request)
 
+    async def after_tool_context(self, call_id: str) -> str | None:
+        """After yielding a tool call's ``ToolCompleted``: the context the host's
+        ``adds_context`` after_tool hooks answered for it (:mod:`harness_core.tool_hooks`), to
+        put before the model's next request; ``None`` when there is nothing to add (or no host
+        hook adds context). Waits for the hooks, at most ``tool_hooks.CONTEXT_WAIT`` seconds."""
+        ask = getattr(self._context, "after_tool_context", None)
+        return await ask(call_id) if ask is not None else None
+
 
 class FunctionHarness:
     """A full adapter around one async function (what ``@harness`` builds)."""
