@@ -208,6 +208,21 @@ class RuntimeSessionContext:
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)
 
+    @property
+    def wants_after_tool_context(self) -> bool:
+        """Whether the host has ``after_tool`` hooks that add context for the model's next
+        request (:mod:`.tool_hooks`): a harness that can take it then asks
+        :meth:`after_tool_context` after each tool call."""
+        return self._after_tool is not None and self._after_tool.adds_context
+
+    async def after_tool_context(self, call_id: str) -> str | None:
+        """The text the host's ``adds_context`` hooks answered for tool call ``call_id`` of the
+        running turn, once its ``tool.completed`` is recorded (a bounded wait); the harness puts
+        it before the model's next request. ``None``: nothing to add."""
+        if self._after_tool is None:
+            return None
+        return await self._after_tool.context_for(self.session_id, call_id)
+
     async def run_agent(
         self,
         harness: str,
@@ -225,21 +240,6 @@ class RuntimeSessionContext:
         return await self.delegate(
             harness, prompt, output_schema=output_schema, posture=posture, session=session
         )
-
-    @property
-    def wants_after_tool_context(self) -> bool:
-        """Whether the host has ``after_tool`` hooks that add context for the model's next
-        request (:mod:`.tool_hooks`): a harness that can take it then asks
-        :meth:`after_tool_context` after each tool call."""
-        return self._after_tool is not None and self._after_tool.adds_context
-
-    async def after_tool_context(self, call_id: str) -> str | None:
-        """The text the host's ``adds_context`` hooks answered for tool call ``call_id`` of the
-        running turn, once its ``tool.completed`` is recorded (a bounded wait); the harness puts
-        it before the model's next request. ``None``: nothing to add."""
-        if self._after_tool is None:
-            return None
-        return await self._after_tool.context_for(self.session_id, call_id)
 
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Ask the host (see :mod:`harness_core.approvals`); recorded in the running turn."""
