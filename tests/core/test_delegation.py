@@ -331,3 +331,28 @@ def test_a_call_for_a_closed_parent_is_refused_and_opens_nothing(tmp_path):
     error, sessions = anyio.run(main)
     assert error.reason == "session-closed"
     assert len(sessions) == 1
+
+
+def test_a_resumed_parent_counts_what_its_children_spent(tmp_path):
+    async def first():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(
+                harness="boss", workspace=str(tmp_path), budget={"max_cost_usd": 0.007}
+            )
+            await c.run_turn(ref, "helper one")  # 0.004 in the child, 0.001 its own
+            return ref.session_id
+
+    async def second(session_id):
+        async with controller(tmp_path) as c:
+            await c.resume_session(session_id, budget={"max_cost_usd": 0.007})
+            total = c.live(session_id).limits.total.cost_usd
+            [child] = children_of(c.ledger, session_id)
+            status = c.ledger.get_session(child.session_id).status
+            result = await c.run_turn(session_id, "helper two")  # the child crosses 0.007
+            return total, status, result
+
+    session_id = anyio.run(first)
+    total, status, result = anyio.run(second, session_id)
+    assert total == pytest.approx(0.005)
+    assert status == "closed"  # a released child is closed when its parent is resumed
+    assert result.reason == "limit-exceeded"
