@@ -484,11 +484,7 @@ class Controller:
         if record is not None:
             require_same_workspace(record.workspace, request.workspace)
             if not limits.empty:  # a spent budget refuses here, before session.resumed
-                spent = SessionLimits(budget=limits)
-                events = self.ledger.events(ref.session_id)
-                spent.load(events)
-                count_children(spent, self.ledger, ref.session_id, events)
-                spent.before_turn(anyio.current_time())
+                self._refuse_spent(limits, ref.session_id)
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
@@ -505,6 +501,14 @@ class Controller:
         if has_children:  # those a dead process left open end with it (turns interrupted)
             await self._close_children(ref.session_id)
         return live.ref
+
+    def _refuse_spent(self, limits: Budget, session_id: str) -> None:
+        """``limit-exceeded`` when the session (with its children) has spent ``limits``."""
+        spent = SessionLimits(budget=limits)
+        events = self.ledger.events(session_id)
+        spent.load(events)
+        count_children(spent, self.ledger, session_id, events)
+        spent.before_turn(anyio.current_time())
 
     async def _resume_attached(
         self,
