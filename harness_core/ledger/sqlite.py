@@ -69,7 +69,16 @@ from .sqlite_batch import (
     write_session,
 )
 from .sqlite_schema import SCHEMA_VERSION as SCHEMA_VERSION
-from .sqlite_schema import connect, migrate, rollback, use_wal, validate
+from .sqlite_schema import (
+    connect,
+    forget_clean,
+    migrate,
+    remember_clean,
+    rollback,
+    unchanged,
+    use_wal,
+    validate,
+)
 
 #: Session records written through this store kept for get_session (most recent first out).
 RECORD_CACHE = 4096
@@ -117,7 +126,7 @@ class SqliteStore(QueuedWrites):
         here: sqlite3.Connection | None = None
         try:
             reader = connect(path, configure=False)
-            validate(reader)
+            validate(reader, quick_check=not unchanged(path))
             use_wal(reader)
             migrate(reader)
             writer = connect(path)
@@ -160,6 +169,7 @@ class SqliteStore(QueuedWrites):
         self._broken: set[str] = set()
         self._new: set[str] = set()  # sessions this store created and has not claimed yet
         self._renewed: dict[str, float] = {}  # when the writer last renewed each claim
+        self._faulted = False  # a write failed since this store opened (see close)
         self._writer = threading.Thread(target=self._write_loop, name="harness-ledger", daemon=True)
         self._writer.start()
 
@@ -675,6 +685,14 @@ class SqliteStore(QueuedWrites):
         for session_id in list(self._epochs):
             self.release(session_id)
         QueuedWrites.close(self)
+        if self._faulted or self._writer.is_alive():
+            forget_clean(self.path)
+        else:
+            remember_clean(self.path)  # the next open need not read every page again
+
+    def _fail(self, message: str) -> None:
+        self._faulted = True  # a write went wrong: the next open checks the file whole
+        QueuedWrites._fail(self, message)
 
     def _close_readers(self) -> None:
         with self._read_lock:

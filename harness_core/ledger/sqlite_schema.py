@@ -10,7 +10,10 @@ place on open (or by ``harness ledger migrate``).
 
 from __future__ import annotations
 
+import json
+import os
 import sqlite3
+from typing import Any
 
 from harness_hookspecs import HarnessError
 
@@ -114,11 +117,12 @@ def use_wal(connection: sqlite3.Connection) -> None:
     connection.execute("PRAGMA synchronous=NORMAL")  # durable for WAL: see the module docstring
 
 
-def validate(connection: sqlite3.Connection) -> None:
+def validate(connection: sqlite3.Connection, *, quick_check: bool = True) -> None:
     """Refuse a file that is not a harness ledger, or is damaged, before anything writes to it.
 
     Reads only: a foreign or corrupted file is left byte for byte as it was (no WAL switch, no
-    migration). ``quick_check`` reads every page once (O(size), no index cross-check).
+    migration). ``quick_check`` reads every page once (O(size), no index cross-check); it is
+    skipped when the file is as a store left it after its clean close (:func:`unchanged`).
     """
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     tables = {
@@ -137,8 +141,57 @@ def validate(connection: sqlite3.Connection) -> None:
         )
     if not EXPECTED_TABLES.get(version, set()) <= tables or not tables <= ALL_TABLES:
         raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
-    if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+    if quick_check and connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
         raise HarnessError("ledger-failed", "the SQLite ledger is damaged")
+
+
+# A ledger of 100,000 sessions is hundreds of MB: checking every page on every open made each
+# `harness run` pay for the whole history. A store that closes cleanly writes down how it left
+# the file (device, inode, size, mtime of the file and of its -wal); a file found exactly so was
+# touched by nobody since, and is not read whole again. Any other write (another process, a
+# crash, a byte changed by hand) changes the stat, and the next open checks every page.
+CHECKED_SUFFIX = "-checked"
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return [found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns]
+
+
+def _left_as(path: str) -> dict[str, Any]:
+    return {"file": _stat(path), "wal": _stat(path + "-wal")}
+
+
+def unchanged(path: str) -> bool:
+    """Whether ``path`` is exactly as a store left it after a clean close (see above)."""
+    try:
+        with open(path + CHECKED_SUFFIX, encoding="utf-8") as handle:
+            left = json.load(handle)
+    except (OSError, ValueError):
+        return False
+    return bool(left.get("file")) and left == _left_as(path)
+
+
+def remember_clean(path: str) -> None:
+    """After a clean close: how the file was left (a failed write only costs a check)."""
+    marker = path + CHECKED_SUFFIX
+    try:
+        with open(marker + ".tmp", "w", encoding="utf-8") as handle:
+            json.dump(_left_as(path), handle)
+        os.replace(marker + ".tmp", marker)
+    except OSError:
+        pass
+
+
+def forget_clean(path: str) -> None:
+    """After a failed write: whatever the file looks like, the next open checks it whole."""
+    try:
+        os.unlink(path + CHECKED_SUFFIX)
+    except OSError:
+        pass
 
 
 def migrate(connection: sqlite3.Connection) -> int:
