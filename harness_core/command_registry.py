@@ -35,6 +35,14 @@ class RunOptions(NamedTuple):
     plugin: str = BUILTIN
 
 
+class ServeOptions(NamedTuple):
+    """Options a plugin adds to ``harness serve``, and its controller hand-off."""
+
+    arguments: Callable[[ArgumentParser], None]
+    controller: Callable[[Namespace], Any]
+    plugin: str = BUILTIN
+
+
 class CommandSet:
     """Every registered command and run option; what ``register_commands`` is called with
     (through :meth:`for_plugin`, which stamps the registering plugin's name)."""
@@ -42,6 +50,7 @@ class CommandSet:
     def __init__(self) -> None:
         self.commands: dict[str, Command] = {}
         self.run_options: list[RunOptions] = []
+        self.serve_options: list[ServeOptions] = []
 
     def for_plugin(self, plugin: str) -> PluginCommands:
         """The ``commands`` argument for ``plugin``'s ``register_commands``."""
@@ -81,6 +90,11 @@ class PluginCommands:
     ) -> None:
         self.commands.run_options.append(RunOptions(arguments, run, plugin=self.plugin))
 
+    def add_serve_options(
+        self, arguments: Callable[[ArgumentParser], None], controller: Callable[[Namespace], Any]
+    ) -> None:
+        self.commands.serve_options.append(ServeOptions(arguments, controller, self.plugin))
+
 
 def add_from_plugins(commands: CommandSet, plugins: Iterable[tuple[str, Any]]) -> list[str]:
     """Call each ``(name, plugin object)``'s ``register_commands``; the names of those that
@@ -99,4 +113,5 @@ def add_from_plugins(commands: CommandSet, plugins: Iterable[tuple[str, Any]]) -
             continue
         commands.commands.update(staged.commands)
         commands.run_options += staged.run_options
+        commands.serve_options += staged.serve_options
     return failed

@@ -164,7 +164,8 @@ def build() -> Listing:
 
 def _commands(plugins: Plugins) -> dict[str, tuple[list[list[Any]], bool]]:
     """Each plugin's ``harness`` commands ``[name, help, json_help]`` and whether it adds
-    ``harness run`` options (a plugin whose ``register_commands`` fails adds none)."""
+    ``harness run`` (or ``harness serve``) options (a plugin whose ``register_commands`` fails
+    adds none)."""
     from .command_registry import CommandSet, add_from_plugins
 
     found: dict[str, tuple[list[list[Any]], bool]] = {}
@@ -172,7 +173,7 @@ def _commands(plugins: Plugins) -> dict[str, tuple[list[list[Any]], bool]]:
         commands = CommandSet()
         add_from_plugins(commands, [(name, plugins.pm.get_plugin(name))])
         listed = [[c.name, c.help, c.json_help] for c in commands.commands.values()]
-        found[name] = (listed, bool(commands.run_options))
+        found[name] = (listed, bool(commands.run_options or commands.serve_options))
     return found
 
 

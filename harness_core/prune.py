@@ -83,7 +83,9 @@ def prune(
     before ``before`` (a :func:`cutoff`); open ones are reported, not touched. ``dry_run``:
     report, write nothing (``archive`` may then be ``None``)."""
     if not isinstance(store, PruningStore):
-        raise HarnessError("unsupported-feature", "this ledger cannot be pruned")
+        raise HarnessError(
+            "invalid-request", "this ledger cannot be pruned (SQLite and PostgreSQL ledgers can)"
+        )
     if archive is None and not dry_run:
         raise HarnessError("invalid-request", "prune needs --archive DIR (bundles go there first)")
     if archive is not None and not dry_run:

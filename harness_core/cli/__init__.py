@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SESSIONS_LIMIT", "build_parser", "main"]
 
+#: The built-in commands plugins add options to (``add_run_options``, ``add_serve_options``).
+OPTIONS_FROM_PLUGINS = ("run", "serve")
+
 
 class _Parser(ArgumentParser):
     """argparse, but a usage error is the same one line as every other error, naming the
@@ -64,7 +67,7 @@ def build_parser(command: str | None = None, *, only_command: bool = True) -> Ar
     from .commands import builtin
 
     commands = builtin()
-    if command is None or command not in commands.commands or command == "run":
+    if command is None or command not in commands.commands or command in OPTIONS_FROM_PLUGINS:
         _add_plugin_commands(commands, command)
     known = command in commands.commands
     return _parser(commands, command, only=known and only_command)
@@ -75,7 +78,10 @@ def _parser(commands: CommandSet, command: str | None, *, only: bool) -> Argumen
         prog="harness",
         description="Drive coding-agent harnesses through one Session -> Turns control plane.",
     )
-    parser.set_defaults(hand_offs=commands.hand_offs())
+    parser.set_defaults(
+        hand_offs=commands.hand_offs(),
+        serve_hand_offs=[options.controller for options in commands.serve_options],
+    )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for entry in commands.commands.values():
@@ -94,6 +100,9 @@ def _parser(commands: CommandSet, command: str | None, *, only: bool) -> Argumen
         if entry.name == "run":
             for options in commands.run_options:
                 options.arguments(p)
+        elif entry.name == "serve":
+            for served in commands.serve_options:
+                served.arguments(p)
     return parser
 
 
@@ -107,7 +116,7 @@ def _add_plugin_commands(commands: CommandSet, command: str | None) -> None:
     rows = [row for row in known["plugins"] if row.get("commands") or row.get("run_options")]
     if command is None:
         wanted = {row["name"] for row in rows}
-    elif command == "run":
+    elif command in OPTIONS_FROM_PLUGINS:
         wanted = {row["name"] for row in rows if row.get("run_options")}
     else:
         wanted = {row["name"] for row in rows if command in (c[0] for c in row["commands"])}

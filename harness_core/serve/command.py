@@ -92,8 +92,15 @@ def main(args: argparse.Namespace) -> int:
             print(f"bearer token for changes: {token}", flush=True)
             print(f"viewer (actions enabled): {url}#token={token}", flush=True)
 
+    # a plugin's serve option may give another controller (the Temporal executor's --temporal)
+    served = next(
+        (c for c in (hand_off(args) for hand_off in getattr(args, "serve_hand_offs", ())) if c),
+        None,
+    )
+
     async def run() -> None:
-        async with Controller(ledger=args.ledger, turn_timeout=args.timeout) as controller:
+        chosen = served or Controller(ledger=args.ledger, turn_timeout=args.timeout)
+        async with chosen as controller:
             await serve(
                 controller,
                 host=args.host,

@@ -199,3 +199,9 @@ def test_prune_needs_an_archive_and_a_readable_cutoff(tmp_path: Path) -> None:
         assert hint in done.stderr
     memory = _harness({**env, "HARNESS_LEDGER": "memory:"}, "ledger", "check", code=2)
     assert "has no schema to migrate or check" in memory.stderr
+    jsonl = {**env, "HARNESS_LEDGER": f"jsonl://{tmp_path}/jsonl"}
+    refused = _harness(jsonl, "ledger", "prune", "--older-than", "1d", "--archive", "a", code=2)
+    assert refused.stderr.strip().splitlines() == [
+        "harness: error: invalid-request: this ledger cannot be pruned "
+        "(SQLite and PostgreSQL ledgers can)"
+    ]

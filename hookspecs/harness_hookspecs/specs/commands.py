@@ -25,6 +25,11 @@ RunCommand = Callable[[Namespace], int]
 #: code when the plugin ran the turn itself (e.g. on remote workers), ``None`` to leave the turn
 #: to the local controller.
 RunHandOff = Callable[[Namespace, Any], "int | None"]
+#: ``controller(args)`` is called by ``harness serve`` before it serves; returns an async context
+#: manager whose value is the controller to serve over (one that answers the calls a local
+#: ``Controller`` answers, raising ``unsupported-feature`` for those it cannot), or ``None`` to
+#: leave serving to the local controller.
+ServeHandOff = Callable[[Namespace], Any]
 
 
 class Commands(Protocol):
@@ -47,6 +52,10 @@ class Commands(Protocol):
     def add_run_options(self, arguments: AddArguments, run: RunHandOff | None = None) -> None:
         """Add options to ``harness run`` (``arguments(parser)``) and, with ``run``, a hand-off
         the command calls before running the turn locally (see :data:`RunHandOff`)."""
+
+    def add_serve_options(self, arguments: AddArguments, controller: ServeHandOff) -> None:
+        """Add options to ``harness serve`` (``arguments(parser)``) and the hand-off that may
+        give it another controller to serve over (see :data:`ServeHandOff`)."""
 
 
 @hookspec

@@ -29,6 +29,7 @@ def register_commands(commands: Commands) -> None:
         json_help="print JSON Lines (one object per line)",
     )
     commands.add_run_options(_run_arguments, _run_on_temporal)
+    commands.add_serve_options(_run_arguments, _serve_on_temporal)
 
 
 def _worker_arguments(parser: ArgumentParser) -> None:
@@ -77,3 +78,21 @@ def _run_on_temporal(args: Namespace, invocation: Any) -> int | None:
     return run_on_temporal(
         args, invocation.prompt, invocation.config, invocation.workspace, invocation.printer
     )
+
+
+def _serve_on_temporal(args: Namespace) -> Any:
+    """``harness serve --temporal ADDRESS``: the controller to serve over (``None`` without)."""
+    if not args.temporal:
+        return None
+    import os
+
+    from harness_hookspecs import HarnessError
+
+    from .connection import TemporalConnection
+    from .serve import ServedOnTemporal
+
+    ledger = args.ledger or os.environ.get("HARNESS_LEDGER")
+    if not ledger:
+        raise HarnessError("invalid-request", "--temporal needs --ledger (the workers' ledger)")
+    connection = TemporalConnection.from_args(args, args.temporal, prefix="--temporal-")
+    return ServedOnTemporal(connection, ledger=ledger)
