@@ -40,6 +40,18 @@ import anyio
 import attrs
 from attrs import field, frozen
 
+__all__ = [
+    "ASK",
+    "CONTEXT_MAX",
+    "CONTEXT_WAIT",
+    "MAX_PENDING",
+    "AfterTool",
+    "HookEvent",
+    "ToolHook",
+    "call",
+    "of_event",
+]
+
 #: A ``before_tool`` answer: ask the host's approval handler.
 ASK = "ask"
 #: ``after_tool`` calls that may wait at once; more are dropped (and counted).
