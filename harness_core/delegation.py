@@ -49,6 +49,7 @@ from harness_hookspecs import (
 from harness_hookspecs.host_tools import ToolCaller
 
 from .budgets import Budget, SessionLimits, add_usage
+from .dispatch import DIRECT_SANDBOX
 from .turn import LiveSession, TurnResult
 
 __all__ = [
@@ -265,6 +266,10 @@ def _child_request(
     profile = settings.harnesses.get(harness) if isinstance(harness, str) else None
     if profile is None:
         raise HarnessError("invalid-request", f"unknown harness {str(harness)[:80]!r}")
+    if parent.sandbox.provider != DIRECT_SANDBOX:
+        # The child would run outside the parent's sandbox (its provider, network policy):
+        # refused until children inherit the sandbox, never silently wider.
+        raise HarnessError("policy-refused", "a sandboxed session cannot delegate yet")
     ceiling = parent.context.posture
     if posture is None:
         posture = ceiling

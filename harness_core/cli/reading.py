@@ -151,6 +151,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
                     "state": session_state(r.status, turn),
                 }
             )
+        _add_totals(store, rows)
     if args.json:
         print_json_lines(rows)
         return EXIT_OK
@@ -158,6 +159,50 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if more:
         print(f"(showing the newest {len(rows)}; --limit N shows more)", file=sys.stderr)
     return EXIT_OK
+
+
+def _add_totals(store: Any, rows: list[dict[str, Any]]) -> None:
+    """A session that delegated (:mod:`harness_core.delegation`) gets ``total_usage``: its own
+    usage and every descendant session's (``usage`` stays its own)."""
+    children = getattr(store, "children", None)  # the SQLite reader answers in SQL
+    if children is None:
+        index: dict[str, list[str]] = {}
+        for record in store.list_sessions():
+            if record.parent_session_id is not None:
+                index.setdefault(record.parent_session_id, []).append(record.session_id)
+        children = lambda ids: {i: index[i] for i in ids if i in index}  # noqa: E731
+    descendants: dict[str, list[str]] = {}
+    for row in rows:
+        session_id = row["ref"]["session_id"]
+        level, found = [session_id], []
+        while level:
+            below = children(level)
+            level = [child for ids in below.values() for child in ids]
+            found.extend(level)
+        if found:
+            descendants[session_id] = found
+    if not descendants:
+        return
+    everyone = sorted({d for found in descendants.values() for d in found})
+    fast = getattr(store, "summaries", None)
+    usage = (
+        {sid: s["usage"] for sid, s in fast(everyone).items()}
+        if fast is not None
+        else {sid: summarize(store, sid)["usage"] for sid in everyone}
+    )
+    for row in rows:
+        below = descendants.get(row["ref"]["session_id"])
+        if below:
+            row["total_usage"] = _summed([row["usage"], *(usage[d] for d in below)])
+
+
+def _summed(usages: list[dict[str, Any]]) -> dict[str, Any]:
+    """Usage totals added field by field (a field no one knew stays ``None``)."""
+    total: dict[str, Any] = {}
+    for name in ("input_tokens", "output_tokens", "cost_usd"):
+        values = [u[name] for u in usages if u.get(name) is not None]
+        total[name] = sum(values) if values else None
+    return total
 
 
 def _sessions_table(rows: list[dict[str, Any]]) -> None:
@@ -185,7 +230,12 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
                 ),
                 str(row["turns"]),
                 tokens,
-                cost_text(usage["cost_usd"]),
+                cost_text(usage["cost_usd"])
+                + (
+                    f" (with children {cost_text(row['total_usage']['cost_usd'])})"
+                    if "total_usage" in row
+                    else ""
+                ),
                 row["created_at"][:19].replace("T", " "),
                 clip(row["last_prompt"], 40),
             ]

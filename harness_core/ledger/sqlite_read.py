@@ -128,6 +128,22 @@ class ReadOnlySqlite:
         )
         return {row[0] for row in rows}
 
+    def children(self, session_ids: list[str]) -> dict[str, list[str]]:
+        """The child sessions (delegation) of each of ``session_ids`` that has any, oldest
+        first, in one query."""
+        if not session_ids:
+            return {}
+        ids = ", ".join("?" for _ in session_ids)
+        found: dict[str, list[str]] = {}
+        for parent, child in self._rows(
+            "SELECT json_extract(record, '$.parent_session_id'), session_id FROM sessions "
+            f"WHERE json_extract(record, '$.parent_session_id') IN ({ids}) "
+            "ORDER BY created_at, session_id",
+            tuple(session_ids),
+        ):
+            found.setdefault(parent, []).append(child)
+        return found
+
     def summaries(self, session_ids: list[str]) -> dict[str, dict[str, Any]]:
         """What :func:`harness_core.cli.reading.summarize` computes, in four queries (no event
         is decoded in Python): turns, last prompt, last event time, every usage report summed."""

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from harness_core import Controller, plugins_from
 from harness_core.delegation import ChildProfile, Delegation
@@ -19,10 +20,10 @@ from cli_run import harness
 from test_delegation import boss, helper, looper
 
 
-def delegated(tmp_path: Path) -> tuple[str, str]:
+def delegated(tmp_path: Path, url: str | None = None) -> tuple[str, str]:
     """A ledger where boss delegated to helper once and looper chained two deep; the
     ledger URL and the boss session's id."""
-    url = f"sqlite:///{tmp_path}/tree.sqlite"
+    url = url or f"sqlite:///{tmp_path}/tree.sqlite"
 
     async def main() -> str:
         async with Controller(
@@ -77,3 +78,26 @@ def test_the_export_holds_the_children_and_the_total_usage(cli_env, tmp_path):
     # boss's own two turns cost 0.001 each, the helper's 0.004; looper reports nothing
     assert bundle["usage"]["cost_usd"] == 0.002
     assert abs(bundle["total_usage"]["cost_usd"] - 0.006) < 1e-9
+
+
+@pytest.mark.parametrize("store", ["sqlite", "jsonl"])
+def test_sessions_shows_own_and_total_usage(cli_env, tmp_path, store):
+    url, parent = delegated(
+        tmp_path, None if store == "sqlite" else f"jsonl:{tmp_path}/jsonl-ledger"
+    )
+    out = harness(cli_env, "sessions", "--json", "--ledger", url)
+    assert out.returncode == 0, out.stderr
+    rows = {row["ref"]["session_id"]: row for row in map(json.loads, out.stdout.splitlines())}
+    boss_row = rows[parent]
+    assert boss_row["usage"]["cost_usd"] == 0.002  # its own two turns
+    assert abs(boss_row["total_usage"]["cost_usd"] - 0.006) < 1e-9  # and the helper's 0.004
+    assert boss_row["total_usage"]["input_tokens"] == 12  # 1 + 1 own, 10 the helper's
+    children = [row for row in rows.values() if row["parent_session_id"] == parent]
+    assert len(children) == 2
+    # a session without children has no total (its usage is all there is)
+    helper_row = next(row for row in children if row["ref"]["provider"] == "helper")
+    assert "total_usage" not in helper_row
+    looper_row = next(row for row in children if row["ref"]["provider"] == "looper")
+    assert "total_usage" in looper_row  # looper delegated once more
+    table = harness(cli_env, "sessions", "--ledger", url)
+    assert "(with children $0.0060)" in table.stdout, table.stdout

@@ -356,3 +356,26 @@ def test_a_resumed_parent_counts_what_its_children_spent(tmp_path):
     assert total == pytest.approx(0.005)
     assert status == "closed"  # a released child is closed when its parent is resumed
     assert result.reason == "limit-exceeded"
+
+
+def test_a_sandboxed_parent_cannot_delegate_and_nothing_opens(tmp_path, monkeypatch):
+    from harness_hookspecs import SandboxSpec
+    from sandbox_local import plugin as local_sandbox
+
+    monkeypatch.setenv("HARNESS_WORKSPACES", str(tmp_path / "workspaces"))
+
+    async def main():
+        async with Controller(
+            plugins=plugins_from([boss, helper, local_sandbox]),
+            ledger=f"sqlite:///{tmp_path}/ledger.db",
+            state_dir=tmp_path / "state",
+            delegation=Delegation(PROFILES),
+        ) as c:
+            ref = await c.open_session(
+                harness="boss", workspace=str(tmp_path), sandbox=SandboxSpec(provider="local")
+            )
+            return await c.run_turn(ref, "helper hi"), c.sessions()
+
+    result, sessions = anyio.run(main)
+    assert result.text == "refused: policy-refused: a sandboxed session cannot delegate yet"
+    assert len(sessions) == 1

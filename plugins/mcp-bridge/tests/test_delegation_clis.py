@@ -195,3 +195,80 @@ def test_claude_code_delegating_to_itself_stops_at_depth_2_with_an_error_its_mod
     # the grandchild's model saw the refusal as its tool's result
     seen = [r for r in requests if r.has_tool_result and refusal in json.dumps(r.body)]
     assert len(seen) == 1
+
+
+@pytest.mark.cli
+def test_cancelling_a_claude_code_parent_mid_codex_child_cancels_both_and_leaves_no_process(
+    workspace, make_controller
+):
+    from harness_core import proctree
+    from harness_core.testing.processes import left_behind, tagged, with_marker
+
+    claude, codex = HARNESSES["claude-code"], HARNESSES["codex"]
+    marker = f"nested-hygiene-{uuid.uuid4().hex[:12]}"
+    script = [
+        Step(
+            text="Asking codex.",
+            tool_calls=[
+                ToolCall(
+                    "run_agent",
+                    {"harness": "codex", "prompt": "codex, wait a while"},
+                    mcp_server="harness",
+                )
+            ],
+        ),
+        Step(
+            text="Waiting.",
+            tool_calls=[ToolCall("exec_command", {"cmd": f"sleep 300 && echo {marker}"})],
+            match=Match(contains="codex, wait a while"),
+        ),
+    ]
+
+    async def main():
+        with FakeModelServer(script) as server:
+            delegation = Delegation(
+                {"codex": ChildProfile(model=codex.model, config=codex.config(server))}
+            )
+            controller = make_controller(
+                claude.adapter(),
+                codex.adapter(),
+                StaticCredentials(claude.key_var, claude.key),
+                StaticCredentials(codex.key_var, codex.key),
+                delegation=delegation,
+            )
+            async with controller as c:
+                ref = await c.open_session(
+                    harness="claude-code",
+                    workspace=workspace,
+                    model=claude.model,
+                    config=claude.config(server),
+                )
+                prefix = f"{proctree.owner()}/"
+                seen: list[int] = []
+                by_session: list[list[int]] = []  # the parent's processes, the child's
+                async with c.turn(ref, "delegate a slow task", timeout=180) as turn:
+                    async for event in turn:
+                        if event.type == "tool.started" and not seen:
+                            with anyio.fail_after(90):
+                                while not with_marker(marker):
+                                    await anyio.sleep(0.05)
+                            seen = tagged(prefix)  # claude, codex, the shell (and its sleep)
+                            [child] = children_of(c.ledger, ref.session_id)
+                            for session in (ref.session_id, child.session_id):
+                                tag = c.live(session).context.tag_prefix
+                                by_session.append(tagged(f"{prefix}{tag}"))
+                            await c.cancel_turn(ref, turn.turn_id)
+                [child] = children_of(c.ledger, ref.session_id)
+                child_events = c.events(child.session_id)
+        return turn.result(), child_events, seen, by_session, prefix
+
+    result, child_events, seen, by_session, prefix = anyio.run(main)
+    assert result.status == "cancelled", result
+    ends = [
+        e.type
+        for e in child_events
+        if e.type in ("turn.completed", "turn.failed", "turn.cancelled")
+    ]
+    assert ends == ["turn.cancelled"]
+    assert seen and all(by_session), (seen, by_session)  # both sessions had processes running
+    assert left_behind(prefix, marker) == []
