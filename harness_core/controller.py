@@ -439,6 +439,8 @@ class Controller:
         self.ledger.claim(ref.session_id)
         try:
             live = await self._resume_attached(descriptor, request, record, retrying)
+            # a rewind a killed process left half done is finished (and recorded) first
+            await self.checkpoints.recover(live, self.call, self.ledger)
             live.limits.budget = limits
             live.limits.load(self.ledger.events(ref.session_id))
         except BaseException:
