@@ -25,6 +25,7 @@ from . import proctree
 from .approvals import Approvals, Recorder
 from .digests import sha256_hex
 from .redaction import Redactor
+from .tool_hooks import AfterTool
 
 if TYPE_CHECKING:
     from .host_tools import ToolBridge
@@ -85,6 +86,7 @@ class RuntimeSessionContext:
         env_passthrough: Sequence[str] = (),
         approvals: Approvals | None = None,
         ledger: LedgerStore | None = None,
+        after_tool: AfterTool | None = None,
     ) -> None:
         self.session_id = session_id
         self.harness = harness
@@ -101,6 +103,7 @@ class RuntimeSessionContext:
         self._passthrough = tuple(env_passthrough)
         self.deadline: float | None = None
         self.approvals = approvals if approvals is not None else Approvals()
+        self._after_tool = after_tool
         #: set by the controller while a turn runs: records a payload in that turn
         self.recorder: Recorder | None = None
         self.turn_id: str | None = None
@@ -202,6 +205,21 @@ class RuntimeSessionContext:
 
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)
+
+    @property
+    def wants_after_tool_context(self) -> bool:
+        """Whether the host has ``after_tool`` hooks that add context for the model's next
+        request (:mod:`.tool_hooks`): a harness that can take it then asks
+        :meth:`after_tool_context` after each tool call."""
+        return self._after_tool is not None and self._after_tool.adds_context
+
+    async def after_tool_context(self, call_id: str) -> str | None:
+        """The text the host's ``adds_context`` hooks answered for tool call ``call_id`` of the
+        running turn, once its ``tool.completed`` is recorded (a bounded wait); the harness puts
+        it before the model's next request. ``None``: nothing to add."""
+        if self._after_tool is None:
+            return None
+        return await self._after_tool.context_for(self.session_id, call_id)
 
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Ask the host (see :mod:`harness_core.approvals`); recorded in the running turn."""

@@ -47,7 +47,6 @@ from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import add_usage
-from .transcript import history_pairs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -181,6 +180,14 @@ class FunctionSession:
                 raise HarnessError("invalid-request", "bad permission request fields") from None
         return await self._context.request_permission(request)
 
+    async def after_tool_context(self, call_id: str) -> str | None:
+        """After yielding a tool call's ``ToolCompleted``: the context the host's
+        ``adds_context`` after_tool hooks answered for it (:mod:`harness_core.tool_hooks`), to
+        put before the model's next request; ``None`` when there is nothing to add (or no host
+        hook adds context). Waits for the hooks, at most ``tool_hooks.CONTEXT_WAIT`` seconds."""
+        ask = getattr(self._context, "after_tool_context", None)
+        return await ask(call_id) if ask is not None else None
+
 
 class FunctionHarness:
     """A full adapter around one async function (what ``@harness`` builds)."""
@@ -242,6 +249,8 @@ class FunctionHarness:
                 # A resume in a new process: the memory is gone, the ledger has the turns.
                 transcript = getattr(context, "transcript", None)
                 if callable(transcript):
+                    from .transcript import history_pairs  # (loaded only to replay a resume)
+
                     session.history = history_pairs(transcript())
             self._sessions[ref.session_id] = session
         # The runtime may hand a resumed or re-attached session a new context; the env is

@@ -40,6 +40,7 @@ from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
 from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
+from .tool_hooks import AfterTool
 from .turn import CLEANUP_GRACE, LiveSession, as_error
 
 
@@ -53,6 +54,8 @@ class SessionStarter(Protocol):
     log_directory: Path
     env_passthrough: tuple[str, ...]
     approvals: Approvals
+    #: the host's after_tool hooks (:mod:`.tool_hooks`)
+    after_tool: AfterTool
     host_tools: tuple[HostTool, ...]
     clock: Callable[[], float]
     call: HookCalls
@@ -235,6 +238,7 @@ async def _context(
         env_passthrough=controller.env_passthrough,
         approvals=controller.approvals,
         ledger=controller.ledger,
+        after_tool=controller.after_tool,
     )
     if controller.plugins.host_tools or controller.host_tools:
         tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
