@@ -93,6 +93,14 @@ class ServeTurn:
     #: Calls the host allowed: a later ask for the same call (OpenCode may ask per permission
     #: kind, e.g. ``external_directory`` then ``bash``) is allowed without asking again.
     allowed: set[str] = field(default_factory=set)
+    #: A fork to make before the prompt: ``session`` (default: this one) forked before its
+    #: user message number ``before`` (0-based; ``None``: all its messages); the turn then
+    #: goes on in the new session (a fork's child, or a rewind)
+    branch: Mapping[str, Any] | None = None
+    #: the fork was made
+    branched: bool = False
+    #: the index of the turn's own user message in its session, once prompted
+    user_index: int | None = None
 
     async def run(self) -> AsyncIterator[Payload]:
         send, receive = anyio.create_memory_object_stream[Item](math.inf)
@@ -139,7 +147,10 @@ class ServeTurn:
         client = ServeClient(url, self.password, self.workspace)
         async with client, anyio.create_task_group() as tasks:
             tasks.start_soon(_drain, lines)
-            native_id = self.session.native_id or await client.create_session(TITLE)
+            if self.branch is not None:
+                native_id = await self._fork(client)
+            else:
+                native_id = self.session.native_id or await client.create_session(TITLE)
             self.session.remember(native_id)
             events = ServeEvents(native_id, structured=self.structured)
             subscribed, idle = anyio.Event(), anyio.Event()
@@ -156,12 +167,28 @@ class ServeTurn:
                 return [missing]
             with anyio.move_on_after(IDLE_GRACE):
                 await idle.wait()
+            self.user_index = len(await client.user_messages(native_id)) - 1
             tasks.cancel_scope.cancel()
         if events.idle:
             # The session is idle, its state saved: stop the server at once (SIGKILL, as the
             # stream CLIs are at their terminal line) rather than by SIGTERM and its shutdown.
             await self.process.terminate(0)
         return events.ending(reply)
+
+    async def _fork(self, client: ServeClient) -> str:
+        """Make :attr:`branch`'s fork; returns the new session's id (which replaces ours)."""
+        assert self.branch is not None
+        source = self.branch.get("session") or self.session.native_id
+        if not isinstance(source, str):
+            raise ServeError(0)
+        before, message = self.branch.get("before"), None
+        if isinstance(before, int):
+            users = await client.user_messages(source)
+            message = users[before] if before < len(users) else None
+        native_id = await client.fork(source, message)
+        self.session.replace = self.session.native_id is not None
+        self.branched = True
+        return native_id
 
     async def _without_credentials(
         self, client: ServeClient, error: ServeError
