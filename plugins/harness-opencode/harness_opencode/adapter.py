@@ -16,6 +16,8 @@ server's ``/doc`` OpenAPI document):
 - a turn with an output schema posts ``format: {"type": "json_schema", ...}``: OpenCode adds a
   ``StructuredOutput`` tool and returns the call's input as the reply's ``info.structured``
   (not validated: the runtime does);
+- steer: ``POST /session/{id}/prompt_async`` while the turn's prompt runs (the running loop
+  reads the new user message before its next model request);
 - fork and conversation rewind through ``POST /session/{id}/fork`` (a new session holding the
   messages before a message): each turn's user message index is kept in
   ``opencode-branches.json``; a fork copies the parent's data directory into the child's and
@@ -63,6 +65,7 @@ from harness_hookspecs import (
     SessionContext,
     SessionRef,
     Status,
+    SteerTurnRequest,
 )
 
 from .events import ServeEvents, classify, parse_events
@@ -72,6 +75,8 @@ TESTED_CLI = "1.18.33"
 KEY_VAR = "HARNESS_OPENCODE_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "opencode-session.json"
+#: How long a steer waits for the running turn's prompt to be posted (seconds).
+STEER_WAIT = 10.0
 #: Each turn's user message index, and the fork the next turn makes.
 BRANCHES_FILE = "opencode-branches.json"
 #: OpenCode's data directory under a session's home (its sessions' store).
@@ -127,9 +132,16 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         "permissions",
         "structured-output",
         "mcp",
+        "steer",
         "fork",
         "checkpoint",
     )
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: each session's running turn (what a steer posts through)
+        self.turns: dict[str, ServeTurn] = {}
+
     config_properties = {"command": COMMAND_PROPERTY, "provider_package": {"type": "string"}}
 
     async def check(self, context: SessionContext) -> str:
@@ -238,10 +250,29 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         )
         branches = Branches.load(context.state_dir, BRANCHES_FILE)
         turn.branch = branches.pending
-        async for payload in turn.run():
-            if payload.TYPE in TERMINAL_TYPES:  # before it: nothing runs after a terminal
-                self._turn_marked(request.turn_id, context, turn)
-            yield payload
+        self.turns[context.session_id] = turn
+        try:
+            async for payload in turn.run():
+                if payload.TYPE in TERMINAL_TYPES:  # before it: nothing runs after a terminal
+                    self._turn_marked(request.turn_id, context, turn)
+                yield payload
+        finally:
+            if self.turns.get(context.session_id) is turn:
+                del self.turns[context.session_id]
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        """``POST /session/{id}/prompt_async`` while the turn's prompt runs: OpenCode's loop
+        takes the message into its next model request (waiting a moment for the prompt to be
+        posted when the steer comes right after the turn started)."""
+        with anyio.move_on_after(STEER_WAIT):
+            while True:
+                turn = self.turns.get(request.session.session_id)
+                if turn is None:
+                    break
+                if await turn.steer(request.text):
+                    return
+                await anyio.sleep(0.05)
+        raise HarnessError("turn-not-found", "no opencode turn is running in this session")
 
     def _turn_marked(self, turn_id: str, context: SessionContext, turn: ServeTurn) -> None:
         """Keep the turn's user message index (where a fork or rewind cuts), and that its

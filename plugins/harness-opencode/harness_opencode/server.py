@@ -124,6 +124,17 @@ class ServeClient:
             raise ServeError(0)
         return reply
 
+    async def prompt_async(self, session_id: str, body: Mapping[str, Any]) -> None:
+        """``POST /session/{id}/prompt_async``: the message is added at once (a busy session's
+        running loop takes it into its next model request); nothing is awaited."""
+        httpx = self.httpx
+        try:
+            response = await self.http.post(f"/session/{session_id}/prompt_async", json=body)
+        except httpx.HTTPError:
+            raise ServeError(0) from None
+        if response.status_code >= 400:
+            raise ServeError(response.status_code)
+
     async def user_messages(self, session_id: str) -> list[str]:
         """``GET /session/{id}/message``: the ids of the session's user messages, in order."""
         httpx = self.httpx

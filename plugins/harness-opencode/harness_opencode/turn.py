@@ -101,6 +101,8 @@ class ServeTurn:
     branched: bool = False
     #: the index of the turn's own user message in its session, once prompted
     user_index: int | None = None
+    #: the server and the session, once the prompt is being answered (what a steer posts to)
+    prompting: tuple[ServeClient, str] | None = None
 
     async def run(self) -> AsyncIterator[Payload]:
         send, receive = anyio.create_memory_object_stream[Item](math.inf)
@@ -158,6 +160,7 @@ class ServeTurn:
             with anyio.fail_after(START_TIMEOUT):
                 await subscribed.wait()
             try:
+                self.prompting = (client, native_id)
                 reply = await client.prompt(native_id, self.body)
             except ServeError as error:
                 missing = await self._without_credentials(client, error)
@@ -167,6 +170,7 @@ class ServeTurn:
                 return [missing]
             with anyio.move_on_after(IDLE_GRACE):
                 await idle.wait()
+            self.prompting = None
             self.user_index = len(await client.user_messages(native_id)) - 1
             tasks.cancel_scope.cancel()
         if events.idle:
@@ -174,6 +178,22 @@ class ServeTurn:
             # stream CLIs are at their terminal line) rather than by SIGTERM and its shutdown.
             await self.process.terminate(0)
         return events.ending(reply)
+
+    async def steer(self, text: str) -> bool:
+        """Post ``text`` into the session while its prompt runs (OpenCode's loop reads it
+        before its next model request); ``False`` when no prompt is running."""
+        prompting = self.prompting
+        if prompting is None:
+            return False
+        client, native_id = prompting
+        body = {key: value for key, value in self.body.items() if key != "format"}
+        try:
+            await client.prompt_async(
+                native_id, {**body, "parts": [{"type": "text", "text": text}]}
+            )
+        except ServeError:
+            return False
+        return True
 
     async def _fork(self, client: ServeClient) -> str:
         """Make :attr:`branch`'s fork; returns the new session's id (which replaces ours)."""
