@@ -10,9 +10,11 @@ kept until a turn made it, so a turn that fails before it leaves it for the next
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
+
+from harness_hookspecs import ForkSessionRequest
 
 __all__ = ["Branches"]
 
@@ -72,3 +74,45 @@ class Branches:
         """Forget the marks of turns not among ``kept`` (the conversation no longer has them)."""
         wanted = set(kept)
         self.turns = [(ours, mark) for ours, mark in self.turns if ours in wanted]
+
+    @classmethod
+    def of_parent(
+        cls, request: ForkSessionRequest, filename: str
+    ) -> tuple[str, Branches, list[str]] | None:
+        """For a fork: the parent's state directory, its marks and the turn ids the child
+        keeps - ``None`` when the child keeps no marked turn (nothing of the CLI's
+        conversation to carry: the child starts fresh)."""
+        parent, kept = request.parent_state_dir, [turn.turn_id for turn in request.turns]
+        if parent is None:
+            return None
+        marks = cls.load(parent, filename)
+        return (parent, marks, kept) if marks.last_kept(kept) is not None else None
+
+    def save_child(
+        self, state_dir: str | Path, kept: Iterable[str], pending: Mapping[str, Any]
+    ) -> None:
+        """Save a fork's child's file (these being the parent's marks): the kept turns' marks
+        and ``pending``, the fork its first turn makes."""
+        wanted = set(kept)
+        turns = [(ours, mark) for ours, mark in self.turns if ours in wanted]
+        Branches(Path(state_dir) / self.path.name, turns, pending).save()
+
+    @classmethod
+    def rewound(
+        cls,
+        state_dir: str | Path,
+        filename: str,
+        kept: Iterable[str],
+        pending: Callable[[Branches], Mapping[str, Any]],
+    ) -> None:
+        """A rewind to the turns ``kept``: when it drops a marked turn, ``pending(marks)``
+        (read before the dropped marks go) joins the pending branch and the file is saved;
+        otherwise the CLI's conversation already is the kept one and nothing changes."""
+        branches = cls.load(state_dir, filename)
+        kept = list(kept)
+        if branches.first_dropped(kept) is None:
+            return
+        extra = pending(branches)
+        branches.keep(kept)
+        branches.pending = {**(branches.pending or {}), **extra}
+        branches.save()

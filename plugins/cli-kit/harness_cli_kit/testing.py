@@ -595,6 +595,20 @@ class CliScenarios:
         assert_failed(result, "provider-failed", hidden="secret provider text")
 
 
+class CliBranchScenarios:
+    """Fork and conversation rewind against the real CLI, for an adapter that claims ``fork``
+    and ``checkpoint``: ``class TestBranches(CliBranchScenarios): ...`` next to its ``cli``
+    fixture (:meth:`CliUnderTest.assert_forks`, :meth:`CliUnderTest.assert_rewinds_conversation`)."""
+
+    @pytest.mark.cli
+    def test_fork_at_turn_one_holds_turn_one_and_nothing_after(self, cli: CliUnderTest) -> None:
+        cli.assert_forks()
+
+    @pytest.mark.cli
+    def test_rewind_drops_the_later_turns_from_the_model(self, cli: CliUnderTest) -> None:
+        cli.assert_rewinds_conversation()
+
+
 class CheckedCliScenarios(CliScenarios):
     """:class:`CliScenarios` for adapters that find and version-check their binary at open and
     bound their CLI's own retries."""

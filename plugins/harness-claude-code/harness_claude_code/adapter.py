@@ -349,11 +349,10 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         """A child whose first turn forks a copy of the parent's transcript at the parent's
         last kept turn (``--resume-session-at``)."""
         ref = await self.open_session(request.open, context)
-        parent, kept = request.parent_state_dir, [turn.turn_id for turn in request.turns]
-        marks = Branches.load(parent, BRANCHES_FILE) if parent is not None else None
-        at = marks.last_kept(kept) if marks is not None else None
-        if parent is None or marks is None or at is None:
+        carried = Branches.of_parent(request, BRANCHES_FILE)
+        if carried is None:
             return ref  # nothing of a claude conversation to carry
+        parent, marks, kept = carried
         source = transcript_of(Path(parent) / "home" / ".claude", request.parent.session_id)
         if source is None:
             raise HarnessError("invalid-request", "claude has no transcript to fork")
@@ -361,21 +360,15 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         projects = self._home(context) / ".claude" / "projects" / source.parent.name
         projects.mkdir(parents=True, exist_ok=True)
         await anyio.to_thread.run_sync(shutil.copyfile, source, projects / f"{aside}.jsonl")
-        marks.keep(kept)
-        pending = {"aside": aside, "at": at}
-        Branches(Path(context.state_dir) / BRANCHES_FILE, marks.turns, pending).save()
+        marks.save_child(context.state_dir, kept, {"aside": aside, "at": marks.last_kept(kept)})
         return ref
 
     async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
         """The next turn forks the session's transcript back to its last kept turn."""
-        branches = Branches.load(context.state_dir, BRANCHES_FILE)
         kept = [turn.turn_id for turn in request.turns]
-        if branches.first_dropped(kept) is None:
-            return  # nothing after the point: the transcript already is the conversation
-        at = branches.last_kept(kept)
-        branches.keep(kept)
-        branches.pending = {**(branches.pending or {}), "at": at}
-        branches.save()
+        Branches.rewound(
+            context.state_dir, BRANCHES_FILE, kept, lambda marks: {"at": marks.last_kept(kept)}
+        )
 
     async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
         """A user message written on the running turn's ``--input-format stream-json`` stdin,

@@ -1,19 +1,11 @@
-"""Fork and rewind on real Codex (app-server ``thread/fork`` with ``lastTurnId``,
-``thread/revert`` with ``beforeTurnId``) against the fake model: what the next model request
-holds of the conversation."""
+"""Fork and conversation rewind on real Codex (app-server ``thread/fork`` with ``lastTurnId``,
+``thread/revert`` with ``beforeTurnId``) against the fake model: what the next model
+request holds of the conversation (:class:`~harness_cli_kit.testing.CliBranchScenarios`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-import pytest
+from harness_cli_kit.testing import CliBranchScenarios
 
 
-@pytest.mark.cli
-def test_fork_at_turn_one_holds_turn_one_and_nothing_after(cli: Any) -> None:
-    cli.assert_forks()
-
-
-@pytest.mark.cli
-def test_rewind_drops_the_later_turns_from_the_model(cli: Any) -> None:
-    cli.assert_rewinds_conversation()
+class TestForkRewind(CliBranchScenarios):
+    pass

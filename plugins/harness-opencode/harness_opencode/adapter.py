@@ -290,10 +290,10 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         """A child whose first turn forks the parent's session (from a copy of the parent's
         data directory) before the first turn it does not keep."""
         ref = await self.open_session(request.open, context)
-        parent, kept = request.parent_state_dir, [turn.turn_id for turn in request.turns]
-        marks = Branches.load(parent, BRANCHES_FILE) if parent is not None else None
-        if parent is None or marks is None or marks.last_kept(kept) is None:
+        carried = Branches.of_parent(request, BRANCHES_FILE)
+        if carried is None:
             return ref  # nothing of an opencode conversation to carry
+        parent, marks, kept = carried
         native = NativeSession.load(parent, STATE_FILE, what="no opencode state").native_id
         source = Path(parent) / "home" / DATA_DIR
         if native is None or not source.is_dir():
@@ -302,22 +302,23 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         await anyio.to_thread.run_sync(
             lambda: shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
         )
-        dropped = marks.first_dropped(kept)
-        pending = {"session": native, "before": int(dropped) if dropped is not None else None}
-        marks.keep(kept)
-        Branches(Path(context.state_dir) / BRANCHES_FILE, marks.turns, pending).save()
+        marks.save_child(
+            context.state_dir, kept, {"session": native, "before": _index(marks, kept)}
+        )
         return ref
 
     async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
         """The next turn forks the session before the first dropped turn's message."""
-        branches = Branches.load(context.state_dir, BRANCHES_FILE)
         kept = [turn.turn_id for turn in request.turns]
-        dropped = branches.first_dropped(kept)
-        if dropped is None:
-            return  # nothing after the point: the session already is the conversation
-        branches.keep(kept)
-        branches.pending = {**(branches.pending or {}), "before": int(dropped)}
-        branches.save()
+        Branches.rewound(
+            context.state_dir, BRANCHES_FILE, kept, lambda marks: {"before": _index(marks, kept)}
+        )
+
+
+def _index(marks: Branches, kept: list[str]) -> int | None:
+    """The user message index of the first turn not ``kept`` (``None``: every turn is)."""
+    dropped = marks.first_dropped(kept)
+    return int(dropped) if dropped is not None and dropped.isdigit() else None
 
 
 __all__ = ["OpenCodeAdapter", "ServeEvents", "classify", "message_body", "parse_events"]

@@ -272,10 +272,10 @@ class PiAdapter(PerTurnCliAdapter):
         """A child whose first turn forks a copy of the parent's session file (RPC ``fork``
         before the first turn the child does not keep, or ``clone`` when it keeps them all)."""
         ref = await self.open_session(request.open, context)
-        parent, kept = request.parent_state_dir, [turn.turn_id for turn in request.turns]
-        marks = Branches.load(parent, BRANCHES_FILE) if parent is not None else None
-        if parent is None or marks is None or marks.last_kept(kept) is None:
+        carried = Branches.of_parent(request, BRANCHES_FILE)
+        if carried is None:
             return ref  # nothing of a pi conversation to carry
+        parent, marks, kept = carried
         native = None
         with contextlib.suppress(HarnessError):
             native = NativeSession.load(parent, STATE_FILE, what="no pi state").native_id
@@ -285,21 +285,20 @@ class PiAdapter(PerTurnCliAdapter):
         copy = agent_dir(context.state_dir) / "sessions" / source.parent.name / source.name
         copy.parent.mkdir(parents=True, exist_ok=True)
         await anyio.to_thread.run_sync(shutil.copyfile, source, copy)
-        pending = {"session": str(copy), "before": marks.first_dropped(kept)}
-        marks.keep(kept)
-        Branches(Path(context.state_dir) / BRANCHES_FILE, marks.turns, pending).save()
+        marks.save_child(
+            context.state_dir, kept, {"session": str(copy), "before": marks.first_dropped(kept)}
+        )
         return ref
 
     async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
         """The next turn forks the session before the first dropped turn's prompt entry."""
-        branches = Branches.load(context.state_dir, BRANCHES_FILE)
         kept = [turn.turn_id for turn in request.turns]
-        before = branches.first_dropped(kept)
-        if before is None:
-            return  # nothing after the point: the session already is the conversation
-        branches.keep(kept)
-        branches.pending = {**(branches.pending or {}), "before": before}
-        branches.save()
+        Branches.rewound(
+            context.state_dir,
+            BRANCHES_FILE,
+            kept,
+            lambda marks: {"before": marks.first_dropped(kept)},
+        )
 
     async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
         """Pi's RPC ``steer``: queued while the agent runs, delivered after the current
