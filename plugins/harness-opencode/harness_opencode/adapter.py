@@ -264,12 +264,11 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         """``POST /session/{id}/prompt_async`` while the turn's prompt runs: OpenCode's loop
         takes the message into its next model request (waiting a moment for the prompt to be
         posted when the steer comes right after the turn started)."""
+        # The runtime calls this only while its turn runs: the server may still be starting.
         with anyio.move_on_after(STEER_WAIT):
             while True:
                 turn = self.turns.get(request.session.session_id)
-                if turn is None:
-                    break
-                if await turn.steer(request.text):
+                if turn is not None and await turn.steer(request.text):
                     return
                 await anyio.sleep(0.05)
         raise HarnessError("turn-not-found", "no opencode turn is running in this session")

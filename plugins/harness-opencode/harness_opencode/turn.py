@@ -102,7 +102,7 @@ class ServeTurn:
     #: the index of the turn's own user message in its session, once prompted
     user_index: int | None = None
     #: the server and the session, once the prompt is being answered (what a steer posts to)
-    prompting: tuple[ServeClient, str] | None = None
+    prompting: tuple[ServeClient, str, int] | None = None
 
     async def run(self) -> AsyncIterator[Payload]:
         send, receive = anyio.create_memory_object_stream[Item](math.inf)
@@ -160,7 +160,8 @@ class ServeTurn:
             with anyio.fail_after(START_TIMEOUT):
                 await subscribed.wait()
             try:
-                self.prompting = (client, native_id)
+                before = len(await client.user_messages(native_id))
+                self.prompting = (client, native_id, before)
                 reply = await client.prompt(native_id, self.body)
             except ServeError as error:
                 missing = await self._without_credentials(client, error)
@@ -181,13 +182,16 @@ class ServeTurn:
 
     async def steer(self, text: str) -> bool:
         """Post ``text`` into the session while its prompt runs (OpenCode's loop reads it
-        before its next model request); ``False`` when no prompt is running."""
+        before its next model request); ``False`` when no prompt is running yet or any more."""
         prompting = self.prompting
         if prompting is None:
             return False
-        client, native_id = prompting
+        client, native_id, before = prompting
         body = {key: value for key, value in self.body.items() if key != "format"}
         try:
+            # only once the turn's own message is in: a steer must not come before its prompt
+            if len(await client.user_messages(native_id)) <= before:
+                return False
             await client.prompt_async(
                 native_id, {**body, "parts": [{"type": "text", "text": text}]}
             )
