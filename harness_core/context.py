@@ -120,6 +120,8 @@ class RuntimeSessionContext:
         self._ledger = ledger
         self.bridge: ToolBridge | None = None
         self._turn_env: dict[str, str] = {}
+        #: set by the controller when the host allows delegation (:mod:`.delegation`)
+        self.delegate: Callable[..., Awaitable[Any]] | None = None
 
     @property
     def has_processes(self) -> bool:
@@ -220,6 +222,24 @@ class RuntimeSessionContext:
         if self._after_tool is None:
             return None
         return await self._after_tool.context_for(self.session_id, call_id)
+
+    async def run_agent(
+        self,
+        harness: str,
+        prompt: str,
+        *,
+        output_schema: Mapping[str, Any] | None = None,
+        posture: str | None = None,
+        session: str | None = None,
+    ) -> Any:
+        """Run one turn of another harness as a child session of this one, from inside the
+        running turn (:mod:`.delegation`); its :class:`~harness_core.delegation.ChildAnswer`.
+        ``policy-refused`` when the host does not allow delegation."""
+        if self.delegate is None:
+            raise HarnessError("policy-refused", "the host does not allow delegation")
+        return await self.delegate(
+            harness, prompt, output_schema=output_schema, posture=posture, session=session
+        )
 
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Ask the host (see :mod:`harness_core.approvals`); recorded in the running turn."""

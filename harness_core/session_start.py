@@ -74,9 +74,12 @@ def create_record(
     ref: SessionRef,
     request: OpenSessionRequest | ResumeSessionRequest,
     config: Mapping[str, Any] | None = None,
+    *,
+    parent: tuple[str, str] | None = None,
 ) -> None:
     """Record a new (or a resumed-anew) session as open; ``config``: the request's config as
-    the record keeps it (secrets as references, see :mod:`.session_config`)."""
+    the record keeps it (secrets as references, see :mod:`.session_config`); ``parent``: a
+    child session's parent session id and the parent's event that started it."""
     stamp = now()
     ledger.create_session(
         SessionRecord(
@@ -90,6 +93,8 @@ def create_record(
             agent=request.agent,
             user=request.user,
             config=config or {},
+            parent_session_id=parent[0] if parent else None,
+            parent_event_id=parent[1] if parent else None,
         )
     )
 

@@ -49,6 +49,10 @@ class SessionOpened:
     posture: str = "auto"
     sandbox: str | None = None
     network: str | None = None
+    #: a child session's parent (delegation, ``run_agent``): the parent session and the event
+    #: of it that started this one (its ``tool.started``); ``None`` for a top-level session
+    parent_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    parent_event_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
 
     @property
     def harness(self) -> str:

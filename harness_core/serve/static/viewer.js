@@ -3,7 +3,7 @@
 "use strict";
 
 const TOKEN_KEY = "harness-serve-token";
-const TYPES = ["turn.started", "message.delta", "message.completed", "tool.started",
+const TYPES = ["turn.started", "turn.restarted", "message.delta", "message.completed", "tool.started",
   "tool.completed", "permission.requested", "permission.resolved", "status", "artifact",
   "usage", "turn.completed", "turn.failed", "turn.cancelled", "session.closed",
   "session.opened", "session.resumed"];
@@ -247,6 +247,15 @@ class Live {
     if (!turn) return;
     const items = turn.querySelector(".items");
     switch (event.type) {
+      case "turn.restarted":
+        // A retried attempt (another worker): what the earlier one streamed is void, as
+        // harness_core/transcript.py keeps only the last attempt's text and tools.
+        items.replaceChildren(el("div", "status restarted", "attempt " + p.attempt
+          + ": the turn restarted; what the previous attempt streamed is void"));
+        delete turn.dataset.streamed;
+        delete turn.dataset.firstOutput;
+        turn.dataset.attempt = String(p.attempt);
+        break;
       case "message.delta":
         turn.dataset.streamed = "1";
         this.firstOutput(turn, event);
