@@ -75,8 +75,9 @@ TESTED_CLI = "1.18.33"
 KEY_VAR = "HARNESS_OPENCODE_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "opencode-session.json"
-#: How long a steer waits for the running turn's prompt to be posted (seconds).
-STEER_WAIT = 10.0
+#: How long a steer waits for the running turn's prompt to be posted (seconds): the server's
+#: start and the session's creation come first.
+STEER_WAIT = 60.0
 #: Each turn's user message index, and the fork the next turn makes.
 BRANCHES_FILE = "opencode-branches.json"
 #: OpenCode's data directory under a session's home (its sessions' store).
@@ -264,12 +265,18 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         """``POST /session/{id}/prompt_async`` while the turn's prompt runs: OpenCode's loop
         takes the message into its next model request (waiting a moment for the prompt to be
         posted when the steer comes right after the turn started)."""
-        # The runtime calls this only while its turn runs: the server may still be starting.
+        # The runtime calls this only while its turn runs: the server may still be starting
+        # (seconds, on a loaded machine). The wait ends with the turn.
+        seen: ServeTurn | None = None
         with anyio.move_on_after(STEER_WAIT):
             while True:
                 turn = self.turns.get(request.session.session_id)
-                if turn is not None and await turn.steer(request.text):
-                    return
+                if turn is None and seen is not None:
+                    break  # the turn ended
+                if turn is not None:
+                    seen = turn
+                    if await turn.steer(request.text):
+                        return
                 await anyio.sleep(0.05)
         raise HarnessError("turn-not-found", "no opencode turn is running in this session")
 
