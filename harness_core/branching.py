@@ -25,8 +25,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import attrs
 from harness_hookspecs import (
     CheckpointCreated,
+    CheckpointSkipped,
+    ConversationTurn,
     Event,
     HarnessError,
     LedgerStore,
@@ -36,11 +39,12 @@ from harness_hookspecs import (
     TurnSteered,
     assert_supported,
 )
-from harness_hookspecs.events import CHANGES_MAX
+from harness_hookspecs.events import CHANGES_MAX, SKIP_REASONS
 
 from .branches import conversation_at
 from .checkpoints import (
     CHECKPOINT_PREFIX,
+    JOURNAL,
     CheckpointSettings,
     CheckpointStore,
     store_directory,
@@ -147,9 +151,9 @@ class Checkpoints:
             return None, _skipped(error)
 
     async def turn_end(self, live: LiveSession, turn_id: str, start: str) -> None:
-        """The checkpoint after turn ``turn_id``, listing the files it changed since ``start``
-        (none recorded when the workspace can no longer be snapshotted: ``harness diff`` then
-        has nothing for the turn)."""
+        """The checkpoint after turn ``turn_id``, listing the files it changed since ``start``;
+        ``checkpoint.skipped`` with the reason when the workspace can no longer be snapshotted
+        (``harness diff`` then has nothing for the turn)."""
         store = self.store(live)
 
         def snapshot() -> tuple[str, list[str]]:
@@ -158,7 +162,9 @@ class Checkpoints:
 
         try:
             end, changes = await anyio.to_thread.run_sync(snapshot)
-        except HarnessError:
+        except HarnessError as error:
+            reason = error.reason if error.reason in SKIP_REASONS else "provider-failed"
+            live.recorder.record(None, CheckpointSkipped(reason, "turn-end", turn_id))
             return
         kept = [line[:4200] for line in changes[:CHANGES_MAX]]
         live.recorder.record(
@@ -186,10 +192,35 @@ class Checkpoints:
         store = self.store(live)
         # The state the rewind leaves behind is a checkpoint too: a rewind can be undone.
         await self.create(live, "rewind")
-        await anyio.to_thread.run_sync(store.restore, created.checkpoint_id)
         kept = conversation_at(store_of_events, events, found.sequence)
         conversation = "checkpoint" in live.descriptor.features
-        if conversation:
+        rewound = SessionRewound(
+            checkpoint_id=created.checkpoint_id,
+            turn_id=created.turn_id,
+            conversation=conversation,
+            turns_kept=len(kept) if conversation else 0,
+        )
+        # The journal's note: what a controller resuming after a kill records (see recover).
+        note = {
+            "rewound": attrs.asdict(rewound),
+            "at": found.sequence,
+            "after": live.recorder.next_sequence - 1,
+        }
+        await anyio.to_thread.run_sync(store.restore, created.checkpoint_id, note)
+        await self._finish(live, rewound, kept, call, store)
+        return rewound
+
+    async def _finish(
+        self,
+        live: LiveSession,
+        rewound: SessionRewound,
+        kept: Sequence[ConversationTurn],
+        call: Callable[..., Any],
+        store: CheckpointStore,
+    ) -> None:
+        """After the files: the harness's conversation (where it rewinds one), then
+        ``session.rewound`` made durable, then the journal removed."""
+        if rewound.conversation:
             request = RewindSessionRequest(
                 session=live.ref,
                 turns_kept=len(kept),
@@ -199,13 +230,32 @@ class Checkpoints:
             awaitable = call("harness_rewind_session", request=request, context=live.context)
             if awaitable is not None:
                 await awaitable
-        rewound = SessionRewound(
-            checkpoint_id=created.checkpoint_id,
-            turn_id=created.turn_id,
-            conversation=conversation,
-            turns_kept=len(kept) if conversation else 0,
-        )
         live.recorder.record(None, rewound)
+        await live.recorder.flush()
+        await anyio.to_thread.run_sync(store.settle)
+
+    async def recover(
+        self, live: LiveSession, call: Callable[..., Any], ledger: LedgerStore
+    ) -> SessionRewound | None:
+        """Finish a rewind of ``live``'s session that a killed process left journaled (called
+        when the session is resumed): the files restored, the conversation taken back and
+        ``session.rewound`` recorded, unless the killed process recorded it already."""
+        session_id = live.ref.session_id
+        journal = store_directory(self.state_root, session_id) / JOURNAL
+        if live.context.workspace is None or not journal.exists():
+            return None
+        store = self.store(live)
+        note = await anyio.to_thread.run_sync(store.unfinished)
+        if note is None:
+            return None  # a rewind without a note: the store finished it
+        rewound = SessionRewound(**note["rewound"])
+        events = await anyio.to_thread.run_sync(ledger.events, session_id)
+        after = int(note["after"])
+        if any(isinstance(e.payload, SessionRewound) and e.sequence > after for e in events):
+            await anyio.to_thread.run_sync(store.settle)  # recorded before the kill
+            return None
+        kept = conversation_at(ledger, events, int(note["at"]))
+        await self._finish(live, rewound, kept, call, store)
         return rewound
 
 

@@ -17,7 +17,10 @@ What a snapshot leaves out: what the workspace's ``.gitignore`` files ignore, th
 A rewind is journaled: the target is written to ``REWIND`` (atomically) before the first file
 is touched and removed after the last; whoever opens the store next finishes a rewind a killed
 process left half done (:meth:`CheckpointStore.recover`), so the workspace is found either as it
-was before the rewind (killed before the journal) or as the checkpoint has it.
+was before the rewind (killed before the journal) or as the checkpoint has it. A restore given
+a ``note`` (the controller's: the ``session.rewound`` it is about to record) keeps the journal,
+note included, until :meth:`CheckpointStore.settle`: the controller removes it once the event
+is durable, and a controller resuming the session after a kill records it from the note.
 
 Everything here blocks (git runs as a child process): the controller calls it in a worker
 thread.
@@ -25,22 +28,31 @@ thread.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from attrs import field, frozen
 from harness_hookspecs import HarnessError
 
 from .digests import sha256_hex
 
-__all__ = ["CHECKPOINT_PREFIX", "CheckpointSettings", "CheckpointStore", "store_directory"]
+__all__ = [
+    "CHECKPOINT_PREFIX",
+    "JOURNAL",
+    "CheckpointSettings",
+    "CheckpointStore",
+    "store_directory",
+]
 
 #: A checkpoint id is this prefix and the snapshot's commit id.
 CHECKPOINT_PREFIX = "ckpt_"
-_JOURNAL = "REWIND"
+#: The rewind journal's file name in a store's directory.
+JOURNAL = _JOURNAL = "REWIND"
 #: ``setpriv --pdeathsig KILL``: a git the runtime started dies with it (a rewind killed with
 #: SIGKILL leaves no git writing the workspace behind the next process's recovery).
 _SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
@@ -286,8 +298,9 @@ class CheckpointStore:
 
     # -- rewind ---------------------------------------------------------------------------
 
-    def restore(self, checkpoint_id: str) -> None:
-        """Make the workspace's files those of ``checkpoint_id``, journaled (see the module)."""
+    def restore(self, checkpoint_id: str, note: Mapping[str, Any] | None = None) -> None:
+        """Make the workspace's files those of ``checkpoint_id``, journaled (see the module);
+        with a ``note`` the journal stays, holding it, until :meth:`settle`."""
         self._open()
         commit = checkpoint_commit(checkpoint_id)
         if not self.has(checkpoint_id):
@@ -295,27 +308,55 @@ class CheckpointStore:
         journal = self.directory / _JOURNAL
         scratch = self.directory / (_JOURNAL + ".tmp")
         with open(scratch, "w") as handle:
-            handle.write(commit)
+            handle.write(json.dumps({"commit": commit, "note": note}) if note else commit)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(scratch, journal)
         _sync_directory(self.directory)
         self._apply(commit)
-        journal.unlink()
+        if note is None:
+            self.settle()
+
+    def settle(self) -> None:
+        """Remove the rewind journal (the rewind and what its note stood for are done)."""
+        (self.directory / _JOURNAL).unlink(missing_ok=True)
         _sync_directory(self.directory)
 
-    def recover(self) -> str | None:
-        """Finish a rewind a killed process left half done; returns its checkpoint id."""
-        journal = self.directory / _JOURNAL
-        if not journal.exists():
+    def _journal(self) -> tuple[str, dict[str, Any] | None] | None:
+        """The journaled rewind: its commit and note (``None``: no rewind journaled)."""
+        try:
+            text = (self.directory / _JOURNAL).read_text().strip()
+        except FileNotFoundError:
             return None
-        commit = journal.read_text().strip()
+        if not text.startswith("{"):
+            return text, None
+        data = json.loads(text)
+        note = data.get("note")
+        return str(data["commit"]), note if isinstance(note, dict) else None
+
+    def recover(self) -> str | None:
+        """Finish a rewind a killed process left half done; returns its checkpoint id (the
+        journal stays while it holds a note: see :meth:`unfinished`)."""
+        journaled = self._journal()
+        if journaled is None:
+            return None
+        commit, note = journaled
         (self.directory / "index.lock").unlink(missing_ok=True)  # the killed git's
         self._ready = True
         self._apply(commit)
-        journal.unlink()
-        _sync_directory(self.directory)
+        if note is None:
+            self.settle()
         return CHECKPOINT_PREFIX + commit
+
+    def unfinished(self) -> dict[str, Any] | None:
+        """The note of a rewind whose files are restored (now, if a killed process left them
+        half done) but whose note was not settled; ``None`` when there is none."""
+        self._open()
+        journaled = self._journal()
+        if journaled is None:
+            return None
+        self.recover()  # idempotent: the files as the checkpoint has them
+        return journaled[1]
 
     def _apply(self, commit: str) -> None:
         """Idempotent: remove the files ``commit`` does not have, then write the ones that

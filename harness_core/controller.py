@@ -489,6 +489,8 @@ class Controller:
         self.ledger.claim(ref.session_id)
         try:
             live = await self._resume_attached(descriptor, request, record, retrying)
+            # a rewind a killed process left half done is finished (and recorded) first
+            await self.checkpoints.recover(live, self.call, self.ledger)
             live.limits.budget = limits
             events = self.ledger.events(ref.session_id)
             live.limits.load(events)

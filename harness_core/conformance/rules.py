@@ -24,6 +24,7 @@ SESSION_TYPES = frozenset(
         "session.forked",
         "session.rewound",
         "checkpoint.created",
+        "checkpoint.skipped",
     }
 )
 ENVELOPE_KEYS = frozenset(

@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse, Response
 
 from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
+from .branch_view import branch_points, render_branch
 from .runner import Server
 from .timing import ToolCall, TurnTiming, duration_text, timings
 
@@ -188,6 +189,7 @@ def render_turn(
     timing: TurnTiming | None = None,
     calls: dict[tuple[str, str], ToolCall] | None = None,
     nested: dict[tuple[str, str], str] | None = None,
+    branch: str = "",
 ) -> str:
     """One turn; ``nested``: by (turn id, call id), the child sessions a tool call started."""
     calls, nested = calls or {}, nested or {}
@@ -212,7 +214,7 @@ def render_turn(
         f'<div class="items">{items}</div></div>'
         f'<div class="outcome">{render_outcome(turn)}</div>'
         f'<div class="usage">{esc(render_usage(turn.usage))}</div>'
-        '<pre class="raw" hidden></pre></article>'
+        f'{branch}<pre class="raw" hidden></pre></article>'
     )
 
 
@@ -228,8 +230,17 @@ async def session_page(request: Request) -> Response:
     timed = timings(events)
     harness = view["ref"]["provider"]
     nested = await child_sessions(server, session_id, events, 0)
+    points = branch_points(events)
     turns = "".join(
-        render_turn(turn, number, harness, timed.turns.get(turn.turn_id), timed.tools, nested)
+        render_turn(
+            turn,
+            number,
+            harness,
+            timed.turns.get(turn.turn_id),
+            timed.tools,
+            nested,
+            render_branch(points.get(turn.turn_id), conversation.closed),
+        )
         for number, turn in enumerate(conversation.turns, start=1)
     )
     status = status_of(view)
@@ -245,6 +256,8 @@ async def session_page(request: Request) -> Response:
         + f" · workspace <code>{esc(view.get('workspace') or '-')}</code>"
         f' · <a href="/api/sessions/{esc(session_id)}/export">export</a></p>'
         '<div class="controls"><button id="cancel" hidden>Cancel turn</button>'
+        '<form id="steer" hidden><input name="text" placeholder="Steer the running turn">'
+        '<button type="submit">Steer</button></form>'
         '<span id="notice" class="muted"></span></div>'
     )
     composer = (

@@ -277,6 +277,23 @@ class CheckpointCreated:
     changes_omitted: int = field(default=0, validator=_bounds.non_negative_int)
 
 
+#: The fixed reasons a snapshot is skipped for (``checkpoint.skipped``).
+SKIP_REASONS = ("limit-exceeded", "timeout", "provider-failed", "provider-unavailable")
+
+
+@frozen
+class CheckpointSkipped:
+    """Runtime-authored: the workspace could not be snapshotted at the end of turn ``turn_id``
+    (``at``: ``turn-end``; a turn-start skip is a ``status`` inside its turn) for a fixed
+    ``reason``: over the size limit, too slow, git failed or missing. ``harness diff`` then has
+    no changes for that turn; the turn itself ran."""
+
+    TYPE: ClassVar[str] = "checkpoint.skipped"
+    reason: str = field(validator=_in(SKIP_REASONS))
+    at: str = field(default="turn-end", validator=_in(("turn-end",)))
+    turn_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+
+
 @frozen
 class SessionRewound:
     """Runtime-authored: the session went back to ``checkpoint_id`` (taken before turn
@@ -313,6 +330,7 @@ Payload = (
     | TurnSteered
     | SessionForked
     | CheckpointCreated
+    | CheckpointSkipped
     | SessionRewound
 )
 
@@ -340,6 +358,7 @@ PAYLOAD_TYPES: Mapping[str, type[Any]] = {
         TurnSteered,
         SessionForked,
         CheckpointCreated,
+        CheckpointSkipped,
         SessionRewound,
     )
 }
@@ -357,6 +376,7 @@ ADAPTER_TYPES: frozenset[str] = EVENT_TYPES - {
     TurnSteered.TYPE,
     SessionForked.TYPE,
     CheckpointCreated.TYPE,
+    CheckpointSkipped.TYPE,
     SessionRewound.TYPE,
 }
 
@@ -381,6 +401,7 @@ EventType = Literal[
     "turn.steered",
     "session.forked",
     "checkpoint.created",
+    "checkpoint.skipped",
     "session.rewound",
 ]
 

@@ -252,6 +252,27 @@ def test_checkpoint_over_the_size_limit(make_controller, workspace):
     assert not types(events, "checkpoint.created")
 
 
+def test_a_turn_whose_end_cannot_be_snapshotted_says_so(make_controller, workspace):
+    """The turn grows the workspace past the limit: its start is checkpointed, its end is not,
+    and ``checkpoint.skipped`` (after the terminal, naming the turn and the reason) says so."""
+    settings = CheckpointSettings(max_bytes=1024, max_file_bytes=1_000_000)
+
+    async def main():
+        async with make_controller(plain, checkpoints=settings) as controller:
+            ref = await controller.open_session(harness="plain", workspace=workspace)
+            result = await controller.run_turn(ref, "write big.txt " + "x" * 4096)
+            return result, controller.events(ref.session_id)
+
+    result, events = anyio.run(main)
+    assert result.ok
+    created = types(events, "checkpoint.created")
+    assert [e.payload.reason for e in created] == ["turn-start"]
+    (skipped,) = types(events, "checkpoint.skipped")
+    assert skipped.turn_id is None and skipped.payload.turn_id == result.turn_id
+    assert skipped.payload.reason == "limit-exceeded" and skipped.payload.at == "turn-end"
+    assert events.index(skipped) > events.index(types(events, "turn.completed")[0])
+
+
 def test_a_ledger_inside_the_workspace_is_never_rewound(make_controller, workspace):
     ledger = f"sqlite:///{workspace}/runs.sqlite"
 

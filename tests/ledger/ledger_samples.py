@@ -19,6 +19,7 @@ from harness_hookspecs import (
 from harness_hookspecs.events import (
     Artifact,
     CheckpointCreated,
+    CheckpointSkipped,
     MessageCompleted,
     MessageDelta,
     PermissionRequested,
@@ -70,6 +71,7 @@ SAMPLES: list[Any] = [
         changes=("1\t0\ta.txt", "-\t-\tlogo é.png"),
         changes_omitted=3,
     ),
+    CheckpointSkipped(reason="limit-exceeded", turn_id="t1"),
     SessionRewound(checkpoint_id="ckpt_" + "b" * 40, turn_id="t1", conversation=True, turns_kept=1),
 ]
 assert {type(s) for s in SAMPLES} == set(PAYLOAD_TYPES.values())

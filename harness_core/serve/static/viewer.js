@@ -212,6 +212,7 @@ class Live {
     const composer = document.getElementById("composer");
     if (composer) composer.addEventListener("submit", (e) => this.submit(e, composer));
     this.turns.addEventListener("click", (e) => this.decide(e));
+    this.wireBranching();
     this.turns.addEventListener("click", (e) => {
       const button = e.target.closest(".raw-toggle");
       if (button) toggleRaw(this.session, button);
@@ -406,6 +407,48 @@ class Live {
 
   showCancel() {
     this.cancelButton.hidden = !this.running;
+    const steer = document.getElementById("steer");
+    if (steer) steer.hidden = !this.running;
+  }
+
+  // -- steer the running turn; fork from / rewind to a turn (branch_view.py renders them) --
+
+  wireBranching() {
+    const steer = document.getElementById("steer");
+    if (steer) steer.addEventListener("submit", (e) => this.steer(e, steer));
+    this.turns.addEventListener("click", (e) => this.branch(e));
+  }
+
+  async steer(e, form) {
+    e.preventDefault();
+    const text = form.elements.text.value;
+    if (!text.trim() || !this.running) return;
+    try {
+      await post("/api/sessions/" + encodeURIComponent(this.session) + "/steer", { text });
+      form.elements.text.value = "";
+      notice("steered");
+    } catch (error) {
+      notice(error.message);
+    }
+  }
+
+  async branch(e) {
+    const fork = e.target.closest(".fork-here");
+    const rewind = e.target.closest(".rewind-here");
+    if (!fork && !rewind) return;
+    const base = "/api/sessions/" + encodeURIComponent(this.session);
+    try {
+      if (fork) {
+        const child = await post(base + "/fork", { at: fork.dataset.at });
+        location.assign("/sessions/" + encodeURIComponent(child.ref.session_id));
+      } else {
+        const done = await post(base + "/rewind", { checkpoint: rewind.dataset.checkpoint });
+        notice("rewound to " + done.checkpoint_id.slice(0, 13)
+          + (done.conversation ? " (files and conversation)" : " (files)"));
+      }
+    } catch (error) {
+      notice(error.message);
+    }
   }
 
   async cancel() {

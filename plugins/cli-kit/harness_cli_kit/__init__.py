@@ -2,13 +2,15 @@
 
 Each adapter keeps only what is its CLI's own (argv, config files, the mapping of its native
 events); this package holds the rest: finding the binary (:mod:`.locate`), the native session id
-under ``state_dir`` (:mod:`.state`), the endpoint probe (:mod:`.endpoint`), the JSON-lines stream
+under ``state_dir`` (:mod:`.state`) and where each turn ended in the CLI's conversation
+(:mod:`.branches`), the endpoint probe (:mod:`.endpoint`), the JSON-lines stream
 base (:mod:`.stream`), safe names and prompts (:mod:`.safe`), common session settings
 (:mod:`.settings`), the offline conformance profile (:mod:`.conformance`), and for test suites
 :mod:`.testing` and the pytest plugin :mod:`.pytest_fixtures`. It depends on the contract
 (``harness_hookspecs``) and anyio only.
 """
 
+from .branches import Branches
 from .classify import auth_hint
 from .describe import (
     CLI_CONFIG_PROPERTIES,
@@ -41,6 +43,7 @@ __all__ = [
     "CLI_CONFIG_PROPERTIES",
     "CLI_PATH_ENV",
     "COMMAND_PROPERTY",
+    "Branches",
     "JsonLinesStream",
     "NativeSession",
     "Sessions",

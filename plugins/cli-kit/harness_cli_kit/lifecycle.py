@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness_hookspecs import (
+    TERMINAL_TYPES,
     CancelTurnRequest,
     CloseSessionRequest,
     HarnessDescriptor,
@@ -177,10 +178,19 @@ class PerTurnCliAdapter:
             if turn.started:
                 yield Status(message=turn.started)
             async for payload in turn.stream.drive(process, session.remember):
+                if payload.TYPE in TERMINAL_TYPES:  # before it: nothing runs after a terminal
+                    self.turn_ended(request, context, turn.stream)
                 yield payload
         finally:
             if self.running.get(request.session.session_id) is process:
                 del self.running[request.session.session_id]
+
+    def turn_ended(
+        self, request: RunTurnRequest, context: SessionContext, stream: JsonLinesStream
+    ) -> None:
+        """Called once per turn whose process ran, when its outcome is known, before its
+        terminal payload is yielded: keep what a later fork or rewind needs (where the turn
+        ended in the CLI's conversation, see :mod:`.branches`). By default nothing."""
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         # No in-band cancel: the runtime kills the turn's process group.

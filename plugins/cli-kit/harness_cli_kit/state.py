@@ -34,6 +34,9 @@ class NativeSession:
         self.native_id = native_id
         #: The CLI binary this session runs (for adapters that check it once per session).
         self.cli = cli
+        #: The next id the stream reports replaces :attr:`native_id` (the turn branched the
+        #: CLI's conversation into a new native session: a fork or a rewind).
+        self.replace = False
 
     @classmethod
     def create(cls, state_dir: str, filename: str, **kwargs: Any) -> NativeSession:
@@ -60,9 +63,11 @@ class NativeSession:
         tmp.replace(self.path)
 
     def remember(self, native_id: str | None, **extra: Any) -> None:
-        """Keep the first native id the stream reports (saved at once: a crash keeps it)."""
-        if native_id and self.native_id is None:
+        """Keep the first native id the stream reports (saved at once: a crash keeps it), or
+        the new one when :attr:`replace` is set."""
+        if native_id and (self.native_id is None or (self.replace and native_id != self.native_id)):
             self.native_id = native_id
+            self.replace = False
             self.save(**extra)
 
 

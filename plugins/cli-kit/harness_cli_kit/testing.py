@@ -309,6 +309,85 @@ class CliUnderTest:
         assert len(requests) == 2  # one turn: the tool's result and the steer in one request
         assert [e.type for e in recorded].count("turn.steered") == 1
 
+    def assert_forks(self) -> None:
+        """Two turns (ALPHA, BRAVO), a fork at the end of the first, a turn in the child
+        (CHARLIE) and one in the parent (DELTA): the child's model request holds ALPHA and
+        CHARLIE, not BRAVO; the parent's holds ALPHA, BRAVO and DELTA, not CHARLIE; a second
+        child turn resumes the child's own conversation; a fork at the parent's last event
+        holds all its turns; ``session.forked`` in both ledgers."""
+        from harness_core.testing.fake_model import FakeModelServer, Step
+
+        async def main() -> Any:
+            async with self.controller(turn_timeout=90) as c:
+                parent = await self.open_session(c, self.config(self.url(server)))
+                first = await c.run_turn(parent, "the word is ALPHA")
+                assert first.ok, first.reason
+                assert (await c.run_turn(parent, "the word is BRAVO")).ok
+                server.clear_requests()
+                child = await c.fork(parent, at=first.events[-1].event_id)
+                in_child = await c.run_turn(child, "the word is CHARLIE")
+                child_body = _last_body(server)
+                again = await c.run_turn(child, "the word is ECHO")
+                again_body = _last_body(server)
+                in_parent = await c.run_turn(parent, "the word is DELTA")
+                parent_body = _last_body(server)
+                whole = await c.fork(parent)  # at its last event: every turn
+                in_whole = await c.run_turn(whole, "the word is FOXTROT")
+                results = (in_child, again, in_parent, in_whole)
+                bodies = (child_body, again_body, parent_body, _last_body(server))
+                return results, bodies, c.events(parent.session_id), c.events(child.session_id)
+
+        with FakeModelServer([Step(text="noted", times=None)]) as server:
+            results, bodies, parent_events, child_events = anyio.run(main)
+        assert all(result.ok for result in results), [r.reason for r in results]
+        child_body, again_body, parent_body, whole_body = bodies
+        assert "ALPHA" in child_body and "CHARLIE" in child_body and "BRAVO" not in child_body
+        assert "CHARLIE" in again_body and "ECHO" in again_body and "BRAVO" not in again_body
+        assert "ALPHA" in parent_body and "BRAVO" in parent_body and "DELTA" in parent_body
+        assert "CHARLIE" not in parent_body and "ECHO" not in parent_body
+        assert all(word in whole_body for word in ("ALPHA", "BRAVO", "DELTA", "FOXTROT"))
+        assert "CHARLIE" not in whole_body
+        assert [e.type for e in parent_events].count("session.forked") == 2
+        assert [e.type for e in child_events][:2] == ["session.opened", "session.forked"]
+
+    def assert_rewinds_conversation(self) -> None:
+        """Three turns (ALPHA, BRAVO, CHARLIE), a rewind to the second turn's start checkpoint,
+        then DELTA: its model request holds ALPHA and DELTA, not BRAVO or CHARLIE; a second
+        rewind (to the first turn's start) then ECHO: nothing of the earlier turns; the ledger
+        still holds every event, in order."""
+        from harness_core.testing.fake_model import FakeModelServer, Step
+
+        async def main() -> Any:
+            async with self.controller(turn_timeout=90, checkpoints=True) as c:
+                ref = await self.open_session(c, self.config(self.url(server)))
+                for word in ("ALPHA", "BRAVO", "CHARLIE"):
+                    result = await c.run_turn(ref, f"the word is {word}")
+                    assert result.ok, result.reason
+                before = c.events(ref.session_id)
+                starts = [
+                    e.payload.checkpoint_id
+                    for e in before
+                    if e.type == "checkpoint.created" and e.payload.reason == "turn-start"
+                ]
+                rewound = await c.rewind(ref, starts[1])  # before turn 2
+                after = await c.run_turn(ref, "the word is DELTA")
+                after_body = _last_body(server)
+                again = await c.rewind(ref, starts[0])  # before turn 1
+                fresh = await c.run_turn(ref, "the word is ECHO")
+                bodies = (after_body, _last_body(server))
+                return (rewound, again), (after, fresh), bodies, before, c.events(ref.session_id)
+
+        with FakeModelServer([Step(text="noted", times=None)]) as server:
+            rewinds, results, bodies, before, every = anyio.run(main)
+        assert [(r.conversation, r.turns_kept) for r in rewinds] == [(True, 1), (True, 0)]
+        assert all(result.ok for result in results), [r.reason for r in results]
+        after_body, fresh_body = bodies
+        assert "ALPHA" in after_body and "DELTA" in after_body
+        assert "BRAVO" not in after_body and "CHARLIE" not in after_body
+        assert "ECHO" in fresh_body
+        assert not any(word in fresh_body for word in ("ALPHA", "BRAVO", "CHARLIE", "DELTA"))
+        assert every[: len(before)] == before  # the ledger still holds every event
+
     def structured_turn(
         self, script: list[Any], schema: dict[str, Any], *, retries: int = 2, timeout: float = 90
     ) -> tuple[Any, list[Any], list[Any]]:
@@ -362,6 +441,11 @@ class CliUnderTest:
 
     def state_root(self) -> Path:
         return Path(self.controller().state_root)
+
+
+def _last_body(server: Any) -> str:
+    """The last model request's body as JSON text."""
+    return json.dumps(server.model_requests()[-1].body)
 
 
 def assert_alive(pid: int) -> None:
@@ -509,6 +593,20 @@ class CliScenarios:
     def test_garbage_output_is_provider_failed(self, cli: CliUnderTest, tmp_path: Path) -> None:
         result = cli.fake_turn(tmp_path, GARBAGE)
         assert_failed(result, "provider-failed", hidden="secret provider text")
+
+
+class CliBranchScenarios:
+    """Fork and conversation rewind against the real CLI, for an adapter that claims ``fork``
+    and ``checkpoint``: ``class TestBranches(CliBranchScenarios): ...`` next to its ``cli``
+    fixture (:meth:`CliUnderTest.assert_forks`, :meth:`CliUnderTest.assert_rewinds_conversation`)."""
+
+    @pytest.mark.cli
+    def test_fork_at_turn_one_holds_turn_one_and_nothing_after(self, cli: CliUnderTest) -> None:
+        cli.assert_forks()
+
+    @pytest.mark.cli
+    def test_rewind_drops_the_later_turns_from_the_model(self, cli: CliUnderTest) -> None:
+        cli.assert_rewinds_conversation()
 
 
 class CheckedCliScenarios(CliScenarios):

@@ -237,3 +237,44 @@ def test_a_program_that_stops_reading_ends_by_what_it_wrote_not_our_failed_write
     out = anyio.run(main)
     assert [p.text for p in out if isinstance(p, MessageDelta)] == ["a", "b"]
     assert isinstance(out[-1], TurnCompleted) and out[-1].text == "3"
+
+
+def test_branches_keep_marks_and_a_pending_branch_until_a_turn_makes_it(tmp_path):
+    from harness_cli_kit import Branches
+    from harness_hookspecs import (
+        ConversationTurn,
+        ForkSessionRequest,
+        OpenSessionRequest,
+        SessionRef,
+    )
+
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    marks = Branches.load(parent, "b.json")  # no file yet: nothing
+    assert marks.turns == [] and marks.pending is None
+    for ours, mark in (("t1", "m1"), ("t2", "m2"), ("t3", "m3")):
+        marks.add(ours, mark)
+    marks.save()
+    # a rewind that drops nothing marked changes nothing
+    Branches.rewound(parent, "b.json", ["t1", "t2", "t3"], lambda b: {"x": 1})
+    assert Branches.load(parent, "b.json").pending is None
+    Branches.rewound(parent, "b.json", ["t1"], lambda b: {"before": b.first_dropped(["t1"])})
+    again = Branches.load(parent, "b.json")
+    assert again.turns == [("t1", "m1")] and again.pending == {"before": "m2"}
+
+    def fork(turns):
+        return ForkSessionRequest(
+            parent=SessionRef(provider="x", target="local", session_id="p"),
+            open=OpenSessionRequest(harness="x", workspace=str(tmp_path)),
+            turns=[ConversationTurn(t, "p", "a") for t in turns],
+            parent_state_dir=str(parent),
+        )
+
+    assert Branches.of_parent(fork([]), "b.json") is None  # keeps no marked turn
+    assert Branches.of_parent(fork(["t9"]), "b.json") is None
+    _, carried, kept = Branches.of_parent(fork(["t1"]), "b.json")
+    child = tmp_path / "child"
+    child.mkdir()
+    carried.save_child(child, kept, {"at": "m1"})
+    assert Branches.load(child, "b.json").turns == [("t1", "m1")]
+    assert Branches.load(child, "b.json").pending == {"at": "m1"}

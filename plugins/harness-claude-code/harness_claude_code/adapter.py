@@ -12,7 +12,13 @@ What it relies on (verified against @anthropic-ai/claude-code 2.1.332, see ``doc
 - ``--include-partial-messages`` for text deltas; whole messages, tool calls and results, the
   ``system/permission_denied`` notices and the final ``result`` line (usage and cost) as well;
 - ``CLAUDE_CODE_MAX_RETRIES`` bounds the CLI's own retries (its default retries a 401 or an
-  unreachable endpoint for minutes); an ``api_retry`` notice for a 401/403 ends the turn at once.
+  unreachable endpoint for minutes); an ``api_retry`` notice for a 401/403 ends the turn at once;
+- fork and conversation rewind: ``--resume OTHER --fork-session --session-id OURS
+  --resume-session-at UUID`` writes a new transcript under our id holding ``OTHER``'s
+  conversation up to the message ``UUID`` (message uuids are kept). Each turn's last assistant
+  message uuid is kept in ``claude-branches.json``; a fork copies the parent's transcript into
+  the child's config dir under a fresh name; a rewind's next turn first moves its own
+  transcript aside under a fresh name (recorded before the move) and forks it back.
 
 The stream's mapping to contract payloads is in :mod:`.stream`.
 """
@@ -21,11 +27,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 from harness_cli_kit import (
+    Branches,
     NativeSession,
     api_key,
     base_url,
@@ -37,7 +47,17 @@ from harness_cli_kit import (
     safe_prompt,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
-from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext, SteerTurnRequest
+from harness_cli_kit.stream import JsonLinesStream
+from harness_hookspecs import (
+    ForkSessionRequest,
+    HarnessError,
+    ResumeSessionRequest,
+    RewindSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    SteerTurnRequest,
+)
 
 from .stream import ClaudeStream, classify_result, hooks_initialize, parse_stream
 
@@ -65,7 +85,12 @@ DETAILS = {
     "approvals": "strict and auto ask the host: through the session's MCP bridge "
     "(--permission-prompt-tool mcp__<bridge>__approve_tool_call) when it has host tools, "
     "else --permission-prompt-tool stdio",
+    "fork": "at any turn's end: --resume --fork-session --resume-session-at",
+    "rewind": "the conversation too: the next turn forks its own transcript back to the "
+    "last kept turn",
 }
+#: Each turn's last assistant message uuid, and the fork the next turn makes.
+BRANCHES_FILE = "claude-branches.json"
 #: ``permission_prompt`` config values: ``auto`` (the bridge when the session has one, else
 #: stdio) or ``stdio`` (always the stdio control protocol).
 PROMPT_CHANNELS = ("auto", "stdio")
@@ -140,9 +165,15 @@ def user_message(prompt: str) -> bytes:
     return json.dumps(message).encode() + b"\n"
 
 
-def transcript_exists(config_dir: Path, session_id: str) -> bool:
+def transcript_of(config_dir: Path, session_id: str) -> Path | None:
+    """The CLI's transcript of ``session_id`` (``projects/<cwd>/<id>.jsonl``), if any."""
     projects = config_dir / "projects"
-    return projects.is_dir() and any(projects.glob(f"*/{session_id}.jsonl"))
+    found = sorted(projects.glob(f"*/{session_id}.jsonl")) if projects.is_dir() else []
+    return found[0] if found else None
+
+
+def transcript_exists(config_dir: Path, session_id: str) -> bool:
+    return transcript_of(config_dir, session_id) is not None
 
 
 class ClaudeCodeAdapter(PerTurnCliAdapter):
@@ -155,7 +186,17 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
     binary = BINARY
     vendor = "anthropic"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
+    features = (
+        "resume",
+        "cancel",
+        "usage",
+        "permissions",
+        "structured-output",
+        "mcp",
+        "steer",
+        "fork",
+        "checkpoint",
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -180,7 +221,8 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
 
     def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
         session_id = request.session.session_id
-        if not transcript_exists(self._home(context) / ".claude", session_id):
+        pending = Branches.load(context.state_dir, BRANCHES_FILE).pending
+        if pending is None and not transcript_exists(self._home(context) / ".claude", session_id):
             raise HarnessError("session-not-found", "no claude transcript for this session")
         return NativeSession(context.state_dir, self.state_file, native_id=session_id)
 
@@ -266,10 +308,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
             argv += ["--model", model]
-        if transcript_exists(home / ".claude", session_id):
-            argv += ["--resume", session_id]
-        else:
-            argv += ["--session-id", session_id]
+        argv += self._session_args(context, home / ".claude")
         if not streaming:
             argv += ["--", safe_prompt(prompt)]
         stdin = None
@@ -278,6 +317,70 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             stdin = hooks + user_message(prompt)
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
         return CliTurn(argv, self._env(context, home), stream, stdin=stdin)
+
+    def _session_args(self, context: SessionContext, config_dir: Path) -> list[str]:
+        """``--resume`` of the session's transcript, or ``--session-id`` for a new one; with
+        a pending branch, a fork of the transcript set aside (the session's own one, moved
+        aside first, for a rewind; a copy of the parent's for a fork's child) back into the
+        session's id, up to the kept message."""
+        session_id = context.session_id
+        own = transcript_of(config_dir, session_id)
+        branches = Branches.load(context.state_dir, BRANCHES_FILE)
+        pending = branches.pending
+        if pending is None:
+            return ["--resume", session_id] if own is not None else ["--session-id", session_id]
+        if own is not None:  # a rewind: ours goes aside, under a name recorded before the move
+            pending["aside"] = str(uuid.uuid4())
+            branches.save()
+            own.replace(own.with_name(f"{pending['aside']}.jsonl"))
+        aside, at = pending.get("aside"), pending.get("at")
+        if not aside or not at:
+            return ["--session-id", session_id]  # nothing of the conversation is kept
+        return [
+            *("--resume", str(aside), "--fork-session", "--session-id", session_id),
+            *("--resume-session-at", str(at)),
+        ]
+
+    def turn_ended(
+        self, request: RunTurnRequest, context: SessionContext, stream: JsonLinesStream
+    ) -> None:
+        """Keep the turn's last assistant message uuid (where a fork or rewind resumes), and
+        that its branch was made (the session's own transcript exists again)."""
+        assert isinstance(stream, ClaudeStream)
+        branches = Branches.load(context.state_dir, BRANCHES_FILE)
+        config_dir = self._home(context) / ".claude"
+        if branches.pending is not None and transcript_exists(config_dir, context.session_id):
+            branches.pending = None
+        if stream.last_uuid is not None:
+            branches.add(request.turn_id, stream.last_uuid)
+        branches.save()
+
+    async def fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        """A child whose first turn forks a copy of the parent's transcript at the parent's
+        last kept turn (``--resume-session-at``)."""
+        ref = await self.open_session(request.open, context)
+        carried = Branches.of_parent(request, BRANCHES_FILE)
+        if carried is None:
+            return ref  # nothing of a claude conversation to carry
+        parent, marks, kept = carried
+        source = transcript_of(Path(parent) / "home" / ".claude", request.parent.session_id)
+        if source is None:
+            raise HarnessError("invalid-request", "claude has no transcript to fork")
+        aside = str(uuid.uuid4())
+        projects = self._home(context) / ".claude" / "projects" / source.parent.name
+        projects.mkdir(parents=True, exist_ok=True)
+        await anyio.to_thread.run_sync(shutil.copyfile, source, projects / f"{aside}.jsonl")
+        marks.save_child(context.state_dir, kept, {"aside": aside, "at": marks.last_kept(kept)})
+        return ref
+
+    async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
+        """The next turn forks the session's transcript back to its last kept turn."""
+        kept = [turn.turn_id for turn in request.turns]
+        Branches.rewound(
+            context.state_dir, BRANCHES_FILE, kept, lambda marks: {"at": marks.last_kept(kept)}
+        )
 
     async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
         """A user message written on the running turn's ``--input-format stream-json`` stdin,

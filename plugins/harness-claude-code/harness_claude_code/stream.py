@@ -132,6 +132,9 @@ class ClaudeStream(JsonLinesStream):
         self._rejected: set[str] = set()
         #: The turn was run with ``--json-schema``: the answer is the result's structured_output.
         self.structured = False
+        #: The transcript uuid of the turn's last main assistant message (where a later fork
+        #: or rewind resumes: ``--resume-session-at``).
+        self.last_uuid: str | None = None
         #: ``context.after_tool_context`` when the host's after_tool hooks add context: each
         #: tool call's PostToolUse hook callback (registered by :func:`hooks_initialize`) is
         #: answered with it, as ``additionalContext`` for the model's next request
@@ -150,7 +153,11 @@ class ClaudeStream(JsonLinesStream):
             if data.get("error") in _AUTH_ERRORS:
                 self.failure = "authentication-required"  # will not get better: end now
                 return []
-            return self._assistant(data.get("message"), main)
+            payloads = self._assistant(data.get("message"), main)
+            uuid = safe_id(data.get("uuid"))
+            if main and uuid is not None and not self._synthetic(data.get("message")):
+                self.last_uuid = uuid
+            return payloads
         if kind == "user":
             return self._user(data.get("message"), data.get("tool_result_meta"))
         if kind == "system":
@@ -264,10 +271,14 @@ class ClaudeStream(JsonLinesStream):
                     return [MessageDelta(text=text)]
         return []
 
+    @staticmethod
+    def _synthetic(message: Any) -> bool:
+        return isinstance(message, Mapping) and message.get("model") == "<synthetic>"
+
     def _assistant(self, message: Any, main: bool) -> list[Payload]:
         if not isinstance(message, Mapping):
             return []
-        if message.get("model") == "<synthetic>":
+        if self._synthetic(message):
             # The CLI's own error notice (carries raw provider text): classified from `result`.
             return []
         mid = message.get("id")

@@ -111,5 +111,5 @@ def test_rewind_after_three_turns_restores_the_tree(cli: Any) -> None:
     assert tree_hash(cli.workspace) == hashes[1]
     assert Path(cli.workspace, "one.txt").read_text() == "1\n"
     assert not Path(cli.workspace, "two.txt").exists()
-    assert not rewound.conversation  # claude-code's conversation rewind is not mapped yet
+    assert rewound.conversation and rewound.turns_kept == 1  # (test_fork_rewind: the model)
     assert after[: len(before)] == before and after[-1].type == "session.rewound"

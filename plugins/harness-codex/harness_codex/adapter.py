@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +41,11 @@ from harness_cli_kit import (
     safe_id,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
+from harness_cli_kit.stream import JsonLinesStream
 from harness_cli_kit.structured import strict_schema
 from harness_hookspecs import (
-    TERMINAL_TYPES,
     ForkSessionRequest,
     HarnessError,
-    Payload,
     RewindSessionRequest,
     RunTurnRequest,
     SessionContext,
@@ -268,23 +266,15 @@ class CodexAdapter(PerTurnCliAdapter):
         # stdin stays open: the JSON-RPC requests and the approval answers go there.
         return CliTurn([program, "app-server"], env, stream, stdin=initialize())
 
-    async def run_turn(
-        self, request: RunTurnRequest, context: SessionContext
-    ) -> AsyncIterator[Payload]:
-        async for payload in super().run_turn(request, context):
-            if payload.TYPE in TERMINAL_TYPES:  # before the terminal: nothing runs after it
-                self._remember_turn(request.session.session_id, request.turn_id, context)
-            yield payload
-
-    def _remember_turn(self, session_id: str, turn_id: str, context: SessionContext) -> None:
+    def turn_ended(
+        self, request: RunTurnRequest, context: SessionContext, stream: JsonLinesStream
+    ) -> None:
         """Keep which Codex turn our turn was (fork and rewind name Codex turns), and what
         the turn's thread/fork or thread/revert settled."""
-        stream = self.streams.get(session_id)
-        if stream is None:
-            return
+        assert isinstance(stream, CodexStream)
         branches = read_branches(context.state_dir)
         if stream.turn_id is not None:
-            branches["turns"].append([turn_id, stream.turn_id])
+            branches["turns"].append([request.turn_id, stream.turn_id])
             if stream.fork is not None:
                 branches["fork"] = None  # the thread is the fork's own now
         if stream.reverted:

@@ -15,7 +15,15 @@ server's ``/doc`` OpenAPI document):
   approval seam (:mod:`.turn`);
 - a turn with an output schema posts ``format: {"type": "json_schema", ...}``: OpenCode adds a
   ``StructuredOutput`` tool and returns the call's input as the reply's ``info.structured``
-  (not validated: the runtime does).
+  (not validated: the runtime does);
+- steer: ``POST /session/{id}/prompt_async`` while the turn's prompt runs (the running loop
+  reads the new user message before its next model request);
+- fork and conversation rewind through ``POST /session/{id}/fork`` (a new session holding the
+  messages before a message): each turn's user message index is kept in
+  ``opencode-branches.json``; a fork copies the parent's data directory into the child's and
+  the child's first turn forks the parent's session before the first dropped turn's message;
+  a rewind's next turn forks its own session so and goes on in the new one (not ``/revert``:
+  that also rewrites the workspace from OpenCode's own snapshots, the runtime's job here).
 
 OpenCode takes ~70 s to give up on an unreachable endpoint and has no retry knob, so the adapter
 probes the endpoint (TCP connect, bounded) before spawning and fails ``provider-unavailable`` at
@@ -26,12 +34,16 @@ from __future__ import annotations
 
 import json
 import secrets
+import shutil
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 from harness_cli_kit import (
     COMMAND_PROPERTY,
+    Branches,
+    NativeSession,
     api_key,
     base_url,
     bridge_of,
@@ -43,7 +55,18 @@ from harness_cli_kit import (
     require_workspace,
 )
 from harness_cli_kit.lifecycle import PerTurnCliAdapter
-from harness_hookspecs import HarnessError, Payload, RunTurnRequest, SessionContext, Status
+from harness_hookspecs import (
+    TERMINAL_TYPES,
+    ForkSessionRequest,
+    HarnessError,
+    Payload,
+    RewindSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    Status,
+    SteerTurnRequest,
+)
 
 from .events import ServeEvents, classify, parse_events
 from .turn import VENDOR, ServeTurn
@@ -52,6 +75,13 @@ TESTED_CLI = "1.18.33"
 KEY_VAR = "HARNESS_OPENCODE_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "opencode-session.json"
+#: How long a steer waits for the running turn's prompt to be posted (seconds): the server's
+#: start and the session's creation come first.
+STEER_WAIT = 60.0
+#: Each turn's user message index, and the fork the next turn makes.
+BRANCHES_FILE = "opencode-branches.json"
+#: OpenCode's data directory under a session's home (its sessions' store).
+DATA_DIR = Path(".local", "share", "opencode")
 #: The permissions that ask (OpenCode's ``edit`` covers write, edit and patch); reads inside
 #: the workspace run without asking, as in Claude Code's default mode.
 ASKING = ("bash", "edit", "webfetch", "external_directory")
@@ -92,8 +122,27 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         "wire_api": "chat-completions",
         "approvals": "strict and auto ask the host: opencode serve's permission.asked",
         "structured_output": "format json_schema (the StructuredOutput tool)",
+        "fork": "at any turn's end: POST /session/{id}/fork before the next turn's message",
+        "rewind": "the conversation too: the next turn forks its session before the first "
+        "dropped turn's message",
     }
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp")
+    features = (
+        "resume",
+        "cancel",
+        "usage",
+        "permissions",
+        "structured-output",
+        "mcp",
+        "steer",
+        "fork",
+        "checkpoint",
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: each session's running turn (what a steer posts through)
+        self.turns: dict[str, ServeTurn] = {}
+
     config_properties = {"command": COMMAND_PROPERTY, "provider_package": {"type": "string"}}
 
     async def check(self, context: SessionContext) -> str:
@@ -200,8 +249,82 @@ class OpenCodeAdapter(PerTurnCliAdapter):
             message_body(request.prompt, full_model, request.output_schema),
             structured=request.output_schema is not None,
         )
-        async for payload in turn.run():
-            yield payload
+        branches = Branches.load(context.state_dir, BRANCHES_FILE)
+        turn.branch = branches.pending
+        self.turns[context.session_id] = turn
+        try:
+            async for payload in turn.run():
+                if payload.TYPE in TERMINAL_TYPES:  # before it: nothing runs after a terminal
+                    self._turn_marked(request.turn_id, context, turn)
+                yield payload
+        finally:
+            if self.turns.get(context.session_id) is turn:
+                del self.turns[context.session_id]
+
+    async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
+        """``POST /session/{id}/prompt_async`` while the turn's prompt runs: OpenCode's loop
+        takes the message into its next model request (waiting a moment for the prompt to be
+        posted when the steer comes right after the turn started)."""
+        # The runtime calls this only while its turn runs: the server may still be starting
+        # (seconds, on a loaded machine). The wait ends with the turn.
+        seen: ServeTurn | None = None
+        with anyio.move_on_after(STEER_WAIT):
+            while True:
+                turn = self.turns.get(request.session.session_id)
+                if turn is None and seen is not None:
+                    break  # the turn ended
+                if turn is not None:
+                    seen = turn
+                    if await turn.steer(request.text):
+                        return
+                await anyio.sleep(0.05)
+        raise HarnessError("turn-not-found", "no opencode turn is running in this session")
+
+    def _turn_marked(self, turn_id: str, context: SessionContext, turn: ServeTurn) -> None:
+        """Keep the turn's user message index (where a fork or rewind cuts), and that its
+        fork was made."""
+        branches = Branches.load(context.state_dir, BRANCHES_FILE)
+        if turn.branched:
+            branches.pending = None
+        if turn.user_index is not None and turn.user_index >= 0:
+            branches.add(turn_id, str(turn.user_index))
+        branches.save()
+
+    async def fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        """A child whose first turn forks the parent's session (from a copy of the parent's
+        data directory) before the first turn it does not keep."""
+        ref = await self.open_session(request.open, context)
+        carried = Branches.of_parent(request, BRANCHES_FILE)
+        if carried is None:
+            return ref  # nothing of an opencode conversation to carry
+        parent, marks, kept = carried
+        native = NativeSession.load(parent, STATE_FILE, what="no opencode state").native_id
+        source = Path(parent) / "home" / DATA_DIR
+        if native is None or not source.is_dir():
+            raise HarnessError("invalid-request", "opencode has no session to fork")
+        target = Path(context.state_dir) / "home" / DATA_DIR
+        await anyio.to_thread.run_sync(
+            lambda: shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+        )
+        marks.save_child(
+            context.state_dir, kept, {"session": native, "before": _index(marks, kept)}
+        )
+        return ref
+
+    async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
+        """The next turn forks the session before the first dropped turn's message."""
+        kept = [turn.turn_id for turn in request.turns]
+        Branches.rewound(
+            context.state_dir, BRANCHES_FILE, kept, lambda marks: {"before": _index(marks, kept)}
+        )
+
+
+def _index(marks: Branches, kept: list[str]) -> int | None:
+    """The user message index of the first turn not ``kept`` (``None``: every turn is)."""
+    dropped = marks.first_dropped(kept)
+    return int(dropped) if dropped is not None and dropped.isdigit() else None
 
 
 __all__ = ["OpenCodeAdapter", "ServeEvents", "classify", "message_body", "parse_events"]

@@ -124,6 +124,45 @@ class ServeClient:
             raise ServeError(0)
         return reply
 
+    async def prompt_async(self, session_id: str, body: Mapping[str, Any]) -> None:
+        """``POST /session/{id}/prompt_async``: the message is added at once (a busy session's
+        running loop takes it into its next model request); nothing is awaited."""
+        httpx = self.httpx
+        try:
+            response = await self.http.post(f"/session/{session_id}/prompt_async", json=body)
+        except httpx.HTTPError:
+            raise ServeError(0) from None
+        if response.status_code >= 400:
+            raise ServeError(response.status_code)
+
+    async def user_messages(self, session_id: str) -> list[str]:
+        """``GET /session/{id}/message``: the ids of the session's user messages, in order."""
+        httpx = self.httpx
+        try:
+            response = await self.http.get(f"/session/{session_id}/message")
+            body = response.json() if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            raise ServeError(0) from None
+        if not isinstance(body, list):
+            raise ServeError(response.status_code if response.status_code >= 400 else 0)
+        ids = []
+        for message in body:
+            info = message.get("info") if isinstance(message, Mapping) else None
+            user = isinstance(info, Mapping) and info.get("role") == "user"
+            if user and isinstance(info, Mapping) and isinstance(info.get("id"), str):
+                ids.append(info["id"])
+        return ids
+
+    async def fork(self, session_id: str, before: str | None) -> str:
+        """``POST /session/{id}/fork``: a new session holding the messages before the message
+        ``before`` (all of them: ``None``); returns its id."""
+        body = {"messageID": before} if before is not None else {}
+        session = await self._post(f"/session/{session_id}/fork", body)
+        native_id = session.get("id") if isinstance(session, Mapping) else None
+        if not isinstance(native_id, str) or not native_id.startswith("ses"):
+            raise ServeError(0)
+        return native_id
+
     async def providers(self) -> tuple[set[str], dict[str, str]]:
         """``GET /provider``: the ids of the providers that have credentials (``connected``)
         and, per known provider, the first environment variable its key is read from."""

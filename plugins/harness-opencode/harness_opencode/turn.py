@@ -93,6 +93,16 @@ class ServeTurn:
     #: Calls the host allowed: a later ask for the same call (OpenCode may ask per permission
     #: kind, e.g. ``external_directory`` then ``bash``) is allowed without asking again.
     allowed: set[str] = field(default_factory=set)
+    #: A fork to make before the prompt: ``session`` (default: this one) forked before its
+    #: user message number ``before`` (0-based; ``None``: all its messages); the turn then
+    #: goes on in the new session (a fork's child, or a rewind)
+    branch: Mapping[str, Any] | None = None
+    #: the fork was made
+    branched: bool = False
+    #: the index of the turn's own user message in its session, once prompted
+    user_index: int | None = None
+    #: the server and the session, once the prompt is being answered (what a steer posts to)
+    prompting: tuple[ServeClient, str, int] | None = None
 
     async def run(self) -> AsyncIterator[Payload]:
         send, receive = anyio.create_memory_object_stream[Item](math.inf)
@@ -139,7 +149,10 @@ class ServeTurn:
         client = ServeClient(url, self.password, self.workspace)
         async with client, anyio.create_task_group() as tasks:
             tasks.start_soon(_drain, lines)
-            native_id = self.session.native_id or await client.create_session(TITLE)
+            if self.branch is not None:
+                native_id = await self._fork(client)
+            else:
+                native_id = self.session.native_id or await client.create_session(TITLE)
             self.session.remember(native_id)
             events = ServeEvents(native_id, structured=self.structured)
             subscribed, idle = anyio.Event(), anyio.Event()
@@ -147,6 +160,8 @@ class ServeTurn:
             with anyio.fail_after(START_TIMEOUT):
                 await subscribed.wait()
             try:
+                before = len(await client.user_messages(native_id))
+                self.prompting = (client, native_id, before)
                 reply = await client.prompt(native_id, self.body)
             except ServeError as error:
                 missing = await self._without_credentials(client, error)
@@ -156,12 +171,48 @@ class ServeTurn:
                 return [missing]
             with anyio.move_on_after(IDLE_GRACE):
                 await idle.wait()
+            self.prompting = None
+            self.user_index = len(await client.user_messages(native_id)) - 1
             tasks.cancel_scope.cancel()
         if events.idle:
             # The session is idle, its state saved: stop the server at once (SIGKILL, as the
             # stream CLIs are at their terminal line) rather than by SIGTERM and its shutdown.
             await self.process.terminate(0)
         return events.ending(reply)
+
+    async def steer(self, text: str) -> bool:
+        """Post ``text`` into the session while its prompt runs (OpenCode's loop reads it
+        before its next model request); ``False`` when no prompt is running yet or any more."""
+        prompting = self.prompting
+        if prompting is None:
+            return False
+        client, native_id, before = prompting
+        body = {key: value for key, value in self.body.items() if key != "format"}
+        try:
+            # only once the turn's own message is in: a steer must not come before its prompt
+            if len(await client.user_messages(native_id)) <= before:
+                return False
+            await client.prompt_async(
+                native_id, {**body, "parts": [{"type": "text", "text": text}]}
+            )
+        except ServeError:
+            return False
+        return True
+
+    async def _fork(self, client: ServeClient) -> str:
+        """Make :attr:`branch`'s fork; returns the new session's id (which replaces ours)."""
+        assert self.branch is not None
+        source = self.branch.get("session") or self.session.native_id
+        if not isinstance(source, str):
+            raise ServeError(0)
+        before, message = self.branch.get("before"), None
+        if isinstance(before, int):
+            users = await client.user_messages(source)
+            message = users[before] if before < len(users) else None
+        native_id = await client.fork(source, message)
+        self.session.replace = self.session.native_id is not None
+        self.branched = True
+        return native_id
 
     async def _without_credentials(
         self, client: ServeClient, error: ServeError

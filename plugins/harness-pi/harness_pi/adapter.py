@@ -13,18 +13,27 @@ What it relies on (verified against @mariozechner/pi-coding-agent 0.73.1, see
 - resume with ``--session NATIVE_ID``; the id comes from the ``get_state`` response written
   before the prompt and is kept in ``state_dir``;
 - approvals and structured output through the extensions shipped in ``extensions/`` (pi has
-  neither natively): see :mod:`.rpc`.
+  neither natively): see :mod:`.rpc`;
+- fork and conversation rewind through RPC ``fork`` (a new session file holding the active
+  branch up to just before a user message entry; entry ids are kept) and ``clone``: each turn's
+  prompt entry is kept in ``pi-branches.json``; a fork copies the parent's session file into
+  the child's agent directory and the child's first turn forks it; a rewind's next turn forks
+  the session before the first dropped turn's prompt and goes on in the new session.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
 from harness_cli_kit import (
     COMMAND_PROPERTY,
+    Branches,
     NativeSession,
     api_key,
     base_url,
@@ -34,7 +43,16 @@ from harness_cli_kit import (
     located_command,
 )
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
-from harness_hookspecs import HarnessError, SessionContext, SteerTurnRequest
+from harness_cli_kit.stream import JsonLinesStream
+from harness_hookspecs import (
+    ForkSessionRequest,
+    HarnessError,
+    RewindSessionRequest,
+    RunTurnRequest,
+    SessionContext,
+    SessionRef,
+    SteerTurnRequest,
+)
 
 from . import mcp, rpc
 from .stream import PiStream, classify, parse_stream
@@ -43,6 +61,8 @@ TESTED_CLI = "0.73.1"
 KEY_VAR = "HARNESS_PI_API_KEY"
 PROVIDER_ID = "harness"
 STATE_FILE = "pi-session.json"
+#: Each turn's prompt entry id, and the branch (fork/rewind) the next turn makes.
+BRANCHES_FILE = "pi-branches.json"
 #: Read by the shipped extensions: tools run without asking, the answer tool's parameters.
 TRUSTED_VAR = "HARNESS_PI_TRUSTED_TOOLS"
 SCHEMA_VAR = "HARNESS_PI_OUTPUT_SCHEMA"
@@ -52,6 +72,9 @@ DETAILS = {
     "asks over RPC mode's extension UI requests (edited input supported)",
     "structured_output": "an extension tool whose parameters are the schema ends the turn",
     "mcp": f"host tools through the {mcp.PACKAGE} {mcp.TESTED} extension's mcp proxy tool",
+    "fork": "at any turn's end: RPC fork (before the next turn's prompt entry) or clone",
+    "rewind": "the conversation too: the next turn forks the session before the first "
+    "dropped turn's prompt entry",
 }
 
 
@@ -63,6 +86,49 @@ def asks_host(posture: str) -> bool:
 def key_var_of(api: str) -> str:
     """The injected variable holding the key for ``api`` (its ``*_BASE_URL`` beside it)."""
     return "ANTHROPIC_API_KEY" if api == "anthropic-messages" else "OPENAI_API_KEY"
+
+
+def agent_dir(state_dir: str | Path) -> Path:
+    """The private ``PI_CODING_AGENT_DIR`` of a session (its session files are under it)."""
+    return Path(state_dir) / "home" / ".pi" / "agent"
+
+
+def session_file(state_dir: str | Path, native_id: str | None) -> Path | None:
+    """The session file pi keeps for ``native_id`` (``sessions/<cwd>/<time>_<id>.jsonl``)."""
+    if not native_id:
+        return None
+    found = sorted((agent_dir(state_dir) / "sessions").glob(f"*/*_{native_id}.jsonl"))
+    return found[-1] if found else None
+
+
+def entries(path: str | Path | None) -> list[dict[str, Any]]:
+    """A session file's entries (none when it cannot be read)."""
+    if path is None:
+        return []
+    with contextlib.suppress(OSError):
+        lines = Path(path).read_text(errors="replace").splitlines()
+        out = []
+        for text in lines:
+            with contextlib.suppress(ValueError):
+                entry = json.loads(text)
+                if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                    out.append(entry)
+        return out
+    return []
+
+
+def prompt_entry(path: str | Path | None, known: frozenset[str]) -> str | None:
+    """The first user message entry of ``path`` not among ``known``: the turn's prompt."""
+    for entry in entries(path):
+        message = entry.get("message")
+        if (
+            entry.get("type") == "message"
+            and isinstance(message, Mapping)
+            and message.get("role") == "user"
+            and entry["id"] not in known
+        ):
+            return str(entry["id"])
+    return None
 
 
 class PiAdapter(PerTurnCliAdapter):
@@ -77,7 +143,17 @@ class PiAdapter(PerTurnCliAdapter):
 
     display_name = "Pi coding agent"
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
+    features = (
+        "resume",
+        "cancel",
+        "usage",
+        "permissions",
+        "structured-output",
+        "mcp",
+        "steer",
+        "fork",
+        "checkpoint",
+    )
     details = DETAILS
     config_properties = {
         "command": COMMAND_PROPERTY,
@@ -143,8 +219,11 @@ class PiAdapter(PerTurnCliAdapter):
         asking = asks_host(context.posture)
         if asking:
             argv += ["--extension", rpc.extension("approvals.ts")]
-        if session.native_id:
-            argv += ["--session", session.native_id]
+        pending = Branches.load(context.state_dir, BRANCHES_FILE).pending
+        # a fork's child opens its copy of the parent's session file; a rewind its own session
+        opened = (pending or {}).get("session") or session.native_id
+        if opened:
+            argv += ["--session", str(opened)]
         bridge = bridge_of(context)
         if bridge is not None:
             path = mcp.write_config(agent, bridge)
@@ -163,14 +242,62 @@ class PiAdapter(PerTurnCliAdapter):
         }
         stream = PiStream(approver=context.request_permission if asking else None)
         stream.key_var = key_var_of(api)
+        copy = (pending or {}).get("session")
+        known = copy if copy else session_file(context.state_dir, session.native_id)
+        stream.known_entries = frozenset(entry["id"] for entry in entries(known))
         # RPC mode reads the prompt as JSON on stdin: no argv parsing ('@file', '-flag').
-        return CliTurn(
-            argv,
-            env,
-            stream,
-            probe=url,
-            started="pi started",
-            stdin=rpc.turn_commands(prompt),
+        commands = rpc.turn_commands(prompt)
+        if pending is not None:
+            stream.after_branch, commands = commands, rpc.branch_command(pending.get("before"))
+            session.replace = session.native_id is not None
+        return CliTurn(argv, env, stream, probe=url, started="pi started", stdin=commands)
+
+    def turn_ended(
+        self, request: RunTurnRequest, context: SessionContext, stream: JsonLinesStream
+    ) -> None:
+        """Keep the turn's prompt entry (where a fork or rewind cuts), and that its branch
+        was made."""
+        assert isinstance(stream, PiStream)
+        branches = Branches.load(context.state_dir, BRANCHES_FILE)
+        if stream.branched:
+            branches.pending = None
+        mark = prompt_entry(stream.session_file, stream.known_entries)
+        if mark is not None:
+            branches.add(request.turn_id, mark)
+        branches.save()
+
+    async def fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        """A child whose first turn forks a copy of the parent's session file (RPC ``fork``
+        before the first turn the child does not keep, or ``clone`` when it keeps them all)."""
+        ref = await self.open_session(request.open, context)
+        carried = Branches.of_parent(request, BRANCHES_FILE)
+        if carried is None:
+            return ref  # nothing of a pi conversation to carry
+        parent, marks, kept = carried
+        native = None
+        with contextlib.suppress(HarnessError):
+            native = NativeSession.load(parent, STATE_FILE, what="no pi state").native_id
+        source = session_file(parent, native)
+        if source is None:
+            raise HarnessError("invalid-request", "pi has no session file to fork")
+        copy = agent_dir(context.state_dir) / "sessions" / source.parent.name / source.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        await anyio.to_thread.run_sync(shutil.copyfile, source, copy)
+        marks.save_child(
+            context.state_dir, kept, {"session": str(copy), "before": marks.first_dropped(kept)}
+        )
+        return ref
+
+    async def rewind_session(self, request: RewindSessionRequest, context: SessionContext) -> None:
+        """The next turn forks the session before the first dropped turn's prompt entry."""
+        kept = [turn.turn_id for turn in request.turns]
+        Branches.rewound(
+            context.state_dir,
+            BRANCHES_FILE,
+            kept,
+            lambda marks: {"before": marks.first_dropped(kept)},
         )
 
     async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:

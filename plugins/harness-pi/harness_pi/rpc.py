@@ -25,6 +25,7 @@ DIALOGS = frozenset({"select", "confirm", "input", "editor"})
 ANSWER_TOOL = "structured_output"
 STATE_ID = "harness-state"
 PROMPT_ID = "harness-prompt"
+BRANCH_ID = "harness-branch"
 
 
 def extension(name: str) -> str:
@@ -50,6 +51,16 @@ def steer_command(text: str) -> bytes:
     """The RPC ``steer`` command for the host's text (a leading ``/`` gets a space, as for a
     prompt: pi refuses extension commands in a steer)."""
     return line({"type": "steer", "message": safe_prompt(text, ("/",))})
+
+
+def branch_command(before: str | None) -> bytes:
+    """Branch the opened session into a new one: ``fork`` before the user message entry
+    ``before`` (the new session ends where that message's turn began), or ``clone`` of the
+    whole active branch (``None``). Sent alone: pi handles each stdin line as it comes, so the
+    turn's other commands wait for its answer (:class:`~harness_pi.stream.PiStream`)."""
+    if before is None:
+        return line({"id": BRANCH_ID, "type": "clone"})
+    return line({"id": BRANCH_ID, "type": "fork", "entryId": before})
 
 
 def is_permission(data: Mapping[str, Any]) -> bool:

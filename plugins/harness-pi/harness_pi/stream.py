@@ -88,6 +88,13 @@ class PiStream(JsonLinesStream):
         self._usage: dict[str, int] = {}
         self._cost = 0.0
         self._tools = ToolCalls(TOOL_SUMMARIES)
+        #: written once pi answered the turn's branch command (``fork``/``clone``), if any
+        self.after_branch: bytes | None = None
+        #: pi made the turn's branch: the session is the new one
+        self.branched = False
+        #: the session file ``get_state`` named, and the entry ids it held before the turn
+        self.session_file: str | None = None
+        self.known_entries: frozenset[str] = frozenset()
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
         kind = data.get("type")
@@ -123,6 +130,15 @@ class PiStream(JsonLinesStream):
             sid = state.get("sessionId") if isinstance(state, Mapping) else None
             if isinstance(sid, str) and sid and self.session_id is None:
                 self.session_id = sid
+            path = state.get("sessionFile") if isinstance(state, Mapping) else None
+            self.session_file = path if isinstance(path, str) and path else None
+        elif data.get("id") == rpc.BRANCH_ID:
+            answer = data.get("data")
+            cancelled = not isinstance(answer, Mapping) or answer.get("cancelled") is not False
+            if data.get("success") is not True or cancelled:
+                self.failure = "branch"
+            else:
+                self.branched = True
         elif data.get("id") == rpc.PROMPT_ID and data.get("success") is not True:
             # pi refused the prompt (its text is read here, and stays here)
             self.failure = classify(data.get("error"))
@@ -148,6 +164,9 @@ class PiStream(JsonLinesStream):
 
     async def respond(self, process: ProcessHandle) -> list[Payload]:
         """Answer each dialog pi waits on; close stdin once the agent ended (pi then exits)."""
+        if self.branched and self.after_branch is not None:
+            commands, self.after_branch = self.after_branch, None
+            await process.send(commands)
         while self._dialogs:
             dialog = self._dialogs.pop(0)
             await process.send(await self._answer(dialog))
@@ -219,6 +238,8 @@ class PiStream(JsonLinesStream):
     def terminal(self, exit_code: int | None) -> Payload:
         if self.failure == "invalid-output":
             return TurnFailed(reason="invalid-output", hint="pi ran out of answer retries")
+        if self.failure == "branch":
+            return TurnFailed(reason="provider-failed", hint="pi could not branch the session")
         if self.failure is not None:
             return self.failed(self.failure)
         if self.error is not None:

@@ -1,0 +1,11 @@
+"""Fork and conversation rewind on real OpenCode (``POST /session/{id}/fork`` before a user
+message) against the fake model: what the next model
+request holds of the conversation (:class:`~harness_cli_kit.testing.CliBranchScenarios`)."""
+
+from __future__ import annotations
+
+from harness_cli_kit.testing import CliBranchScenarios
+
+
+class TestForkRewind(CliBranchScenarios):
+    pass
