@@ -54,15 +54,6 @@ from .checkpoints import CheckpointSettings
 from .clock import backend_clock, now
 from .config_check import check_config
 from .context import default_state_root
-from .delegation import (
-    TOOL_NAME,
-    Delegation,
-    children_of,
-    count_children,
-    delegated,
-    delegation_tool,
-    run_agent_in_turn,
-)
 from .delivery import Delivery
 from .diagnostics import ledger_files, log_directory
 from .fork import fork_session
@@ -99,6 +90,7 @@ from .turn_start import TurnOptions, begin_turn
 
 if TYPE_CHECKING:
     from .command_policy import CommandPolicy
+    from .delegation import Delegation
 
 PROVIDER_CANCEL_WAIT = 1.0
 #: How long a clean-up hook (an adapter's close, a sandbox's finalize) may take.
@@ -212,8 +204,11 @@ class Controller:
     def _set_tools(self, host_tools: Sequence[HostTool], delegation: Delegation | None) -> None:
         #: the host's delegation settings (``None``: sessions cannot run other harnesses)
         self.delegation = delegation
-        if delegation is not None and not any(t.name == TOOL_NAME for t in host_tools):
-            host_tools = (*host_tools, delegation_tool(self))
+        if delegation is not None:  # (delegation's module loads only for a host that allows it)
+            from .delegation import TOOL_NAME, delegation_tool
+
+            if not any(t.name == TOOL_NAME for t in host_tools):
+                host_tools = (*host_tools, delegation_tool(self))
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
 
@@ -421,6 +416,8 @@ class Controller:
     def _allow_delegation(self, live: LiveSession) -> None:
         """Give the session's context ``run_agent`` when the host allows delegation."""
         if self.delegation is not None:
+            from .delegation import run_agent_in_turn
+
             live.context.delegate = partial(run_agent_in_turn, self, live.ref.session_id)
 
     async def resume_session(
@@ -495,6 +492,8 @@ class Controller:
             events = self.ledger.events(ref.session_id)
             live.limits.load(events)
             # what its children spent counts against its budget too (delegation)
+            from .delegation import count_children
+
             has_children = count_children(live.limits, self.ledger, ref.session_id, events)
         except BaseException:
             self.ledger.release(ref.session_id)
@@ -509,6 +508,8 @@ class Controller:
         spent = SessionLimits(budget=limits)
         events = self.ledger.events(session_id)
         spent.load(events)
+        from .delegation import count_children
+
         count_children(spent, self.ledger, session_id, events)
         spent.before_turn(anyio.current_time())
 
@@ -724,6 +725,8 @@ class Controller:
                 raise HarnessError("session-not-found")
             if record.status == "closed":
                 return
+            from .delegation import delegated
+
             if delegated(self.ledger.events(session_id)):
                 await self._close_children(session_id)
             await self._close_record(record)
@@ -753,6 +756,8 @@ class Controller:
         """Close the child sessions of ``session_id`` before it (delegation): those open here,
         and those the ledger records open (a dead process's: their open turns end
         ``interrupted``). Shielded: a parent's close closes its children whole."""
+        from .delegation import children_of
+
         with self.scope_class(shield=True):
             for child_id in list(live_children):
                 await self.close_session(child_id)

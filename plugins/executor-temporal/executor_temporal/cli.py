@@ -12,7 +12,7 @@ from harness_hookspecs import HarnessError
 from harness_core.cli.commands.args import count
 
 from .connection import TemporalConnection
-from .connection import add_arguments as add_connection_arguments
+from .options import add_arguments as add_connection_arguments
 from .shapes import DEFAULT_GRACE, DEFAULT_MAX_CONCURRENT, NAMESPACE, TASK_QUEUE
 
 

@@ -19,13 +19,12 @@ from typing import TYPE_CHECKING, Any
 from attrs import field, frozen
 from harness_hookspecs import HarnessError
 
+from .options import ENV_API_KEY
 from .shapes import NAMESPACE
 
 if TYPE_CHECKING:
     from temporalio.client import Client
 
-#: Where an API key may come from besides ``--api-key-file`` (Temporal's own CLI reads it too).
-ENV_API_KEY = "TEMPORAL_API_KEY"
 #: Largest certificate, key or API key file read (they are a few KB).
 MAX_FILE = 1 << 20
 
@@ -121,25 +120,6 @@ class TemporalConnection:
             tls_server_name=getattr(args, "tls_server_name", None) or None,
             api_key=api_key,
         )
-
-
-def add_arguments(p: argparse.ArgumentParser, prefix: str = "--") -> None:
-    """The TLS and API key options (the address and namespace options are the command's);
-    ``prefix``: ``--temporal-`` on ``harness run``, where a bare ``--tls`` would be unclear."""
-
-    def option(name: str, **kw: Any) -> None:
-        p.add_argument(prefix + name, dest=name.replace("-", "_"), **kw)
-
-    option("tls", action="store_true", help="connect to Temporal over TLS")
-    option("tls-ca", metavar="FILE", help="PEM CA certificate(s) the Temporal server's chains to")
-    option("tls-cert", metavar="FILE", help="PEM client certificate (mutual TLS)")
-    option("tls-key", metavar="FILE", help="PEM client private key (with the client certificate)")
-    option("tls-server-name", metavar="NAME", help="the name on the server's certificate")
-    option(
-        "api-key-file",
-        metavar="FILE",
-        help=f"a file holding the Temporal API key (default: ${ENV_API_KEY}); turns TLS on",
-    )
 
 
 def _read(path: str, option: str) -> bytes:

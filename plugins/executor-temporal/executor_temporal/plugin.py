@@ -57,7 +57,7 @@ def _reconcile(args: Namespace) -> int:
 
 
 def _run_arguments(parser: ArgumentParser) -> None:
-    from .connection import add_arguments
+    from .options import add_arguments
 
     parser.add_argument(
         "--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)"
