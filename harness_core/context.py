@@ -85,6 +85,7 @@ class RuntimeSessionContext:
         env_passthrough: Sequence[str] = (),
         approvals: Approvals | None = None,
         ledger: LedgerStore | None = None,
+        instructions: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.harness = harness
@@ -93,6 +94,8 @@ class RuntimeSessionContext:
         self.model = model
         self.posture = posture
         self.config = config
+        #: the host's instructions for the harness (``OpenSessionRequest.instructions``)
+        self.instructions = instructions
         self.sandbox = sandbox
         self.redactor = redactor
         self._credential_env = dict(credential_env)

@@ -75,7 +75,7 @@ from .request_checks import (
 )
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
-from .session_start import SessionFields, attach_session, create_record
+from .session_start import SessionFields, attach_session, create_record, opened_event
 from .tool_hooks import AfterTool, ToolHook
 from .turn import (
     CLEANUP_GRACE,
@@ -366,6 +366,8 @@ class Controller:
                 posture=request.posture,
                 sandbox=live.sandbox.provider,
                 network=request.sandbox.network,
+                instructions=request.instructions,
+                record_thinking=request.record_thinking,
             ),
         )
         await live.recorder.deliver()
@@ -401,6 +403,10 @@ class Controller:
             if record is not None:
                 fields.setdefault("agent", record.agent)
                 fields.setdefault("user", record.user)
+                opened = opened_event(self.ledger, record.ref.session_id)
+                if opened is not None:  # what the session was opened with, unless said again
+                    fields.setdefault("instructions", opened.instructions)
+                    fields.setdefault("record_thinking", opened.record_thinking)
                 # the config it was opened with, each key given again replacing its own
                 fields["config"] = {
                     **resolved_config(record.config),

@@ -21,6 +21,7 @@ from harness_hookspecs import (
     SandboxHandle,
     SandboxRequest,
     SandboxSpec,
+    SessionOpened,
     SessionRecord,
     SessionRef,
 )
@@ -91,6 +92,14 @@ def create_record(
     )
 
 
+def opened_event(ledger: LedgerStore, session_id: str) -> SessionOpened | None:
+    """The ``session.opened`` a session's ledger starts with (what it was opened with: its
+    instructions, whether it records thinking), or ``None`` (imported, or none recorded)."""
+    first = ledger.events(session_id, limit=1)
+    payload = first[0].payload if first else None
+    return payload if isinstance(payload, SessionOpened) else None
+
+
 @frozen
 class SessionFields:
     """What opening and resuming a session both say about it (the fields of
@@ -104,6 +113,8 @@ class SessionFields:
     agent: str | None
     user: str | None
     config: Mapping[str, Any]
+    instructions: str | None = None
+    record_thinking: bool = True
 
     @classmethod
     def of(cls, request: OpenSessionRequest | ResumeSessionRequest, target: str) -> SessionFields:
@@ -116,6 +127,8 @@ class SessionFields:
             request.agent,
             request.user,
             request.config,
+            request.instructions,
+            request.record_thinking,
         )
 
 
@@ -171,6 +184,7 @@ async def attach_session(
             ref, ledger=controller.ledger, delivery=controller.delivery, redactor=redactor
         ),
         limits=SessionLimits(started=controller.clock()),
+        record_thinking=fields.record_thinking,
     )
     controller.live_sessions[ref.session_id] = live
     return live
@@ -235,6 +249,7 @@ async def _context(
         env_passthrough=controller.env_passthrough,
         approvals=controller.approvals,
         ledger=controller.ledger,
+        instructions=fields.instructions,
     )
     if controller.plugins.host_tools or controller.host_tools:
         tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)

@@ -18,7 +18,7 @@ from attrs import field, frozen
 
 from . import bounds as _bounds
 from .errors import MESSAGES, REASONS
-from .models import PROTOCOL_VERSION, TARGETS, Usage
+from .models import INSTRUCTIONS_MAX, PROTOCOL_VERSION, TARGETS, Usage
 
 _status = _bounds.bounded(1, _bounds.STATUS_MAX)
 _opt_status = _bounds.optional_bounded(1, _bounds.STATUS_MAX)
@@ -49,6 +49,12 @@ class SessionOpened:
     posture: str = "auto"
     sandbox: str | None = None
     network: str | None = None
+    #: the host's instructions for the harness (redacted like every string), if any
+    instructions: str | None = field(
+        default=None, validator=_bounds.optional_bounded(1, INSTRUCTIONS_MAX, multiline=True)
+    )
+    #: ``False``: the session keeps thinking text out of the ledger (counts only)
+    record_thinking: bool = True
 
     @property
     def harness(self) -> str:

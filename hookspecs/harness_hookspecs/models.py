@@ -218,6 +218,11 @@ class SandboxSpec:
 _DEFAULT_SANDBOX = SandboxSpec()
 
 
+#: The longest host ``instructions`` a session takes (characters).
+INSTRUCTIONS_MAX = 32_768
+_instructions = _bounds.optional_bounded(1, INSTRUCTIONS_MAX, multiline=True)
+
+
 @frozen
 class OpenSessionRequest:
     """Ask a harness for a new session. A ``local`` session requires an explicit workspace."""
@@ -234,6 +239,14 @@ class OpenSessionRequest:
     agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+    #: The host's instructions for the harness (seed 004's prompt appendix), at most
+    #: ``INSTRUCTIONS_MAX`` characters: delivered through the CLI's own system-prompt mechanism
+    #: where it has one, else put before the first prompt (``describe`` says which); recorded,
+    #: redacted, in ``session.opened``.
+    instructions: str | None = field(default=None, validator=_instructions)
+    #: ``False``: the model's thinking is kept out of the ledger (``thinking.completed`` keeps
+    #: only its length; no ``thinking.delta`` is recorded).
+    record_thinking: bool = field(default=True, validator=attrs.validators.instance_of(bool))
 
     def __attrs_post_init__(self) -> None:
         if self.posture == "dangerous" and self.sandbox.network == "open":
@@ -252,6 +265,9 @@ class ResumeSessionRequest:
     agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+    #: as :class:`OpenSessionRequest`'s (the controller fills both from ``session.opened``)
+    instructions: str | None = field(default=None, validator=_instructions)
+    record_thinking: bool = field(default=True, validator=attrs.validators.instance_of(bool))
 
     @property
     def harness(self) -> str:
