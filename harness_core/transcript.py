@@ -315,4 +315,18 @@ def _detail(p: Any) -> str:
         return failure_text(p.reason, p.message, p.hint)
     if isinstance(p, ev.TurnCancelled):
         return f"by {p.by}"
+    if isinstance(p, ev.ThinkingDelta):
+        return clip(p.text)
+    if isinstance(p, ev.ThinkingCompleted):
+        return clip(p.text) if p.text is not None else f"({p.characters} characters, not kept)"
+    if isinstance(p, ev.ModelRequested | ev.ModelCompleted):
+        step = p.model or ""
+        if isinstance(p, ev.ModelCompleted):
+            usage = usage_text(p.usage) if p.usage is not None else ""
+            ms = f"{p.duration_ms} ms" if p.duration_ms is not None else ""
+            step = " ".join(part for part in (step, usage, ms) if part)
+        return step
+    if isinstance(p, ev.OutputValidated):
+        verdict = f"attempt {p.attempt} {p.verdict}"
+        return verdict + (f": {p.reason}" if p.reason else "")
     return ""

@@ -1,0 +1,146 @@
+"""The full record against a real CLI and the fake model: thinking (recorded in order,
+redacted, or kept out of the ledger) and model steps (one ``model.completed`` per model call,
+their usage summing to the turn's). Each adapter's suite calls :func:`reasoning_turns` with its
+``cli`` fixture, a tool call its CLI runs and the secret its fixture injects."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .testing import CliUnderTest
+
+#: What the model "thinks" in the first step: the injected key, which must be redacted.
+FIRST_THOUGHT = "First I check the key {secret} before I run it."
+LAST_THOUGHT = "Now I can answer."
+ANSWER = "All done."
+#: The steps' usage (input, output): the turn's usage is their sum.
+STEP_USAGE = ((100, 10), (120, 12), (150, 15))
+
+
+def reasoning_script(tool_call: Any, secret: str, *, steps: int = 3) -> list[Any]:
+    """``steps`` model calls, each with reasoning: ``steps - 1`` running ``tool_call``, then
+    the answer."""
+    from harness_core.testing.fake_model import Match, Step, ToolCall, Usage
+
+    script = []
+    for index in range(steps):
+        inputs, outputs = STEP_USAGE[index]
+        last = index == steps - 1
+        script.append(
+            Step(
+                reasoning=FIRST_THOUGHT.format(secret=secret)
+                if index == 0
+                else (LAST_THOUGHT if last else f"Step {index + 1}: once more."),
+                text=ANSWER if last else None,
+                tool_calls=[]
+                if last
+                else [ToolCall(tool_call.name, tool_call.arguments, namespace=tool_call.namespace)],
+                usage=Usage(input_tokens=inputs, output_tokens=outputs),
+                match=Match(tool_result=index > 0),
+            )
+        )
+    return script
+
+
+def recorded_turn(
+    cli: CliUnderTest, config: dict[str, Any], prompt: str, timeout: float = 90, **open_kwargs: Any
+) -> tuple[Any, str, bytes]:
+    """One turn in a new session on a ledger of its own, then its close: the result, the
+    session's export (JSON text) and every byte of the ledger's files."""
+    from harness_core.export import export_session
+
+    with tempfile.TemporaryDirectory() as directory:
+
+        async def main() -> tuple[Any, str]:
+            ledger = f"sqlite:///{directory}/ledger.sqlite"
+            async with cli.controller(turn_timeout=timeout, ledger=ledger) as c:
+                ref = await cli.open_session(c, config, **open_kwargs)
+                result = await c.run_turn(ref, prompt)
+                await c.close_session(ref)
+                return result, json.dumps(export_session(c.ledger, ref.session_id))
+
+        result, exported = anyio.run(main)
+        stored = b"".join(p.read_bytes() for p in Path(directory).iterdir() if p.is_file())
+    return result, exported, stored
+
+
+def assert_thinking_recorded(result: Any, exported: str, secret: str, blocks: int) -> None:
+    """``blocks`` thinking blocks, each deltas then one ``thinking.completed``, between
+    ``turn.started`` and the terminal; the secret redacted everywhere."""
+    assert result.status == "completed", result
+    types = [e.type for e in result.events]
+    completed = [e.payload for e in result.events if e.type == "thinking.completed"]
+    assert len(completed) == blocks, types
+    assert types[0] == "turn.started" and result.events[-1].terminal
+    first = types.index("thinking.completed")
+    assert 0 < first < len(types) - 1
+    assert completed[0].text is not None and "[REDACTED]" in completed[0].text, completed[0]
+    assert completed[-1].text == LAST_THOUGHT
+    assert all(c.characters and c.characters >= len(c.text or "") for c in completed)
+    # the first block's reasoning comes before the first step's tool call / answer
+    after = [t for t in types[first:] if t in ("tool.started", "message.completed")]
+    assert after, types
+    assert secret not in exported and secret not in repr(result.events)
+    assert "thinking.delta" in exported
+
+
+def assert_thinking_kept_out(result: Any, exported: str, stored: bytes, blocks: int) -> None:
+    """A session opened with ``record_thinking=False``: counts only, no thinking text in the
+    ledger's files or the export."""
+    assert result.status == "completed", result
+    types = [e.type for e in result.events]
+    assert "thinking.delta" not in types
+    completed = [e.payload for e in result.events if e.type == "thinking.completed"]
+    assert len(completed) == blocks and all(c.text is None and c.characters for c in completed)
+    for text in ("First I check the key", LAST_THOUGHT, "once more"):
+        assert text not in exported
+        assert text.encode() not in stored
+    assert stored, "the ledger's files were read"
+
+
+def assert_steps_sum(result: Any, steps: int) -> list[Any]:
+    """``steps`` ``model.requested``/``model.completed`` pairs whose usage sums to the turn's."""
+    requested = [e for e in result.events if e.type == "model.requested"]
+    completed = [e.payload for e in result.events if e.type == "model.completed"]
+    assert len(requested) == len(completed) == steps, [e.type for e in result.events]
+    assert all(c.usage is not None and c.duration_ms is not None for c in completed)
+    for name in ("input_tokens", "output_tokens"):
+        total = sum(getattr(c.usage, name) or 0 for c in completed)
+        assert total == getattr(result.usage, name), (name, completed, result.usage)
+    return completed
+
+
+def reasoning_turns(
+    cli: CliUnderTest,
+    tool_call: Any,
+    secret: str,
+    *,
+    steps: int = 3,
+    model_steps: bool = True,
+    endpoint: str | None = None,
+    **extra: Any,
+) -> tuple[Any, Any]:
+    """The thinking scenario twice (recorded, then kept out), and the model steps' sum when
+    ``model_steps``; returns both results."""
+    from harness_core.testing.fake_model import FakeModelServer
+
+    results = []
+    for record in (True, False):
+        with FakeModelServer(reasoning_script(tool_call, secret, steps=steps)) as server:
+            config = cli.config(cli.url(server, endpoint), **extra)
+            result, exported, stored = recorded_turn(
+                cli, config, "check the key and answer", record_thinking=record
+            )
+        if record:
+            assert_thinking_recorded(result, exported, secret, steps)
+        else:
+            assert_thinking_kept_out(result, exported, stored, steps)
+        if model_steps:
+            assert_steps_sum(result, steps)
+        results.append(result)
+    return results[0], results[1]

@@ -1,0 +1,19 @@
+"""The full record from Claude Code: thinking blocks and model steps (one per API message)."""
+
+from __future__ import annotations
+
+import pytest
+from harness_cli_kit.record_testing import reasoning_turns
+
+from harness_core.testing.fake_model import ToolCall
+
+SECRET = "sk-ant-test-secret-1234"  # injected by conftest
+
+
+@pytest.mark.cli
+def test_thinking_and_three_model_steps(cli):
+    bash = ToolCall("Bash", {"command": "echo checked >> out.txt", "description": "check"})
+    recorded, _ = reasoning_turns(cli, bash, SECRET)
+    assert {e.payload.model for e in recorded.events if e.type == "model.requested"} == {
+        cli.model
+    }
