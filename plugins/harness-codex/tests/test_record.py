@@ -1,0 +1,17 @@
+"""The full record from Codex: reasoning items and model steps (one per model request, closed by
+its ``thread/tokenUsage/updated``)."""
+
+from __future__ import annotations
+
+import pytest
+from harness_cli_kit.record_testing import reasoning_turns
+
+from harness_core.testing.fake_model import ToolCall
+
+from .conftest import SECRET
+
+
+@pytest.mark.cli
+def test_thinking_and_three_model_steps(cli):
+    shell = ToolCall("exec_command", {"cmd": "echo checked >> out.txt"})
+    reasoning_turns(cli, shell, SECRET)
