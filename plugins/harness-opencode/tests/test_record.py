@@ -1,0 +1,17 @@
+"""The full record from OpenCode: reasoning parts and model steps (``step-start`` /
+``step-finish`` parts)."""
+
+from __future__ import annotations
+
+import pytest
+from harness_cli_kit.record_testing import reasoning_turns
+
+from harness_core.testing.fake_model import ToolCall
+
+SECRET = "sk-test-secret-1234"  # injected by conftest
+
+
+@pytest.mark.cli
+def test_thinking_and_three_model_steps(cli):
+    bash = ToolCall("bash", {"command": "echo checked >> out.txt", "description": "check"})
+    reasoning_turns(cli, bash, SECRET)
