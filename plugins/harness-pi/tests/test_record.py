@@ -1,0 +1,16 @@
+"""The full record from Pi: thinking deltas and model steps (one per assistant message)."""
+
+from __future__ import annotations
+
+import pytest
+from harness_cli_kit.record_testing import reasoning_turns
+
+from harness_core.testing.fake_model import ToolCall
+
+SECRET = "sk-test-secret-1234"  # injected by conftest
+
+
+@pytest.mark.cli
+def test_thinking_and_three_model_steps(cli):
+    bash = ToolCall("bash", {"command": "echo checked >> out.txt"})
+    reasoning_turns(cli, bash, SECRET)
