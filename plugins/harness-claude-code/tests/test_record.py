@@ -14,6 +14,4 @@ SECRET = "sk-ant-test-secret-1234"  # injected by conftest
 def test_thinking_and_three_model_steps(cli):
     bash = ToolCall("Bash", {"command": "echo checked >> out.txt", "description": "check"})
     recorded, _ = reasoning_turns(cli, bash, SECRET)
-    assert {e.payload.model for e in recorded.events if e.type == "model.requested"} == {
-        cli.model
-    }
+    assert {e.payload.model for e in recorded.events if e.type == "model.requested"} == {cli.model}

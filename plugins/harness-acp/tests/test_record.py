@@ -1,0 +1,22 @@
+"""The full record from ACP agents: ``agent_thought_chunk`` -> thinking events (a block ends at
+the agent's next other update). ACP reports no model-call boundaries, so no model steps."""
+
+from __future__ import annotations
+
+import pytest
+from harness_cli_kit.record_testing import reasoning_turns
+
+from .test_acp import AGENTS, acp, setup
+
+SECRET = "sk-test-secret-1234"  # injected by conftest
+
+
+@pytest.mark.cli
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_thinking_from_agent_thought_chunks(agent, workspace, controller):
+    _, env_var, tool_call, _ = AGENTS[agent]
+    cli = acp(agent, env_var, workspace, controller)
+    cli.config = lambda url, **extra: setup(agent, url, **extra)[1]
+    cli.api = "anthropic" if agent == "claude-code" else "openai"
+    recorded, _ = reasoning_turns(cli, tool_call, SECRET, model_steps=False)
+    assert not any(e.type.startswith("model.") for e in recorded.events)
