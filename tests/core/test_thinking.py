@@ -48,7 +48,7 @@ def test_thinking_is_recorded_in_order_and_redacted(make_controller, workspace):
 
 
 def test_record_thinking_off_keeps_only_a_count(make_controller, workspace):
-    ref, result, bundle = _run(make_controller, workspace, record_thinking=False)
+    _, result, bundle = _run(make_controller, workspace, record_thinking=False)
     thinking = [e for e in result.events if e.type.startswith("thinking.")]
     assert [e.type for e in thinking] == ["thinking.completed"]
     assert thinking[0].payload.text is None
