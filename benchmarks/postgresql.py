@@ -10,10 +10,13 @@ WAL is flushed at commit) on 127.0.0.1, and measures on both stores:
 - ``pg.tail.*``: 200 events appended one by one (each flushed, 5 ms apart) by one store, seen by
   another store's live tail: append -> seen latency p50 / p95 / max, and how many were seen in
   order (PostgreSQL: LISTEN/NOTIFY; SQLite: polling);
-- ``pg.workers``: 4 processes x 25 sessions x 100 events (batches of 10) into one PostgreSQL
-  ledger: events/s, gaps and duplicates.
+- ``pg.workers``: 4 processes x 25 sessions x ``--worker-events`` events (batches of 10) into one
+  PostgreSQL ledger: events/s, gaps and duplicates; then the very rows written again by 4
+  processes with the raw driver's fastest path (psycopg ``COPY``, a commit per 500 rows): the
+  ratio ours / raw.
 
     python benchmarks/postgresql.py [--runs 3] [--events 10000] [--sessions 1000]
+        [--worker-events 400] [--only-workers]
 """
 
 from __future__ import annotations
@@ -101,51 +104,109 @@ def tail_latency(kind: str, count: int = 200) -> tuple[list[float], int]:
 
 
 WORKER = """
-import sys
+import sys, time
 from harness_hookspecs import Event, MessageDelta, SessionRecord, SessionRef
 from ledger_postgresql.store import PostgresStore
 
 store = PostgresStore({url!r})
+began = time.time()
 worker = sys.argv[1]
 sessions = [f"w{{worker}}-{{n}}" for n in range(25)]
 for sid in sessions:
     store.create_session(SessionRecord(ref=SessionRef(provider="bench", target="local",
         session_id=sid), created_at="2025-01-01T00:00:00Z", updated_at="2025-01-01T00:00:00Z",
         workspace="/tmp"))
-for start in range(1, 101, 10):
+for start in range(1, {events} + 1, 10):
     for sid in sessions:
         store.append([Event(event_id=f"ev_{{sid}}_{{i}}", sequence=i, session_id=sid,
             turn_id="t", harness="bench", timestamp="2025-01-01T00:00:00.000000Z",
             type="message.delta", payload=MessageDelta(text="x")) for i in range(start, start + 10)])
 store.close()
+print(began, time.time())
 """
 
+#: The raw-driver line: the rows a worker's store wrote, written again by psycopg alone with its
+#: fastest path (``COPY``), committed every :data:`RAW_BATCH` rows (the store's group commit).
+RAW_WORKER = """
+import json, sys, time
+import psycopg
 
-def workers_rate(processes: int = 4) -> tuple[float, int, int, int]:
-    """events/s for ``processes`` x 25 x 100; (rate, rows, gaps, duplicates)."""
+rows = json.load(open(sys.argv[1]))
+began = time.time()
+with psycopg.connect({url!r}) as connection:
+    for first in range(0, len(rows), {batch}):
+        with connection.cursor() as cursor:
+            with cursor.copy("COPY ledger_events FROM STDIN") as copy:
+                for row in rows[first : first + {batch}]:
+                    copy.write_row(row)
+        connection.commit()
+print(began, time.time())
+"""
+RAW_BATCH = 500
+
+
+def _processes(script: str, argv: list[list[str]]) -> float:
+    """Seconds from the first process's first write to the last one's last commit (each prints
+    when it began writing and when it was done: interpreter and import start-up left out)."""
+    children = [
+        subprocess.Popen([sys.executable, "-c", script, *args], stdout=subprocess.PIPE, text=True)
+        for args in argv
+    ]
+    spans = []
+    for child in children:
+        out, _ = child.communicate(timeout=600)
+        if child.returncode != 0:
+            raise RuntimeError("a worker failed")
+        spans.append([float(word) for word in out.split()[-2:]])
+    return max(end for _, end in spans) - min(began for began, _ in spans)
+
+
+def workers_rate(processes: int = 4, events: int = 100) -> dict[str, float]:
+    """``processes`` writer processes x 25 sessions x ``events`` events through the store, then
+    the same rows by the raw driver into a fresh ledger: both rates (from the first write to
+    the last commit), rows, gaps and duplicates of ours."""
+    import json
+
     import psycopg
 
     directory = tempdir("workers")
-    store = open_store("postgresql", directory)
-    url = store.url
-    store.close()
-    script = textwrap.dedent(WORKER).format(url=url)
-    start = time.perf_counter()
-    children = [subprocess.Popen([sys.executable, "-c", script, str(n)]) for n in range(processes)]
-    for child in children:
-        if child.wait(timeout=600) != 0:
-            raise RuntimeError("a worker failed")
-    elapsed = time.perf_counter() - start
-    with psycopg.connect(url) as connection:
-        rows, distinct = connection.execute(
-            "SELECT count(*), count(DISTINCT event_id) FROM ledger_events"
-        ).fetchone()  # type: ignore[misc]
-        gaps = connection.execute(
-            "SELECT count(*) FROM (SELECT session_id FROM ledger_events GROUP BY session_id "
-            "HAVING max(sequence) <> count(*)) g"
-        ).fetchone()[0]  # type: ignore[index]
-    rmtree(directory)
-    return rows / elapsed, rows, gaps, rows - distinct
+    try:
+        store = open_store("postgresql", directory)
+        url = store.url
+        store.close()
+        script = textwrap.dedent(WORKER).format(url=url, events=events)
+        elapsed = _processes(script, [[str(n)] for n in range(processes)])
+        with psycopg.connect(url) as connection:
+            rows, distinct = connection.execute(
+                "SELECT count(*), count(DISTINCT event_id) FROM ledger_events"
+            ).fetchone()  # type: ignore[misc]
+            gaps = connection.execute(
+                "SELECT count(*) FROM (SELECT session_id FROM ledger_events GROUP BY session_id "
+                "HAVING max(sequence) <> count(*)) g"
+            ).fetchone()[0]  # type: ignore[index]
+            stored = connection.execute(
+                "SELECT * FROM ledger_events ORDER BY session_id, sequence"
+            ).fetchall()
+        files = []
+        for n in range(processes):
+            path = os.path.join(directory, f"rows-{n}.json")
+            with open(path, "w") as handle:
+                json.dump([list(r) for r in stored if r[0].startswith(f"w{n}-")], handle)
+            files.append([path])
+        fresh = open_store("postgresql", directory)  # a new schema, as the store creates it
+        raw_url = fresh.url
+        fresh.close()
+        raw_script = textwrap.dedent(RAW_WORKER).format(url=raw_url, batch=RAW_BATCH)
+        raw_elapsed = _processes(raw_script, files)
+    finally:
+        rmtree(directory)
+    return {
+        "rate": rows / elapsed,
+        "raw_rate": len(stored) / raw_elapsed,
+        "rows": rows,
+        "gaps": gaps,
+        "duplicates": rows - distinct,
+    }
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -158,6 +219,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument(
+        "--worker-events", type=int, default=400, help="events per session of each writer"
+    )
+    parser.add_argument("--only-workers", action="store_true", help="only the writers' line")
     args = parser.parse_args()
     from ledger_postgresql.testing import start
 
@@ -166,45 +231,51 @@ def main() -> int:
     note = f"median of {args.runs}"
     try:
         print(f"# PostgreSQL {Path(server.bindir).parent.name} at 127.0.0.1:{server.port}")
-        for kind in KINDS:
-            figure(
-                f"pg.turn.{kind}.{args.events}",
-                turn_rate(kind, args.events, args.runs),
-                "events/s",
-                "",
-                f"{note}, one Controller turn of N deltas, durable",
-            )
-        for kind in KINDS:
-            for mode in ("sequential", "concurrent"):
-                rate = statistics.median(
-                    run_async(sessions_rate, kind, args.sessions, mode == "concurrent")
-                    for _ in range(args.runs)
-                )
+        if not args.only_workers:
+            for kind in KINDS:
                 figure(
-                    f"pg.sessions.{kind}.{args.sessions}.{mode}",
-                    rate,
-                    "sessions/s",
+                    f"pg.turn.{kind}.{args.events}",
+                    turn_rate(kind, args.events, args.runs),
+                    "events/s",
                     "",
-                    f"{note}, open + 1 turn + close",
+                    f"{note}, one Controller turn of N deltas, durable",
                 )
-        for kind in KINDS[:2]:
-            lags, in_order = tail_latency(kind)
-            figure(
-                f"pg.tail.{kind}.p95",
-                percentile(lags, 0.95),
-                "ms",
-                "<= 50 ms" if kind == "postgresql" else "",
-                f"p50 {percentile(lags, 0.5):.2f} ms, max {max(lags):.2f} ms, "
-                f"{in_order}/{len(lags)} in order of 200, append -> seen by another store",
-            )
-        rate, rows, gaps, duplicates = workers_rate()
+            for kind in KINDS:
+                for mode in ("sequential", "concurrent"):
+                    rate = statistics.median(
+                        run_async(sessions_rate, kind, args.sessions, mode == "concurrent")
+                        for _ in range(args.runs)
+                    )
+                    figure(
+                        f"pg.sessions.{kind}.{args.sessions}.{mode}",
+                        rate,
+                        "sessions/s",
+                        "",
+                        f"{note}, open + 1 turn + close",
+                    )
+            for kind in KINDS[:2]:
+                lags, in_order = tail_latency(kind)
+                figure(
+                    f"pg.tail.{kind}.p95",
+                    percentile(lags, 0.95),
+                    "ms",
+                    "<= 50 ms" if kind == "postgresql" else "",
+                    f"p50 {percentile(lags, 0.5):.2f} ms, max {max(lags):.2f} ms, "
+                    f"{in_order}/{len(lags)} in order of 200, append -> seen by another store",
+                )
+        got = workers_rate(4, args.worker_events)
+        name = f"pg.workers.4x25x{args.worker_events}"
         figure(
-            "pg.workers.4x25x100",
-            rate,
+            name,
+            got["rate"],
             "events/s",
             "",
-            f"{rows} rows, {gaps} gaps, {duplicates} duplicates (4 processes, batches of 10)",
+            f"{got['rows']:.0f} rows, {got['gaps']:.0f} gaps, {got['duplicates']:.0f} duplicates"
+            " (4 processes, batches of 10)",
         )
+        figure(f"{name}.raw", got["raw_rate"], "events/s", "", "the same rows: psycopg COPY")
+        ratio = got["rate"] / got["raw_rate"]
+        figure(f"{name}.ratio", ratio, "x", ">= 0.5", "ours / raw driver")
     finally:
         server.stop()
     return 0

@@ -213,10 +213,13 @@ def process_rows(runs: int) -> list[Row]:
 def cli_overhead_rows(runs: int, clis: list[str]) -> list[Row]:
     import cli_overhead
 
+    floor, echo = cli_overhead.imports_floor_ms(runs), cli_overhead.echo_ms(runs)
+    ratio = echo / floor
     rows = [
         Row("python -c pass, wall", cli_overhead.interpreter_ms(runs), "ms"),
-        Row("python -c 'import asyncio, attr', wall", cli_overhead.imports_floor_ms(runs), "ms"),
-        Row("harness run echo (no CLI), wall", cli_overhead.echo_ms(runs), "ms"),
+        Row("python -c 'import asyncio, attr', wall", floor, "ms"),
+        Row("harness run echo (no CLI), wall", echo, "ms"),
+        Row("harness run echo / that floor", ratio, "x", "<= 1.5x", ratio <= 1.5, None, False),
     ]
     results, failed = cli_overhead.run_all(runs, clis)
     for r in results:
@@ -252,6 +255,19 @@ def print_table(rows: list[Row], superqode: bool) -> None:
             print("  ".join("-" * w for w in widths))
 
 
+def scale_rows(runs: int, quick: bool) -> list[Row]:
+    import scale
+
+    small = {"events": 10_000, "sessions": 1_000, "listed": 10_000, "turns": 100}
+    sizes = {"events": 100_000, "sessions": 10_000, "listed": 100_000, "turns": 1_000}
+    chosen = small if quick else sizes
+    args = argparse.Namespace(runs=runs, deltas=1_000, paced=100, gap=50.0, **chosen)
+    return [
+        Row(f.name, f.value, f.unit, f.target, f.ok, higher_is_better=f.unit not in {"ms", "KB"})
+        for f in scale.measure(list(scale.SECTIONS), args)
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -263,6 +279,9 @@ def main() -> int:
         "--cli-overhead", action="store_true", help="also the real-CLI turn overhead (slow)"
     )
     parser.add_argument("--clis", default=",".join(CLIS), help="with --cli-overhead: these CLIs")
+    parser.add_argument(
+        "--scale", action="store_true", help="also one host at scale (scale.py; slow)"
+    )
     args = parser.parse_args()
     clis = parse_clis(parser, args.clis)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -279,6 +298,8 @@ def main() -> int:
     ]
     if args.cli_overhead:
         rows += cli_overhead_rows(max(args.runs, 5), clis)
+    if args.scale:
+        rows += scale_rows(args.runs, args.quick)
     print_table(rows, python is not None)
     load = os.getloadavg()
     where = f"superqode from {python}" if python else "superqode not installed"

@@ -23,9 +23,10 @@ in the running turn. A handler that fails, or answers with something that is not
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import attrs
@@ -39,16 +40,27 @@ from harness_hookspecs import (
     PermissionResolved,
 )
 
-from .command_policy import CommandPolicy
 from .tool_hooks import ASK, ToolHook
 from .tool_hooks import call as call_hook
 
-__all__ = ["DEFAULT_PERMISSION_TIMEOUT", "Approvals", "PendingApprovals"]
+if TYPE_CHECKING:
+    from .command_policy import CommandPolicy
+
+__all__ = ["DEFAULT_PERMISSION_TIMEOUT", "Approvals", "PendingApprovals", "builtin_policy"]
 
 #: Seconds a request waits for an answer when the controller names none.
 DEFAULT_PERMISSION_TIMEOUT = 300.0
 
 Recorder = Callable[[Payload], Any]
+
+
+@functools.cache
+def builtin_policy() -> CommandPolicy:
+    """The built-in command policy, built on the first command a posture checks (its rules
+    are compiled then, not when ``harness run`` starts)."""
+    from .command_policy import CommandPolicy
+
+    return CommandPolicy()
 
 
 @attrs.define
@@ -57,7 +69,8 @@ class Approvals:
 
     handler: PermissionHandler | None = None
     timeout: float = DEFAULT_PERMISSION_TIMEOUT
-    policy: CommandPolicy = attrs.field(factory=CommandPolicy)
+    #: the ``auto`` posture's command policy; ``None``: the built-in rules (:func:`builtin_policy`)
+    policy: CommandPolicy | None = None
     hook: Any = None
     #: the host's :class:`~.tool_hooks.ToolHook` s (``before_tool`` ones answer first)
     hooks: tuple[ToolHook, ...] = ()
@@ -147,7 +160,9 @@ class Approvals:
         """The session's own ``command_policy`` config, else the controller's."""
         config = getattr(context, "config", None) or {}
         if config.get("command_policy") is None:
-            return self.policy
+            return self.policy or builtin_policy()
+        from .command_policy import CommandPolicy
+
         try:
             return CommandPolicy.from_config(config["command_policy"])
         except HarnessError:

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequen
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -51,7 +51,6 @@ from .branching import Checkpoints, steer
 from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
 from .checkpoints import CheckpointSettings
 from .clock import backend_clock, now
-from .command_policy import CommandPolicy
 from .config_check import check_config
 from .context import default_state_root
 from .delivery import Delivery
@@ -87,6 +86,9 @@ from .turn import (
     end_unretried,
 )
 from .turn_start import TurnOptions, begin_turn
+
+if TYPE_CHECKING:
+    from .command_policy import CommandPolicy
 
 PROVIDER_CANCEL_WAIT = 1.0
 #: How long a clean-up hook (an adapter's close, a sandbox's finalize) may take.
@@ -183,7 +185,7 @@ class Controller:
         self.approvals = Approvals(
             handler=permission_handler,
             timeout=permission_timeout,
-            policy=command_policy or CommandPolicy(),
+            policy=command_policy,
             hook=self.plugins.pm.hook,
             hooks=tuple(tool_hooks),
         )

@@ -9,7 +9,6 @@ once per process and group.
 
 from __future__ import annotations
 
-import configparser
 import os
 import sys
 from functools import cache
@@ -29,6 +28,8 @@ class ExtensionMissing(ModuleNotFoundError):
 
 @cache
 def _group(group: str) -> dict[str, str]:
+    import configparser  # (only when an extension is looked up: not on every start-up)
+
     found: dict[str, str] = {}
     for entry in sys.path:
         try:

@@ -47,7 +47,6 @@ from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
 
 from .budgets import add_usage
-from .transcript import history_pairs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -242,6 +241,8 @@ class FunctionHarness:
                 # A resume in a new process: the memory is gone, the ledger has the turns.
                 transcript = getattr(context, "transcript", None)
                 if callable(transcript):
+                    from .transcript import history_pairs  # (loaded only to replay a resume)
+
                     session.history = history_pairs(transcript())
             self._sessions[ref.session_id] = session
         # The runtime may hand a resumed or re-attached session a new context; the env is

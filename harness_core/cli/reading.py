@@ -99,9 +99,15 @@ def cmd_sessions(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"no ledger at {ledger_url(args.ledger)} (no sessions yet)", file=sys.stderr)
             return EXIT_OK
+        limit = args.limit or DEFAULT_LIMIT
+        # Unfiltered, the newest limit + 1 records say all there is to show (and whether there
+        # is more): a ledger of 100,000 sessions is not read whole for the first 50.
+        filtered = any(
+            value is not None for value in (args.harness, args.status, since, args.query)
+        )
         records = [
             r
-            for r in store.list_sessions()
+            for r in store.list_sessions(limit=None if filtered else limit + 1)
             if (args.harness is None or r.ref.harness == args.harness)
             and (args.status is None or (r.status == "closed") == (args.status == "closed"))
             and (since is None or r.created_at >= since)
@@ -124,7 +130,6 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
         if args.status in ("running", "interrupted", "idle"):
             records = [r for r in records if session_state(r.status, turn_of(r)) == args.status]
-        limit = args.limit or DEFAULT_LIMIT
         more = len(records) > limit
         shown = records[:limit]
         fast = getattr(store, "summaries", None)  # the SQLite reader answers in SQL
@@ -172,7 +177,12 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
             [
                 row["ref"]["session_id"],
                 row["ref"]["provider"],
-                row["state"] + (" (interrupted)" if row["turn"] == "interrupted" else ""),
+                row["state"]
+                + (
+                    " (interrupted)"  # a closed session whose last turn never ended
+                    if row["turn"] == "interrupted" and row["state"] != "interrupted"
+                    else ""
+                ),
                 str(row["turns"]),
                 tokens,
                 cost_text(usage["cost_usd"]),

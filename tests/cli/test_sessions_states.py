@@ -85,3 +85,15 @@ def test_an_unknown_state_is_a_usage_error_listing_the_states(ledger):
     out = harness(ledger, "sessions", "--status", "sleeping")
     assert out.returncode == 2
     assert "running" in out.stderr and "interrupted" in out.stderr and "idle" in out.stderr
+
+
+def test_the_unfiltered_table_shows_the_newest_and_each_state_once(ledger):
+    out = harness(ledger, "sessions", "--limit", "3")
+    assert out.returncode == 0, out.stderr
+    rows = [line.split()[0] for line in out.stdout.splitlines()[1:]]
+    assert rows == ids(range(3))  # newest first: session 0 was recorded last
+    assert "interrupted (interrupted)" not in out.stdout  # session 1's state, said once
+    assert "interrupted" in out.stdout
+    assert "showing the newest 3" in out.stderr
+    everything = harness(ledger, "sessions", "--limit", str(COUNT))
+    assert "showing the newest" not in everything.stderr  # exactly COUNT: nothing more

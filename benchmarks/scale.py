@@ -1,0 +1,401 @@
+"""One host at scale, and the durable store against its own limit (issue 34).
+
+- ``limit``: one Controller turn of N deltas on the SQLite ledger (events/s, durable), then the
+  very rows that turn stored written again with the raw driver into a fresh ledger of the same
+  schema and pragmas (WAL, ``synchronous=NORMAL``): ``executemany`` in transactions of 512 rows.
+  The ratio ours / raw is how close the control plane comes to SQLite itself.
+- ``idle``: N sessions opened in one Controller on SQLite (no turn): memory per idle session
+  (``tracemalloc``: Python objects the sessions hold; and the process's RSS growth), the open
+  rate, then the resume rate of all N in a second Controller on the same ledger.
+- ``listing``: ``harness sessions`` (the real command, its own process) over a ledger of
+  ``--listed`` recorded sessions (``harness_core.testing.many_sessions``): wall time, median.
+- ``concurrent``: ``--turns`` one-function turns streaming ``--deltas`` deltas each, all at once
+  in one Controller on SQLite: aggregate events/s against the single-turn rate of the same run,
+  delivery latency (from the harness yielding a delta to the turn's caller receiving it,
+  durable first) p50 / p99 with every turn streaming a delta each ``--gap`` ms (unpaced, it
+  measures the backlog), and the slowest turn's rate against the median turn's.
+
+    python benchmarks/scale.py [--only limit,idle,listing,concurrent] [--events 100000]
+        [--sessions 10000] [--listed 100000] [--turns 1000] [--deltas 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from typing import Any, NamedTuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from _common import figure, positive_int, rmtree, run_async, tempdir, venv_bin
+
+SECTIONS = ("limit", "idle", "listing", "concurrent")
+
+
+class Figure(NamedTuple):
+    """One measured figure; ``ok`` is whether it meets ``target`` (``None``: no target)."""
+
+    name: str
+    value: float
+    unit: str
+    target: str = ""
+    note: str = ""
+    ok: bool | None = None
+
+
+#: Rows per transaction of the raw-driver line (the ledger's own largest statement).
+RAW_BATCH = 512
+
+
+def rss_kb() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+# -- limit ---------------------------------------------------------------------------------------
+
+
+async def _our_turn(path: str, n: int) -> float:
+    import ledger
+
+    from harness_core import Controller, plugins_from
+    from harness_core.ledger import open_ledger
+
+    store = open_ledger(f"sqlite://{path}")
+    try:
+        async with Controller(plugins=plugins_from([ledger.streamer(n)]), ledger=store) as c:
+            ref = await c.open_session(harness="bench-stream", workspace=os.path.dirname(path))
+            start = time.perf_counter()
+            count = 0
+            async with c.turn(ref, "go") as turn:
+                async for _ in turn:
+                    count += 1
+            elapsed = time.perf_counter() - start
+            assert turn.result().ok
+        return count / elapsed
+    finally:
+        store.close()
+
+
+def _raw_rate(source: str, target: str) -> tuple[float, int]:
+    """The rows ``source`` holds, written again into ``target`` (a fresh ledger file: same
+    schema and pragmas) by the driver alone."""
+    from harness_core.ledger import open_ledger
+    from harness_core.ledger.sqlite_schema import connect
+
+    with sqlite3.connect(source) as reader:
+        rows = reader.execute("SELECT * FROM events ORDER BY session_id, sequence").fetchall()
+        sessions = reader.execute("SELECT * FROM sessions").fetchall()
+    open_ledger(f"sqlite://{target}").close()  # the schema, as the store creates it
+    connection = connect(target)
+    try:
+        connection.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", sessions)
+        placeholders = ", ".join(["?"] * len(rows[0]))
+        insert = f"INSERT INTO events VALUES ({placeholders})"
+        start = time.perf_counter()
+        for first in range(0, len(rows), RAW_BATCH):
+            connection.execute("BEGIN")
+            connection.executemany(insert, rows[first : first + RAW_BATCH])
+            connection.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+    finally:
+        connection.close()
+    return len(rows) / elapsed, len(rows)
+
+
+def limit(n: int, runs: int) -> list[Figure]:
+    ours, raw = [], []
+    for _ in range(runs):
+        directory = tempdir("scale-limit")
+        try:
+            source = os.path.join(directory, "ours.sqlite")
+            ours.append(run_async(_our_turn, source, n))
+            rate, _rows = _raw_rate(source, os.path.join(directory, "raw.sqlite"))
+            raw.append(rate)
+        finally:
+            rmtree(directory)
+    ours_rate, raw_rate = statistics.median(ours), statistics.median(raw)
+    ratio = ours_rate / raw_rate
+    return [
+        Figure(f"scale.limit.sqlite.turn.{n}", ours_rate, "ev/s", note="Controller turn, durable"),
+        Figure(f"scale.limit.sqlite.raw.{n}", raw_rate, "ev/s", note="executemany, same rows"),
+        Figure("scale.limit.sqlite.ratio", ratio, "x", ">= 0.8", "ours / raw", ratio >= 0.8),
+    ]
+
+
+# -- idle sessions -------------------------------------------------------------------------------
+
+
+def _idle_harness() -> Any:
+    from harness_core import harness
+
+    @harness("bench-idle")
+    async def idle(message: Any, session: Any) -> str:
+        return "ok"
+
+    return idle
+
+
+async def _idle(n: int, directory: str) -> dict[str, float]:
+    from harness_core import Controller, plugins_from
+    from harness_core.ledger import open_ledger
+
+    path = os.path.join(directory, "ledger.sqlite")
+    plugins = plugins_from([_idle_harness()])
+    store = open_ledger(f"sqlite://{path}")
+    ids = []
+    try:
+        async with Controller(plugins=plugins, ledger=store, state_dir=directory) as controller:
+            await controller.open_session(harness="bench-idle", workspace=directory)  # warm
+            store.flush()
+            tracemalloc.start()
+            rss_before, traced_before = rss_kb(), tracemalloc.get_traced_memory()[0]
+            start = time.perf_counter()
+            for _ in range(n):
+                ref = await controller.open_session(harness="bench-idle", workspace=directory)
+                ids.append(ref.session_id)
+            store.flush()
+            opened = time.perf_counter() - start
+            traced = tracemalloc.get_traced_memory()[0] - traced_before
+            tracemalloc.stop()
+            rss_after = rss_kb()
+            assert len(controller.live_sessions) == n + 1
+    finally:
+        store.close()
+    store = open_ledger(f"sqlite://{path}")
+    try:
+        async with Controller(plugins=plugins, ledger=store, state_dir=directory) as controller:
+            start = time.perf_counter()
+            for session_id in ids:
+                await controller.resume_session(session_id)
+            store.flush()
+            resumed = time.perf_counter() - start
+    finally:
+        store.close()
+    return {
+        "traced_kb": traced / 1024 / n,
+        "rss_growth_kb": (rss_after - rss_before) / n,
+        "rss_mb": rss_after / 1024,
+        "open_rate": n / opened,
+        "resume_rate": n / resumed,
+    }
+
+
+def idle(n: int) -> list[Figure]:
+    directory = tempdir("scale-idle")
+    try:
+        got = run_async(_idle, n, directory)
+    finally:
+        rmtree(directory)
+    per = got["traced_kb"]
+    return [
+        Figure(f"scale.idle.{n}.per_session", per, "KB", "<= 20 KB", "tracemalloc", per <= 20),
+        Figure(f"scale.idle.{n}.rss_growth", got["rss_growth_kb"], "KB", note="RSS / session"),
+        Figure(f"scale.idle.{n}.rss", got["rss_mb"], "MB", note="controller process RSS"),
+        Figure(f"scale.idle.{n}.open_rate", got["open_rate"], "/s", note="open_session"),
+        Figure(f"scale.idle.{n}.resume_rate", got["resume_rate"], "/s", note="resume_session"),
+    ]
+
+
+# -- harness sessions over many --------------------------------------------------------------------
+
+
+def listing(n: int, runs: int) -> list[Figure]:
+    from harness_core.testing.many_sessions import fill_ledger
+
+    directory = tempdir("scale-listing")
+    try:
+        url = f"sqlite://{os.path.join(directory, 'ledger.sqlite')}"
+        start = time.perf_counter()
+        fill_ledger(url, n)
+        filled = time.perf_counter() - start
+        env = dict(os.environ, HARNESS_LEDGER=url, HARNESS_STATE_DIR=directory)
+        command = [venv_bin("harness"), "sessions"]
+        walls = []
+        for i in range(runs + 1):
+            start = time.perf_counter()
+            done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+            if i:  # the first is a warm-up (.pyc files, the plugin listing)
+                walls.append(time.perf_counter() - start)
+            assert done.returncode == 0, done.stderr
+        lines = len(done.stdout.splitlines())
+    finally:
+        rmtree(directory)
+    wall = statistics.median(walls) * 1000
+    return [
+        Figure(f"scale.listing.{n}.fill", n / filled, "/s", note="sessions recorded per second"),
+        Figure(
+            f"scale.listing.{n}.harness_sessions",
+            wall,
+            "ms",
+            "<= 300 ms",
+            f"{lines} lines",
+            wall <= 300,
+        ),
+    ]
+
+
+# -- concurrent turns --------------------------------------------------------------------------------
+
+
+def _timed_streamer(deltas: int, gap: float) -> Any:
+    """Deltas that carry the ``perf_counter`` of their yield; ``gap`` seconds apart (a model
+    streaming tokens) or, with 0, as fast as the control plane takes them."""
+    import anyio
+
+    from harness_core import harness
+
+    @harness("bench-timed")
+    async def timed(message: Any, session: Any) -> Any:
+        clock = time.perf_counter
+        for _ in range(deltas):
+            if gap:
+                await anyio.sleep(gap)
+            yield f"{clock():.6f}"
+
+    return timed
+
+
+async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> dict[str, Any]:
+    import anyio
+
+    from harness_core import Controller, plugins_from
+    from harness_core.ledger import open_ledger
+
+    store = open_ledger(f"sqlite://{os.path.join(directory, 'ledger.sqlite')}")
+    latencies: list[float] = []
+    rates: list[float] = []
+
+    async def one(controller: Any, ref: Any, keep: bool) -> float:
+        clock = time.perf_counter
+        count = 0
+        start = clock()
+        async with controller.turn(ref, "go") as turn:
+            async for event in turn:
+                if event.type == "message.delta":
+                    count += 1
+                    if keep:
+                        latencies.append(clock() - float(event.payload.text))
+        elapsed = clock() - start
+        assert turn.result().ok and count == deltas
+        return count / elapsed
+
+    try:
+        plugins = plugins_from([_timed_streamer(deltas, gap)])
+        async with Controller(plugins=plugins, ledger=store, state_dir=directory) as controller:
+            single = await controller.open_session(harness="bench-timed", workspace=directory)
+            await one(controller, single, False)  # warm
+            single_rate = statistics.median(
+                [await one(controller, single, False) for _ in range(3)]
+            )
+            refs = [
+                await controller.open_session(harness="bench-timed", workspace=directory)
+                for _ in range(turns)
+            ]
+
+            async def run(ref: Any) -> None:
+                rates.append(await one(controller, ref, True))
+
+            start = time.perf_counter()
+            async with anyio.create_task_group() as group:
+                for ref in refs:
+                    group.start_soon(run, ref)
+            elapsed = time.perf_counter() - start
+    finally:
+        store.close()
+    latencies.sort()
+    rates.sort()
+    return {
+        "aggregate": turns * deltas / elapsed,
+        "single": single_rate,
+        "p50": latencies[len(latencies) // 2] * 1000,
+        "p99": latencies[int(len(latencies) * 0.99)] * 1000,
+        "slowest_vs_median": rates[0] / rates[len(rates) // 2],
+    }
+
+
+def concurrent(turns: int, deltas: int, paced: int, gap_ms: float) -> list[Figure]:
+    """Throughput as fast as the harnesses can yield (their deltas queue behind delivery, so
+    latency there is the backlog); latency with each turn streaming a delta every ``gap_ms``."""
+    directory = tempdir("scale-concurrent")
+    try:
+        got = run_async(_concurrent, turns, deltas, 0.0, directory)
+    finally:
+        rmtree(directory)
+    name = f"scale.concurrent.{turns}x{deltas}"
+    ratio, spread = got["aggregate"] / got["single"], got["slowest_vs_median"]
+    figures = [
+        Figure(f"{name}.aggregate", got["aggregate"], "ev/s", note="all turns at once"),
+        Figure(f"{name}.single", got["single"], "ev/s", note="one turn alone, same run"),
+        Figure(f"{name}.aggregate_vs_single", ratio, "x", ">= 0.8", ok=ratio >= 0.8),
+        Figure(f"{name}.slowest_vs_median", spread, "x", ">= 0.5", "turn rates", spread >= 0.5),
+        Figure(f"{name}.backlog_p99", got["p99"], "ms", note="yield -> caller, unpaced"),
+    ]
+    directory = tempdir("scale-paced")
+    try:
+        got = run_async(_concurrent, turns, paced, gap_ms / 1000, directory)
+    finally:
+        rmtree(directory)
+    name = f"scale.paced.{turns}x{paced}.every_{gap_ms:g}ms"
+    offered = turns * 1000 / gap_ms
+    return [
+        *figures,
+        Figure(f"{name}.delivery_p50", got["p50"], "ms", note=f"{offered:,.0f} ev/s offered"),
+        Figure(
+            f"{name}.delivery_p99",
+            got["p99"],
+            "ms",
+            "<= 50 ms",
+            "yield -> caller, durable",
+            got["p99"] <= 50,
+        ),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(SECTIONS))
+    parser.add_argument("--runs", type=positive_int, default=3)
+    parser.add_argument("--events", type=positive_int, default=100_000)
+    parser.add_argument("--sessions", type=positive_int, default=10_000)
+    parser.add_argument("--listed", type=positive_int, default=100_000)
+    parser.add_argument("--turns", type=positive_int, default=1_000)
+    parser.add_argument("--deltas", type=positive_int, default=1_000)
+    parser.add_argument("--paced", type=positive_int, default=100, help="deltas of a paced turn")
+    parser.add_argument("--gap", type=float, default=50.0, help="ms between a paced turn's deltas")
+    args = parser.parse_args()
+    wanted = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = sorted(set(wanted) - set(SECTIONS))
+    if unknown:
+        parser.error(f"unknown section {unknown[0]!r} (known: {', '.join(SECTIONS)})")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    for found in measure(wanted, args):
+        figure(found.name, found.value, found.unit, found.target, found.note)
+    return 0
+
+
+def measure(wanted: list[str], args: argparse.Namespace) -> list[Figure]:
+    """The figures of the ``wanted`` sections (``benchmarks/run.py --scale`` calls this)."""
+    found: list[Figure] = []
+    if "limit" in wanted:
+        found += limit(args.events, args.runs)
+    if "idle" in wanted:
+        found += idle(args.sessions)
+    if "listing" in wanted:
+        found += listing(args.listed, args.runs)
+    if "concurrent" in wanted:
+        found += concurrent(args.turns, args.deltas, args.paced, args.gap)
+    return found
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
