@@ -355,6 +355,8 @@ class Controller:
             ),
         )
         live.limits.budget = limits
+        if request.instructions is not None and "instructions" not in descriptor.features:
+            live.instructions_pending = request.instructions
         create_record(
             self.ledger, live.ref, request, stored_config(request.config, live.context.redactor)
         )

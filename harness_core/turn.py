@@ -157,6 +157,9 @@ class LiveSession:
     retrying: str | None = None
     #: thinking text reaches the ledger (``False``: only ``thinking.completed``'s count does)
     record_thinking: bool = True
+    #: the host's instructions still to be put before the next prompt (a harness without the
+    #: ``instructions`` feature gets them so, once: with the session's first turn)
+    instructions_pending: str | None = None
 
 
 class Turn:

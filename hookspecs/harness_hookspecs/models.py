@@ -33,6 +33,9 @@ Feature = Literal[
     "checkpoint",
     # the adapter hands `RunTurnRequest.output_schema` to the CLI's native mechanism
     "structured-output",
+    # the adapter delivers the session's `instructions` through the CLI's own system-prompt
+    # mechanism (without it the runtime puts them before the session's first prompt)
+    "instructions",
 ]
 FEATURES: tuple[str, ...] = get_args(Feature)
 

@@ -93,6 +93,14 @@ class SessionContext(Protocol):
         ...
 
     @property
+    def instructions(self) -> str | None:
+        """The host's instructions for the harness (``OpenSessionRequest.instructions``): an
+        adapter declaring the ``instructions`` feature delivers them through its CLI's own
+        system-prompt mechanism on every turn; for any other the runtime has already put them
+        before the session's first prompt."""
+        ...
+
+    @property
     def env(self) -> Mapping[str, str]:
         """Injected credentials and sandbox variables for this session's processes."""
         ...

@@ -144,3 +144,87 @@ def reasoning_turns(
             assert_steps_sum(result, steps)
         results.append(result)
     return results[0], results[1]
+
+
+#: The host's instructions the instructions scenario opens its session with.
+INSTRUCTIONS = "Host rule 7: always answer in one sentence. (marker HOST-INSTRUCTIONS-31)"
+MARKER = "HOST-INSTRUCTIONS-31"
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content (a string, or its text blocks)."""
+    if isinstance(content, str):
+        return content
+    blocks = content if isinstance(content, list) else []
+    return "\n".join(
+        b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)
+    )
+
+
+def _texts(items: Any, roles: tuple[str, ...]) -> str:
+    out = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("role") in roles:
+            out.append(text_of(item.get("content")))
+    return "\n".join(out)
+
+
+def system_text(request: Any) -> str:
+    """Everything a recorded model request says in its system prompt (Messages ``system``,
+    Responses ``instructions`` and developer/system input items, Chat system/developer
+    messages)."""
+    body = request.body if isinstance(request.body, dict) else {}
+    if request.endpoint == "messages":
+        return text_of(body.get("system"))
+    if request.endpoint == "responses":
+        own = body.get("instructions")
+        return "\n".join(
+            [own if isinstance(own, str) else "", _texts(body.get("input"), ("developer", "system"))]
+        )
+    return _texts(body.get("messages"), ("system", "developer"))
+
+
+def user_text(request: Any) -> str:
+    """Every user message of a recorded model request."""
+    body = request.body if isinstance(request.body, dict) else {}
+    items = body.get("messages") if request.endpoint != "responses" else body.get("input")
+    return _texts(items, ("user",))
+
+
+def instructions_reach_the_model(
+    cli: CliUnderTest, *, native: bool, endpoint: str | None = None, **extra: Any
+) -> tuple[Any, list[Any]]:
+    """A session opened with :data:`INSTRUCTIONS`, two turns: the model's first request carries
+    them - in its system prompt when ``native``, else before the first prompt - and
+    ``session.opened`` records them; returns the first result and the tool-offering requests."""
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step
+
+    script = [Step(text="One sentence.", times=None, match=Match(tools=None))]
+    with FakeModelServer(script) as server:
+        config = cli.config(cli.url(server, endpoint), **extra)
+
+        async def main() -> tuple[Any, Any, list[Any]]:
+            async with cli.controller(turn_timeout=90) as c:
+                ref = await cli.open_session(c, config, instructions=INSTRUCTIONS)
+                first = await c.run_turn(ref, "first question")
+                second = await c.run_turn(ref, "second question")
+                return first, second, c.events(ref.session_id)
+
+        first, second, events = anyio.run(main)
+        requests = [r for r in server.model_requests() if r.tool_names]
+    assert first.ok and second.ok, (first, second)
+    opened = events[0].payload
+    assert events[0].type == "session.opened" and opened.instructions == INSTRUCTIONS
+    started = [e.payload.prompt for e in events if e.type == "turn.started"]
+    assert started == ["first question", "second question"]  # the ledger keeps the host's
+    assert requests, "the model was asked"
+    first_request = requests[0]
+    if native:
+        assert MARKER in system_text(first_request), system_text(first_request)[-400:]
+        assert MARKER not in user_text(first_request)
+        assert all(MARKER in system_text(r) for r in requests)
+    else:
+        asked = user_text(first_request)
+        assert asked.index(MARKER) < asked.index("first question"), asked[:400]
+        assert user_text(requests[-1]).count(MARKER) == 1  # said once: with the first prompt
+    return first, requests

@@ -4,7 +4,7 @@ the agent's next other update). ACP reports no model-call boundaries, so no mode
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.record_testing import reasoning_turns
+from harness_cli_kit.record_testing import instructions_reach_the_model, reasoning_turns
 
 from .test_acp import AGENTS, acp, setup
 
@@ -20,3 +20,13 @@ def test_thinking_from_agent_thought_chunks(agent, workspace, controller):
     cli.api = "anthropic" if agent == "claude-code" else "openai"
     recorded, _ = reasoning_turns(cli, tool_call, SECRET, model_steps=False)
     assert not any(e.type.startswith("model.") for e in recorded.events)
+
+
+@pytest.mark.cli
+def test_instructions_go_before_the_first_prompt(workspace, controller):
+    # ACP has no system-prompt mechanism: the runtime puts them before the first prompt
+    _, env_var, _, _ = AGENTS["claude-code"]
+    cli = acp("claude-code", env_var, workspace, controller)
+    cli.config = lambda url, **extra: setup("claude-code", url, **extra)[1]
+    cli.api = "anthropic"
+    instructions_reach_the_model(cli, native=False)

@@ -149,7 +149,16 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
     tested_cli = f"@anthropic-ai/claude-code {TESTED_CLI}"
     binary = BINARY
     vendor = "anthropic"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
+    features = (
+        "resume",
+        "cancel",
+        "usage",
+        "permissions",
+        "structured-output",
+        "mcp",
+        "steer",
+        "instructions",
+    )
 
     def __init__(self) -> None:
         super().__init__()
@@ -253,6 +262,8 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
             argv += ["--model", model]
+        if context.instructions:  # the host's instructions, appended to the system prompt
+            argv += ["--append-system-prompt", context.instructions]
         if transcript_exists(home / ".claude", session_id):
             argv += ["--resume", session_id]
         else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.record_testing import reasoning_turns
+from harness_cli_kit.record_testing import instructions_reach_the_model, reasoning_turns
 
 from harness_core.testing.fake_model import ToolCall
 
@@ -15,3 +15,8 @@ def test_thinking_and_three_model_steps(cli):
     bash = ToolCall("Bash", {"command": "echo checked >> out.txt", "description": "check"})
     recorded, _ = reasoning_turns(cli, bash, SECRET)
     assert {e.payload.model for e in recorded.events if e.type == "model.requested"} == {cli.model}
+
+
+@pytest.mark.cli
+def test_instructions_reach_the_system_prompt(cli):
+    instructions_reach_the_model(cli, native=True)

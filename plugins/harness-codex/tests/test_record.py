@@ -4,7 +4,7 @@ its ``thread/tokenUsage/updated``)."""
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.record_testing import reasoning_turns
+from harness_cli_kit.record_testing import instructions_reach_the_model, reasoning_turns
 
 from harness_core.testing.fake_model import ToolCall
 
@@ -15,3 +15,8 @@ from .conftest import SECRET
 def test_thinking_and_three_model_steps(cli):
     shell = ToolCall("exec_command", {"cmd": "echo checked >> out.txt"})
     reasoning_turns(cli, shell, SECRET)
+
+
+@pytest.mark.cli
+def test_instructions_reach_the_system_prompt(cli):
+    instructions_reach_the_model(cli, native=True)

@@ -77,7 +77,16 @@ class PiAdapter(PerTurnCliAdapter):
 
     display_name = "Pi coding agent"
     tested_cli = f"@mariozechner/pi-coding-agent {TESTED_CLI}"
-    features = ("resume", "cancel", "usage", "permissions", "structured-output", "mcp", "steer")
+    features = (
+        "resume",
+        "cancel",
+        "usage",
+        "permissions",
+        "structured-output",
+        "mcp",
+        "steer",
+        "instructions",
+    )
     details = DETAILS
     config_properties = {
         "command": COMMAND_PROPERTY,
@@ -145,6 +154,12 @@ class PiAdapter(PerTurnCliAdapter):
             argv += ["--extension", rpc.extension("approvals.ts")]
         if session.native_id:
             argv += ["--session", session.native_id]
+        if context.instructions:
+            # pi reads a path given to --append-system-prompt as the file's contents: always a
+            # file, so no instruction text is ever taken for a path
+            instructions = agent / "host-instructions.md"
+            instructions.write_text(context.instructions)
+            argv += ["--append-system-prompt", str(instructions)]
         bridge = bridge_of(context)
         if bridge is not None:
             path = mcp.write_config(agent, bridge)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.record_testing import reasoning_turns
+from harness_cli_kit.record_testing import instructions_reach_the_model, reasoning_turns
 
 from harness_core.testing.fake_model import ToolCall
 
@@ -14,3 +14,8 @@ SECRET = "sk-test-secret-1234"  # injected by conftest
 def test_thinking_and_three_model_steps(cli):
     bash = ToolCall("bash", {"command": "echo checked >> out.txt"})
     reasoning_turns(cli, bash, SECRET)
+
+
+@pytest.mark.cli
+def test_instructions_reach_the_system_prompt(cli):
+    instructions_reach_the_model(cli, native=True)
