@@ -179,7 +179,10 @@ def system_text(request: Any) -> str:
     if request.endpoint == "responses":
         own = body.get("instructions")
         return "\n".join(
-            [own if isinstance(own, str) else "", _texts(body.get("input"), ("developer", "system"))]
+            [
+                own if isinstance(own, str) else "",
+                _texts(body.get("input"), ("developer", "system")),
+            ]
         )
     return _texts(body.get("messages"), ("system", "developer"))
 
