@@ -260,9 +260,10 @@ class CodexStream(JsonLinesStream):
     def _notification(self, method: str, params: Mapping[str, Any]) -> list[Payload]:
         if method == "item/agentMessage/delta":
             delta = params.get("delta")
-            return [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
+            text = [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
+            return self._opening() + text
         if method in _REASONING_DELTAS:
-            return self.thinking.delta(params.get("delta"))
+            return self._opening() + self.thinking.delta(params.get("delta"))
         if method in ("item/started", "item/completed"):
             item = params.get("item")
             # a step opens with the turn, then with the first item of each later response
@@ -290,6 +291,10 @@ class CodexStream(JsonLinesStream):
         if isinstance(item, Mapping) and item.get("type") in _MODEL_ITEMS:
             return self.steps.requested()
         return []
+
+    def _opening(self) -> list[Payload]:
+        """A step for streamed output that came before any item of it started."""
+        return [] if self.steps.open else self.steps.requested()
 
     def _item(self, item: Any, completed: bool) -> list[Payload]:
         if not isinstance(item, Mapping):
