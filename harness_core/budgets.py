@@ -167,7 +167,12 @@ class SessionLimits:
     #: session: as far back as its ``session.opened`` event lies)
     started: float = 0.0
     turns: int = 0
+    #: the session's own usage (its turns' reports)
     usage: Usage | None = None
+    #: its own usage and every child session's (delegation): what its budget binds
+    total: Usage | None = None
+    #: a child session's parent's limits: each report counts there too, as it happens
+    parent: SessionLimits | None = None
 
     def load(
         self,
@@ -183,6 +188,7 @@ class SessionLimits:
                 self.turns += 1
             elif event.type == "usage":
                 self.usage = add_usage(self.usage, event.payload.usage)
+                self.total = add_usage(self.total, event.payload.usage)
             elif event.type == "session.opened":
                 opened = _epoch(event.timestamp)
                 if opened is not None:
@@ -191,9 +197,19 @@ class SessionLimits:
 
     def before_turn(self, now: float) -> None:
         """Refuse a turn once a limit is spent (``limit-exceeded``, the hint names it)."""
-        hint = self.budget.before_turn(self.turns, now - self.started, self.usage)
+        hint = self.budget.before_turn(self.turns, now - self.started, self.total)
+        if hint is None and self.parent is not None:
+            hint = self.parent.spent(now)
         if hint is not None:
             raise HarnessError("limit-exceeded", hint)
+
+    def spent(self, now: float) -> str | None:
+        """The limit this session's budget (or an ancestor's) has reached, if any."""
+        hint = self.budget.spent(now - self.started, self.total)
+        if hint is None and self.parent is not None:
+            hint = self.parent.spent(now)
+            return None if hint is None else f"parent's {hint}"[:240]
+        return hint
 
     def deadline(self, deadline: float | None) -> tuple[float | None, str | None]:
         """The turn's deadline with the session's wall clock; the hint when that is the
@@ -206,6 +222,11 @@ class SessionLimits:
         return wall, f"max_wall_clock {self.budget.max_wall_clock:g}s exceeded"
 
     def add(self, usage: Usage, now: float) -> str | None:
-        """Count a usage report; the limit it crossed, if any."""
+        """Count a usage report (in this session's totals and its ancestors'); the limit it
+        crossed, if any (a parent's limit too: a child may not spend past it)."""
         self.usage = add_usage(self.usage, usage)
-        return self.budget.spent(now - self.started, self.usage)
+        limits: SessionLimits | None = self
+        while limits is not None:
+            limits.total = add_usage(limits.total, usage)
+            limits = limits.parent
+        return self.spent(now)

@@ -25,6 +25,7 @@ from . import proctree
 from .approvals import Approvals, Recorder
 from .digests import sha256_hex
 from .redaction import Redactor
+from .tool_hooks import AfterTool
 
 if TYPE_CHECKING:
     from .host_tools import ToolBridge
@@ -86,6 +87,7 @@ class RuntimeSessionContext:
         approvals: Approvals | None = None,
         ledger: LedgerStore | None = None,
         instructions: str | None = None,
+        after_tool: AfterTool | None = None,
     ) -> None:
         self.session_id = session_id
         self.harness = harness
@@ -104,6 +106,7 @@ class RuntimeSessionContext:
         self._passthrough = tuple(env_passthrough)
         self.deadline: float | None = None
         self.approvals = approvals if approvals is not None else Approvals()
+        self._after_tool = after_tool
         #: set by the controller while a turn runs: records a payload in that turn
         self.recorder: Recorder | None = None
         self.turn_id: str | None = None
@@ -120,6 +123,8 @@ class RuntimeSessionContext:
         self._ledger = ledger
         self.bridge: ToolBridge | None = None
         self._turn_env: dict[str, str] = {}
+        #: set by the controller when the host allows delegation (:mod:`.delegation`)
+        self.delegate: Callable[..., Awaitable[Any]] | None = None
 
     @property
     def has_processes(self) -> bool:
@@ -205,6 +210,39 @@ class RuntimeSessionContext:
 
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)
+
+    @property
+    def wants_after_tool_context(self) -> bool:
+        """Whether the host has ``after_tool`` hooks that add context for the model's next
+        request (:mod:`.tool_hooks`): a harness that can take it then asks
+        :meth:`after_tool_context` after each tool call."""
+        return self._after_tool is not None and self._after_tool.adds_context
+
+    async def after_tool_context(self, call_id: str) -> str | None:
+        """The text the host's ``adds_context`` hooks answered for tool call ``call_id`` of the
+        running turn, once its ``tool.completed`` is recorded (a bounded wait); the harness puts
+        it before the model's next request. ``None``: nothing to add."""
+        if self._after_tool is None:
+            return None
+        return await self._after_tool.context_for(self.session_id, call_id)
+
+    async def run_agent(
+        self,
+        harness: str,
+        prompt: str,
+        *,
+        output_schema: Mapping[str, Any] | None = None,
+        posture: str | None = None,
+        session: str | None = None,
+    ) -> Any:
+        """Run one turn of another harness as a child session of this one, from inside the
+        running turn (:mod:`.delegation`); its :class:`~harness_core.delegation.ChildAnswer`.
+        ``policy-refused`` when the host does not allow delegation."""
+        if self.delegate is None:
+            raise HarnessError("policy-refused", "the host does not allow delegation")
+        return await self.delegate(
+            harness, prompt, output_schema=output_schema, posture=posture, session=session
+        )
 
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Ask the host (see :mod:`harness_core.approvals`); recorded in the running turn."""

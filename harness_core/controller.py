@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -53,6 +54,7 @@ from .checkpoints import CheckpointSettings
 from .clock import backend_clock, now
 from .config_check import check_config
 from .context import default_state_root
+from .delegation import TOOL_NAME, Delegation, children_of, delegation_tool, run_agent_in_turn
 from .delivery import Delivery
 from .diagnostics import ledger_files, log_directory
 from .fork import fork_session
@@ -111,6 +113,8 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.agent,
         record.user,
         record.config,
+        record.parent_session_id,
+        record.parent_event_id,
     )
 
 
@@ -135,6 +139,7 @@ class Controller:
         tool_hooks: Sequence[ToolHook] = (),
         observer_queue: int = DEFAULT_OBSERVER_QUEUE,
         checkpoints: CheckpointSettings | bool = False,
+        delegation: Delegation | None = None,
     ) -> None:
         """Every argument is keyword-only; a controller is entered with ``async with``.
 
@@ -176,6 +181,7 @@ class Controller:
             it is fed from its own queue by a task, never awaited by a turn; the events beyond
             are dropped for it and reported (:mod:`.observer_queue`).
         :param checkpoints: snapshot workspaces around each turn (``True``, or settings).
+        :param delegation: lets sessions run other harnesses (:mod:`.delegation`); default: no.
         """
         self.plugins = plugins if plugins is not None else get_plugins()
         self._set_storage(ledger, state_dir, checkpoints)
@@ -192,14 +198,21 @@ class Controller:
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
         self._set_delivery(tool_hooks, observer_queue)
+        self._set_tools(host_tools, delegation)
+        self._set_backend()
+
+    def _set_tools(self, host_tools: Sequence[HostTool], delegation: Delegation | None) -> None:
+        #: the host's delegation settings (``None``: sessions cannot run other harnesses)
+        self.delegation = delegation
+        if delegation is not None and not any(t.name == TOOL_NAME for t in host_tools):
+            host_tools = (*host_tools, delegation_tool(self))
         #: The host's own tools, served with the plugins' over each session's MCP bridge.
         self.host_tools = tuple(host_tools)
-        #: the sessions open in this controller, by id (see :meth:`live`)
-        self.live_sessions: dict[str, LiveSession] = {}
-        self._set_backend()
 
     def _set_backend(self) -> None:
         """What the async backend supplies, set for real when the controller is entered."""
+        #: the sessions open in this controller, by id (see :meth:`live`)
+        self.live_sessions: dict[str, LiveSession] = {}
         #: where turns' producers, bridges and session-lived tasks run (``None`` until entered)
         self.task_group: anyio.abc.TaskGroup | None = None
         self.event_class: Callable[[], anyio.Event] = anyio.Event
@@ -335,9 +348,12 @@ class Controller:
         limits: Budget,
         *,
         fork: Callable[[Any], Any] | None = None,
+        parent: tuple[str, str] | None = None,
     ) -> LiveSession:
         """:meth:`open_session` once its request is built: the checks, the adapter's open (or,
-        ``fork``, its fork: feature ``fork`` checked), the record and ``session.opened``."""
+        ``fork``, its fork: feature ``fork`` checked), the record and ``session.opened``
+        (``parent``: a child session's parent session id and the parent's event that started
+        it, :meth:`open_child`)."""
         descriptor = self.describe(request.harness)
         assert_supported(descriptor, request.target, "fork" if fork is not None else None)
         require_asking(descriptor, request.posture)
@@ -358,7 +374,11 @@ class Controller:
         if request.instructions is not None and "instructions" not in descriptor.features:
             live.instructions_pending = request.instructions
         create_record(
-            self.ledger, live.ref, request, stored_config(request.config, live.context.redactor)
+            self.ledger,
+            live.ref,
+            request,
+            stored_config(request.config, live.context.redactor),
+            parent=parent,
         )
         self.ledger.claim(live.ref.session_id)
         live.recorder.record(
@@ -372,10 +392,32 @@ class Controller:
                 network=request.sandbox.network,
                 instructions=request.instructions,
                 record_thinking=request.record_thinking,
+                parent_session_id=parent[0] if parent else None,
+                parent_event_id=parent[1] if parent else None,
             ),
         )
+        self._allow_delegation(live)
         await live.recorder.deliver()
         return live
+
+    async def open_child(
+        self, request: OpenSessionRequest, budget: Budget, parent: LiveSession, started_by: str
+    ) -> LiveSession:
+        """Open a child session of ``parent`` (delegation, :mod:`.delegation`) that its event
+        ``started_by`` asked for: ``budget`` carved from the parent's; its usage counts
+        against the parent's budget as it happens; it closes with the parent."""
+        live = await self.open_live(
+            request, None, budget, parent=(parent.ref.session_id, started_by)
+        )
+        live.parent, live.depth = parent, parent.depth + 1
+        live.limits.parent = parent.limits
+        parent.children.append(live.ref.session_id)
+        return live
+
+    def _allow_delegation(self, live: LiveSession) -> None:
+        """Give the session's context ``run_agent`` when the host allows delegation."""
+        if self.delegation is not None:
+            live.context.delegate = partial(run_agent_in_turn, self, live.ref.session_id)
 
     async def resume_session(
         self,
@@ -455,6 +497,8 @@ class Controller:
             self.ledger.release(ref.session_id)
             raise
         await live.recorder.deliver()
+        # Children a dead process left open end with it (their open turns interrupted).
+        await self._close_children(ref.session_id)
         return live.ref
 
     async def _resume_attached(
@@ -485,6 +529,7 @@ class Controller:
         if interrupted is not None:
             end_interrupted(live, interrupted)
         recorder.record(None, SessionResumed(provider=ref.harness, target=ref.target))
+        self._allow_delegation(live)
         return live
 
     async def _attach(
@@ -668,10 +713,13 @@ class Controller:
                 raise HarnessError("session-not-found")
             if record.status == "closed":
                 return
+            await self._close_children(session_id)
             await self._close_record(record)
             return
         if live.closed:
             return
+        if live.children:
+            await self._close_children(session_id, live.children)
         # Shielded, so a cancelled caller still closes the session whole - unless nothing in
         # the close can wait (then nothing can be cancelled; an adapter close or sandbox
         # finalize that waits is shielded on its own, see _bounded).
@@ -688,6 +736,20 @@ class Controller:
         # Forgotten here (the ledger says it is closed): a long-lived controller keeps no
         # closed session, and its exit does not release it twice.
         self.live_sessions.pop(session_id, None)
+
+    async def _close_children(self, session_id: str, live_children: Sequence[str] = ()) -> None:
+        """Close the child sessions of ``session_id`` before it (delegation): those open here,
+        and those the ledger records open (a dead process's: their open turns end
+        ``interrupted``). Shielded: a parent's close closes its children whole."""
+        with self.scope_class(shield=True):
+            for child_id in list(live_children):
+                await self.close_session(child_id)
+            for record in children_of(self.ledger, session_id):
+                if record.status == "open" and record.session_id not in self.live_sessions:
+                    try:
+                        await self.close_session(record.session_id)
+                    except HarnessError:
+                        pass  # another live process holds it (session-busy): its to close
 
     async def _close_record(self, record: SessionRecord) -> None:
         """Close a session no live process holds without starting its harness (see

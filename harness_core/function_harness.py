@@ -159,6 +159,29 @@ class FunctionSession:
         """The runtime's context for this session (what an adapter gets)."""
         return self._context
 
+    async def run_agent(
+        self,
+        harness: str,
+        prompt: str,
+        *,
+        output_schema: Mapping[str, Any] | None = None,
+        posture: str | None = None,
+        session: str | None = None,
+    ) -> Any:
+        """Ask another harness: ``answer = await session.run_agent("codex", "review x.py")``
+        runs one turn of ``harness`` as a child session of this one and returns its
+        :class:`~harness_core.delegation.ChildAnswer` (``.text``, ``.output`` matching
+        ``output_schema``, ``.status``, ``.session_id`` to pass as ``session`` to continue
+        that child). The host must allow it (``Controller(delegation=...)``); the child's
+        posture is this session's or narrower, its cost counts against this session's budget.
+        A refusal raises ``HarnessError`` (``policy-refused``, ``limit-exceeded``...)."""
+        run_agent = getattr(self._context, "run_agent", None)
+        if run_agent is None:
+            raise HarnessError("policy-refused", "the host does not allow delegation")
+        return await run_agent(
+            harness, prompt, output_schema=output_schema, posture=posture, session=session
+        )
+
     async def request_permission(
         self, request: PermissionRequest | None = None, /, **tool: Any
     ) -> PermissionDecision:
@@ -179,6 +202,14 @@ class FunctionSession:
             except (TypeError, ValueError):
                 raise HarnessError("invalid-request", "bad permission request fields") from None
         return await self._context.request_permission(request)
+
+    async def after_tool_context(self, call_id: str) -> str | None:
+        """After yielding a tool call's ``ToolCompleted``: the context the host's
+        ``adds_context`` after_tool hooks answered for it (:mod:`harness_core.tool_hooks`), to
+        put before the model's next request; ``None`` when there is nothing to add (or no host
+        hook adds context). Waits for the hooks, at most ``tool_hooks.CONTEXT_WAIT`` seconds."""
+        ask = getattr(self._context, "after_tool_context", None)
+        return await ask(call_id) if ask is not None else None
 
 
 class FunctionHarness:

@@ -41,6 +41,7 @@ from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
 from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
+from .tool_hooks import AfterTool
 from .turn import CLEANUP_GRACE, LiveSession, as_error
 
 
@@ -54,6 +55,8 @@ class SessionStarter(Protocol):
     log_directory: Path
     env_passthrough: tuple[str, ...]
     approvals: Approvals
+    #: the host's after_tool hooks (:mod:`.tool_hooks`)
+    after_tool: AfterTool
     host_tools: tuple[HostTool, ...]
     clock: Callable[[], float]
     call: HookCalls
@@ -72,9 +75,12 @@ def create_record(
     ref: SessionRef,
     request: OpenSessionRequest | ResumeSessionRequest,
     config: Mapping[str, Any] | None = None,
+    *,
+    parent: tuple[str, str] | None = None,
 ) -> None:
     """Record a new (or a resumed-anew) session as open; ``config``: the request's config as
-    the record keeps it (secrets as references, see :mod:`.session_config`)."""
+    the record keeps it (secrets as references, see :mod:`.session_config`); ``parent``: a
+    child session's parent session id and the parent's event that started it."""
     stamp = now()
     ledger.create_session(
         SessionRecord(
@@ -88,6 +94,8 @@ def create_record(
             agent=request.agent,
             user=request.user,
             config=config or {},
+            parent_session_id=parent[0] if parent else None,
+            parent_event_id=parent[1] if parent else None,
         )
     )
 
@@ -250,6 +258,7 @@ async def _context(
         approvals=controller.approvals,
         ledger=controller.ledger,
         instructions=fields.instructions,
+        after_tool=controller.after_tool,
     )
     if controller.plugins.host_tools or controller.host_tools:
         tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)

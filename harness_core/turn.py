@@ -160,6 +160,12 @@ class LiveSession:
     #: the host's instructions still to be put before the next prompt (a harness without the
     #: ``instructions`` feature gets them so, once: with the session's first turn)
     instructions_pending: str | None = None
+    #: a child session's parent, while both are open here (delegation, :mod:`.delegation`)
+    parent: LiveSession | None = None
+    #: how many parents up to a top-level session (0: top-level)
+    depth: int = 0
+    #: the ids of the child sessions this session opened, in order
+    children: list[str] = field(factory=list)
 
 
 class Turn:
@@ -215,6 +221,8 @@ class Turn:
         self._adapter_events = 0
         #: set when the deadline is the session's wall-clock budget (then limit-exceeded)
         self.limit_hint: str | None = None
+        #: the shared budget spent outside the turn's stream (:meth:`stop_over_budget`)
+        self._spent: str | None = None
         self._carry = ""  # streamed text held back while it could be the start of a secret
         self._thinking_carry = ""  # the same, for streamed thinking
         self.terminal: Event | None = None
@@ -570,7 +578,9 @@ class Turn:
     ) -> Payload:
         """The turn's end once the adapter loop is left: a cancelled scope is the cancel, the
         budget's limit or the deadline; a deadline that passed while the harness held the loop
-        still wins over its late answer."""
+        still wins over its late answer, and so does a budget spent outside the turn."""
+        if self._spent is not None and self._cancel_by is None:
+            return TurnFailed(reason="limit-exceeded", hint=self._spent)
         if (
             outcome is not None
             and deadline is not None
@@ -703,6 +713,15 @@ class Turn:
         elif not self._started:  # nothing drives the adapter: end the turn here
             with anyio.CancelScope(shield=True):
                 await self._finish(TurnCancelled(by=by))
+
+    def stop_over_budget(self, hint: str) -> None:
+        """End the turn ``turn.failed(limit-exceeded)`` (``hint`` names the limit): a budget it
+        shares was spent outside its own stream (a child session's usage, :mod:`.delegation`)."""
+        if self.terminal is not None or self._cancel_by is not None:
+            return
+        self._spent = hint
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def drain(self) -> None:
         async for _ in self:

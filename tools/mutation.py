@@ -123,6 +123,7 @@ GUARDS: dict[str, Guard] = {
             "tests/ledger/test_stores.py",
             "tests/ledger/test_ownership.py",
             "tests/ledger/test_tail.py",
+            "tests/ledger/test_sqlite_claims.py",
         ),
         target=80.0,
     ),

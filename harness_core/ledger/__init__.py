@@ -21,10 +21,18 @@ ENV_LEDGER = "HARNESS_LEDGER"
 DEFAULT_LEDGER_URL = "sqlite:.harness/ledger.sqlite"
 
 
-def _sqlite(url: str) -> LedgerStore:
-    from .sqlite import SqliteStore
+class _SqliteScheme:
+    """``sqlite:`` URLs: the store, and its schema for ``harness ledger migrate|check``."""
 
-    return SqliteStore(path_of(url, "sqlite"))
+    def __call__(self, url: str) -> LedgerStore:
+        from .sqlite import SqliteStore
+
+        return SqliteStore(path_of(url, "sqlite"))
+
+    def schema(self, url: str) -> LedgerSchema:
+        from .sqlite_schema import SqliteSchema
+
+        return SqliteSchema(path_of(url, "sqlite"))
 
 
 def _jsonl(url: str) -> LedgerStore:
@@ -36,7 +44,7 @@ def _jsonl(url: str) -> LedgerStore:
 BUILTIN_SCHEMES: dict[str, Callable[[str], LedgerStore]] = {
     "memory": lambda url: MemoryStore(),
     "jsonl": _jsonl,
-    "sqlite": _sqlite,
+    "sqlite": _SqliteScheme(),
 }
 
 
@@ -56,6 +64,53 @@ class ClaimingStore(Protocol):
     def take_over(self, session_id: str) -> int: ...
 
     def writer_epoch(self, session_id: str) -> int: ...
+
+
+class LedgerSchema(Protocol):
+    """A ledger's schema, managed on purpose (``harness ledger migrate|check``); stores also
+    migrate on open, so this is for operators who choose when, and with which role.
+
+    ``version``: the version this code writes. ``pending()``: the version found (0: none yet)
+    and the statements ``migrate`` would run (a dry run, nothing changed). ``migrate()``:
+    create or upgrade the schema in one transaction; the version found before. ``check()``:
+    (what, whether it holds) for the version, the append-only triggers and, where the database
+    has them, the role's privileges. Each raises ``ledger-failed`` when the ledger cannot be
+    reached or is of another kind or a newer version.
+    """
+
+    version: int
+
+    def pending(self) -> tuple[int, list[str]]: ...
+
+    def migrate(self) -> int: ...
+
+    def check(self) -> list[tuple[str, bool]]: ...
+
+
+@runtime_checkable
+class ManagedScheme(Protocol):
+    """A registered ledger factory (``register_ledger_stores``) whose schema can be managed:
+    ``factory(url)`` opens the store, ``factory.schema(url)`` its :class:`LedgerSchema`."""
+
+    def __call__(self, url: str) -> LedgerStore: ...
+
+    def schema(self, url: str) -> LedgerSchema: ...
+
+
+@runtime_checkable
+class PruningStore(Protocol):
+    """A store that can remove a closed session once it is archived (``harness ledger prune``,
+    :mod:`harness_core.prune`).
+
+    ``prune_session`` removes the session's events and record in one transaction and keeps a
+    tombstone (its id, when, its last sequence); nothing else may be deleted. It refuses, with
+    nothing removed: a session that is not there (``session-not-found``), one still open or
+    whose last sequence is not ``archived_through`` - the archive would miss events
+    (``invalid-request``), and one a live writer holds (``session-busy``). Returns the number
+    of events removed.
+    """
+
+    def prune_session(self, session_id: str, *, archived_through: int) -> int: ...
 
 
 def path_of(url: str, scheme: str) -> str:
@@ -124,6 +179,20 @@ async def _notified(store: NotifyingStore) -> None:
         store.raise_failure()
 
 
+def ledger_schema(
+    url: str, *, schemes: Mapping[str, Callable[[str], LedgerStore]] | None = None
+) -> LedgerSchema:
+    """The :class:`LedgerSchema` of the ledger at ``url``; ``invalid-request`` for a scheme
+    whose schema is not managed (memory, JSONL)."""
+    scheme = url.partition(":")[0]
+    factory = {**BUILTIN_SCHEMES, **(schemes or {})}.get(scheme)
+    if not isinstance(factory, ManagedScheme):
+        raise HarnessError(
+            "invalid-request", f"the {scheme[:30]!r} ledger has no schema to migrate or check"
+        )
+    return factory.schema(url)
+
+
 def open_ledger(
     url: str | None = None,
     *,
@@ -144,9 +213,13 @@ __all__ = [
     "DEFAULT_LEDGER_URL",
     "ENV_LEDGER",
     "ClaimingStore",
+    "LedgerSchema",
+    "ManagedScheme",
     "MemoryStore",
+    "PruningStore",
     "durable_waiter",
     "flush_async",
     "flusher",
+    "ledger_schema",
     "open_ledger",
 ]

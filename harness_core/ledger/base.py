@@ -299,3 +299,18 @@ def holder_alive(owner: str | None, renewed_at: float, now: float) -> bool:
         return False
     alive = owner_alive(owner.rsplit("#", 1)[0])
     return alive if alive is not None else now - renewed_at < LEASE
+
+
+def check_prunable(session_id: str, status: str | None, last: int, archived_through: int) -> None:
+    """Refuse to prune a session that is open, or has events past what was archived (the
+    checks every :class:`~harness_core.ledger.PruningStore` makes inside its transaction)."""
+    if status != "closed":
+        raise HarnessError(
+            "invalid-request", f"session {session_id} is open: close or reconcile it first"
+        )
+    if last != archived_through:
+        raise HarnessError(
+            "invalid-request",
+            f"session {session_id} has events past its archive (sequence {last}, "
+            f"archived {archived_through})",
+        )

@@ -40,6 +40,7 @@ from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
+from ..clock import now as clock_now
 from ..serialize import loads_record
 from .base import (
     LEASE,
@@ -48,6 +49,7 @@ from .base import (
     RecentRecords,
     SequenceGuard,
     Waiter,
+    check_prunable,
     event_from_row,
     event_row,
     holder_alive,
@@ -493,35 +495,48 @@ class SqliteStore(QueuedWrites):
             self._renewed[session_id] = stamp
             self._stage(Claim(session_id, owner, stamp), now=True)
             return 1
+        epoch = self._immediately(
+            lambda connection: self._take_claim(connection, session_id, owner, stamp)
+        )
+        self._epochs[session_id] = epoch
+        self._renewed[session_id] = stamp
+        with self._append_lock:  # the previous owner may have appended since we last looked
+            self._guard.reset(session_id, self._stored_last(session_id))
+        return epoch
+
+    @staticmethod
+    def _take_claim(
+        connection: sqlite3.Connection, session_id: str, owner: str, stamp: float
+    ) -> int:
+        row = connection.execute(
+            "SELECT epoch, owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is not None and holder_alive(row[1], row[2], stamp):
+            raise HarnessError("session-busy")
+        epoch = (row[0] if row is not None else 0) + 1
+        connection.execute(
+            "INSERT INTO claims VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE "
+            "SET epoch=excluded.epoch, owner=excluded.owner, renewed_at=excluded.renewed_at",
+            (session_id, epoch, owner, stamp),
+        )
+        return int(epoch)
+
+    def _immediately(self, work: Callable[[sqlite3.Connection], int]) -> int:
+        """``work(connection)`` in one ``BEGIN IMMEDIATE`` transaction on the reader connection
+        (of several processes at once, one goes first; the others wait for it)."""
         try:
             with self._read_lock:
                 connection = self._reader
                 connection.execute("BEGIN IMMEDIATE")
                 try:
-                    row = connection.execute(
-                        "SELECT epoch, owner, renewed_at FROM claims WHERE session_id = ?",
-                        (session_id,),
-                    ).fetchone()
-                    if row is not None and holder_alive(row[1], row[2], stamp):
-                        raise HarnessError("session-busy")
-                    epoch = (row[0] if row is not None else 0) + 1
-                    connection.execute(
-                        "INSERT INTO claims VALUES (?, ?, ?, ?) ON CONFLICT(session_id) DO UPDATE "
-                        "SET epoch=excluded.epoch, owner=excluded.owner, "
-                        "renewed_at=excluded.renewed_at",
-                        (session_id, epoch, owner, stamp),
-                    )
+                    done = work(connection)
                     connection.execute("COMMIT")
                 except BaseException:
                     rollback(connection)
                     raise
         except sqlite3.Error:
             raise HarnessError("ledger-failed", "the SQLite ledger could not be written") from None
-        self._epochs[session_id] = epoch
-        self._renewed[session_id] = stamp
-        with self._append_lock:  # the previous owner may have appended since we last looked
-            self._guard.reset(session_id, self._stored_last(session_id))
-        return epoch
+        return done
 
     def _owner(self) -> str:
         """This store in this process: ``HOST:PID:START#STORE`` (a fork is another owner)."""
@@ -545,6 +560,45 @@ class SqliteStore(QueuedWrites):
             "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
         )
         return bool(rows) and holder_alive(rows[0][0], rows[0][1], time.time())
+
+    def prune_session(self, session_id: str, *, archived_through: int) -> int:
+        """Remove an archived, closed session (see :class:`~harness_core.ledger.PruningStore`):
+        one ``BEGIN IMMEDIATE`` transaction checks it, writes its ``pruned`` tombstone (which
+        lets the delete trigger pass for it alone) and removes its rows."""
+        if self._closed:
+            raise HarnessError("ledger-failed", "the ledger is closed")
+        if session_id in self._epochs:
+            raise HarnessError("session-busy")
+        self.flush()
+        removed = self._immediately(
+            lambda connection: self._prune_locked(connection, session_id, archived_through)
+        )
+        self._records.pop(session_id, None)
+        with self._append_lock:
+            self._guard.forget(session_id)
+        return removed
+
+    @staticmethod
+    def _prune_locked(connection: sqlite3.Connection, session_id: str, through: int) -> int:
+        row = connection.execute(
+            "SELECT status FROM sessions WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise HarnessError("session-not-found")
+        last = connection.execute(
+            "SELECT coalesce(max(sequence), 0) FROM events WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+        check_prunable(session_id, row[0], last, through)
+        claim = connection.execute(
+            "SELECT owner, renewed_at FROM claims WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        if claim is not None and holder_alive(claim[0], claim[1], time.time()):
+            raise HarnessError("session-busy")
+        connection.execute("INSERT INTO pruned VALUES (?, ?, ?)", (session_id, clock_now(), last))
+        removed = connection.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+        connection.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
+        connection.execute("DELETE FROM claims WHERE session_id = ?", (session_id,))
+        return int(removed.rowcount)
 
     def _fence(self, connection: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> list[Any]:
         """``rows`` less those of sessions another writer holds (inside the transaction), and

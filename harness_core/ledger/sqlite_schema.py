@@ -3,7 +3,9 @@
 Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`): ``events`` has one row per event with
 the envelope in columns and the payload as compact JSON; ``UNIQUE(session_id, sequence)`` (the
 primary key) and ``UNIQUE(event_id)``; triggers refuse ``UPDATE`` and ``DELETE``; ``claims`` says
-who may write each session. A version-1 or -2 ledger is migrated in place on open.
+who may write each session; ``pruned`` lists the sessions ``harness ledger prune`` archived and
+removed, the only rows the delete trigger lets go. A ledger of an older version is migrated in
+place on open (or by ``harness ledger migrate``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sqlite3
 
 from harness_hookspecs import HarnessError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SESSIONS = """
 CREATE TABLE sessions (
@@ -42,7 +44,18 @@ CREATE TABLE events (
 ) WITHOUT ROWID;
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
+"""
+
+# A row may go only once its session is listed in ``pruned`` (archived first, closed, no live
+# writer: see ``SqliteStore.prune_session``); everything else stays append-only.
+_PRUNED = """
+CREATE TABLE pruned (
+    session_id     TEXT PRIMARY KEY,
+    pruned_at      TEXT NOT NULL,
+    last_sequence  INTEGER NOT NULL
+);
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
+    WHEN NOT EXISTS (SELECT 1 FROM pruned WHERE session_id = OLD.session_id)
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 """
 
@@ -70,8 +83,22 @@ DROP TABLE events_v1;
 """
 )
 
+# Version 3 refused every delete.
+_MIGRATE_3_TO_4 = "DROP TRIGGER events_no_delete;" + _PRUNED
+
+#: The script that brings a ledger of each version to :data:`SCHEMA_VERSION` (0: a new file).
+_UPGRADES = {
+    0: _SESSIONS + _EVENTS + _CLAIMS + _PRUNED,
+    1: _MIGRATE_1_TO_2 + _CLAIMS + _PRUNED,  # its new events table has no delete trigger yet
+    2: _CLAIMS + _MIGRATE_3_TO_4,
+    3: _MIGRATE_3_TO_4,
+    SCHEMA_VERSION: "",
+}
+
 EXPECTED_TABLES = {1: {"sessions", "events"}, 2: {"sessions", "events"}}
-EXPECTED_TABLES[SCHEMA_VERSION] = {"sessions", "events", "claims"}
+EXPECTED_TABLES[3] = {"sessions", "events", "claims"}
+EXPECTED_TABLES[SCHEMA_VERSION] = {"sessions", "events", "claims", "pruned"}
+ALL_TABLES = EXPECTED_TABLES[SCHEMA_VERSION]
 
 
 def connect(path: str, *, configure: bool = True) -> sqlite3.Connection:
@@ -108,20 +135,17 @@ def validate(connection: sqlite3.Connection) -> None:
             f"the ledger schema version {version} is newer than this harness-core "
             f"supports ({SCHEMA_VERSION})",
         )
-    if not EXPECTED_TABLES.get(version, set()) <= tables or not tables <= {
-        "sessions",
-        "events",
-        "claims",
-    }:
+    if not EXPECTED_TABLES.get(version, set()) <= tables or not tables <= ALL_TABLES:
         raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
     if connection.execute("PRAGMA quick_check").fetchone()[0] != "ok":
         raise HarnessError("ledger-failed", "the SQLite ledger is damaged")
 
 
-def migrate(connection: sqlite3.Connection) -> None:
-    version = connection.execute("PRAGMA user_version").fetchone()[0]
+def migrate(connection: sqlite3.Connection) -> int:
+    """Create or upgrade the schema (one transaction); the version found before."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
     if version == SCHEMA_VERSION:
-        return
+        return version
     connection.execute("BEGIN IMMEDIATE")  # one process creates or migrates; others wait
     try:
         version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -137,20 +161,37 @@ def migrate(connection: sqlite3.Connection) -> None:
             ).fetchone()[0]
             if tables:
                 raise HarnessError("ledger-failed", "the SQLite file is not a harness ledger")
-            script = _SESSIONS + _EVENTS + _CLAIMS
-        elif version == 1:
-            script = _MIGRATE_1_TO_2 + _CLAIMS
-        elif version == 2:
-            script = _CLAIMS
-        else:
-            script = ""
-        for statement in _statements(script):
+        for statement in pending(version):
             connection.execute(statement)
         connection.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
         connection.execute("ROLLBACK")
         raise
+    return int(version)
+
+
+def check(connection: sqlite3.Connection) -> list[tuple[str, bool]]:
+    """What ``harness ledger check`` reports on a SQLite ledger: (what, whether it holds)."""
+    version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+    found = [
+        (f"schema version {version} (this store: {SCHEMA_VERSION})", version == SCHEMA_VERSION)
+    ]
+    if version == 0:
+        return found
+    triggers = {
+        row[0]
+        for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+    }
+    for trigger in ("events_no_update", "events_no_delete"):
+        found.append((f"trigger {trigger} (append-only)", trigger in triggers))
+    return found
+
+
+def pending(version: int) -> list[str]:
+    """The statements that bring a ledger at ``version`` to :data:`SCHEMA_VERSION` (what
+    ``harness ledger migrate --dry-run`` prints)."""
+    return _statements(_UPGRADES[version])
 
 
 def rollback(connection: sqlite3.Connection) -> None:
@@ -170,3 +211,52 @@ def _statements(script: str) -> list[str]:
             statements.append(current.strip())
             current = ""
     return [s for s in statements if s]
+
+
+class SqliteSchema:
+    """The SQLite ledger's :class:`~harness_core.ledger.LedgerSchema` (the file at ``path``;
+    a missing file is an empty ledger, created by ``migrate``)."""
+
+    version = SCHEMA_VERSION
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def _open(self, *, create: bool) -> sqlite3.Connection:
+        import os
+
+        if not create and not os.path.exists(self.path):
+            return sqlite3.connect(":memory:")
+        try:
+            if create:
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            connection = connect(self.path, configure=False)
+            validate(connection)
+        except (OSError, sqlite3.Error):
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+        return connection
+
+    def pending(self) -> tuple[int, list[str]]:
+        connection = self._open(create=False)
+        try:
+            version = int(connection.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            connection.close()
+        return version, [" ".join(s.split()).rstrip(";") for s in pending(version)]
+
+    def migrate(self) -> int:
+        connection = self._open(create=True)
+        try:
+            use_wal(connection)
+            return migrate(connection)
+        except sqlite3.Error:
+            raise HarnessError("ledger-failed", "the SQLite ledger could not be written") from None
+        finally:
+            connection.close()
+
+    def check(self) -> list[tuple[str, bool]]:
+        connection = self._open(create=False)
+        try:
+            return check(connection)
+        finally:
+            connection.close()

@@ -55,6 +55,10 @@ class SessionOpened:
     )
     #: ``False``: the session keeps thinking text out of the ledger (counts only)
     record_thinking: bool = True
+    #: a child session's parent (delegation, ``run_agent``): the parent session and the event
+    #: of it that started this one (its ``tool.started``); ``None`` for a top-level session
+    parent_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    parent_event_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
 
     @property
     def harness(self) -> str:

@@ -55,7 +55,7 @@ def _names(value: Iterable[str]) -> tuple[str, ...]:
 @frozen
 class ToolCaller:
     """Who calls a host tool (seed 004 section 8: a call runs as the run's user): the session,
-    the turn, the harness, the agent and user the session runs for, and its posture."""
+    the turn, the harness, the agent and user the session runs for, its posture, and the call."""
 
     session_id: str
     harness: str
@@ -63,6 +63,8 @@ class ToolCaller:
     agent: str | None = None
     user: str | None = None
     posture: str = "auto"
+    #: the call's id in the turn's record (its ``tool.started``'s ``call_id``), when known
+    call_id: str | None = None
 
 
 @frozen

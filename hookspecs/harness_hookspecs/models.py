@@ -478,6 +478,10 @@ class SessionRecord:
     #: again; a value that is a secret is stored as a reference (``{"$secret": "env:NAME"}``)
     #: and resolved again, never as its plaintext.
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+    #: a child session's parent (opened by delegation, ``run_agent``): the parent session's
+    #: id and the parent's event that started it; ``None`` for a top-level session
+    parent_session_id: str | None = None
+    parent_event_id: str | None = None
 
     @property
     def session_id(self) -> str:

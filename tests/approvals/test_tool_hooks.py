@@ -145,3 +145,125 @@ def test_before_tool_denies_git_push_on_a_one_function_harness(tmp_path):
         "pushing is for humans",
     )
     assert status.text == "ran it"
+
+
+@harness("tester")
+async def tool_runner(message, session):
+    """Runs one tool call per prompt word, then answers with what the host's after_tool hooks
+    added for each (as it would put it before its next model request)."""
+    from harness_hookspecs import ToolCompleted, ToolStarted
+
+    added = []
+    for index, command in enumerate(message.content.split(",")):
+        call_id = f"call-{index}"
+        yield ToolStarted(call_id=call_id, name="Bash", summary=f"Bash: {command}")
+        yield ToolCompleted(call_id=call_id, name="Bash", ok=True, summary="ran")
+        added.append(await session.after_tool_context(call_id))
+    yield repr(added)
+
+
+def _run_tester(tmp_path, hooks, prompt, **kwargs):
+    async def main():
+        async with Controller(
+            plugins=plugins_from([tool_runner]),
+            ledger=f"sqlite:///{tmp_path}/l.sqlite",
+            state_dir=tmp_path / "state",
+            tool_hooks=hooks,
+            **kwargs,
+        ) as c:
+            ref = await c.open_session(harness="tester", workspace=str(tmp_path))
+            result = await c.run_turn(ref, prompt)
+            with anyio.fail_after(10):
+                while c.after_tool.pending:
+                    await anyio.sleep(0.01)
+            return result
+
+    return anyio.run(main)
+
+
+def test_after_tool_context_reaches_the_harness_before_it_goes_on(tmp_path):
+    seen = []
+
+    async def skipped(event, started):
+        await anyio.sleep(0.05)  # the harness waits for it
+        return f"{started.payload.summary} skipped 3 tests: say so"
+
+    def observer(event, started):  # no adds_context: off the turn, its answer reaches no model
+        seen.append(event.payload.call_id)
+        return "never delivered"
+
+    hooks = [
+        ToolHook("after_tool", skipped, tool="Bash", command="pytest*", adds_context=True),
+        ToolHook("after_tool", lambda e, s: "  ", tool="Bash", adds_context=True),  # blank: none
+        ToolHook("after_tool", observer, tool="Bash"),
+    ]
+    result = _run_tester(tmp_path, hooks, "pytest -q,ls")
+    assert result.ok, result
+    assert result.text == repr(["Bash: pytest -q skipped 3 tests: say so", None])
+    assert sorted(seen) == ["call-0", "call-1"]
+    assert [e.type for e in result.events].count("tool.completed") == 2
+
+
+def test_without_context_hooks_the_harness_does_not_wait(tmp_path):
+    async def slow(event, started):
+        await anyio.sleep(30)
+        return "an observer's answer reaches no model"
+
+    hooks = [ToolHook("after_tool", slow, tool="Bash")]  # observes only: off the turn
+
+    async def main():
+        async with Controller(
+            plugins=plugins_from([tool_runner]),
+            ledger=f"sqlite:///{tmp_path}/l.sqlite",
+            state_dir=tmp_path / "state",
+            tool_hooks=hooks,
+        ) as c:
+            ref = await c.open_session(harness="tester", workspace=str(tmp_path))
+            with anyio.fail_after(10):  # not the hook's 30 s
+                result = await c.run_turn(ref, "pytest -q")
+            assert c.after_tool.pending == 1  # still running beside the turn
+            return result
+
+    result = anyio.run(main)
+    assert result.text == repr([None])
+
+
+def test_a_context_hook_past_the_wait_is_left_behind(tmp_path, monkeypatch):
+    import harness_core.tool_hooks as tool_hooks
+
+    monkeypatch.setattr(tool_hooks, "CONTEXT_WAIT", 0.2)
+
+    async def never(event, started):
+        await anyio.sleep(60)
+        return "too late"
+
+    async def quick(event, started):
+        return "in time"
+
+    hooks = [
+        ToolHook("after_tool", never, tool="Bash", adds_context=True),
+        ToolHook("after_tool", quick, tool="Bash", adds_context=True),
+    ]
+
+    async def main():
+        async with Controller(
+            plugins=plugins_from([tool_runner]),
+            ledger=f"sqlite:///{tmp_path}/l.sqlite",
+            state_dir=tmp_path / "state",
+            tool_hooks=hooks,
+        ) as c:
+            ref = await c.open_session(harness="tester", workspace=str(tmp_path))
+            with anyio.fail_after(20):
+                return await c.run_turn(ref, "make")
+
+    result = anyio.run(main)
+    assert result.ok
+    assert result.text == repr(["in time"])  # what was in when the wait ran out
+
+
+def test_context_is_cut_at_its_bound(tmp_path):
+    from harness_core.tool_hooks import CONTEXT_MAX
+
+    hooks = [ToolHook("after_tool", lambda e, s: "x" * (CONTEXT_MAX * 2), adds_context=True)]
+    result = _run_tester(tmp_path, hooks, "make")
+    assert result.text == repr(["x" * CONTEXT_MAX])

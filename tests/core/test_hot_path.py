@@ -193,11 +193,13 @@ def test_the_closed_record_keeps_every_other_field() -> None:
         agent="a",
         user="u",
         config={"command": ["c"]},
+        parent_session_id="p1",
+        parent_event_id="p1:3",
     )
     # every field set to a value of its own: a field added later and not copied shows here
     assert {a.name for a in attrs.fields(SessionRecord)} == {
         "ref", "status", "created_at", "updated_at", "workspace", "model", "posture", "agent",
-        "user", "config",
+        "user", "config", "parent_session_id", "parent_event_id",
     }  # fmt: skip
     stamp = "2026-01-02T00:00:00.000000Z"
     assert closed_record(record, stamp) == attrs.evolve(record, status="closed", updated_at=stamp)

@@ -49,6 +49,7 @@ DEFAULT_COMMANDS = (
     "conformance",
     "tools",
     "reconcile",
+    "ledger",
 )
 
 #: The ``--json`` help most commands share.

@@ -39,7 +39,7 @@ from harness_cli_kit import (
 from harness_cli_kit.lifecycle import CliTurn, PerTurnCliAdapter
 from harness_hookspecs import HarnessError, ResumeSessionRequest, SessionContext, SteerTurnRequest
 
-from .stream import ClaudeStream, classify_result, parse_stream
+from .stream import ClaudeStream, classify_result, hooks_initialize, parse_stream
 
 NAME = "claude-code"
 BINARY = "claude"
@@ -120,6 +120,12 @@ def prompt_channel(config: Mapping[str, Any]) -> str:
     if value not in PROMPT_CHANNELS:
         raise HarnessError("invalid-request", "permission_prompt must be auto or stdio")
     return str(value)
+
+
+#: Seconds Claude Code gives the after_tool hook callback: past the runtime's own bound on
+#: waiting for the host's hooks (``harness_core.tool_hooks.CONTEXT_WAIT``), so the runtime's
+#: answer (with what is in) always arrives first.
+HOOK_TIMEOUT = 60
 
 
 def asks_host(posture: str) -> bool:
@@ -248,17 +254,24 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             expected=session_id, approver=context.request_permission if asking else None
         )
         prompt_tool = self._bridge_prompt_tool(context, stream) if asking else None
-        stdio = stream.stdio = asking and prompt_tool is None
+        stream.stdio = asking and prompt_tool is None
+        if getattr(context, "wants_after_tool_context", False):
+            # The host's after_tool hooks add context: a PostToolUse hook callback per tool
+            # call, answered on stdin with their text (the Agent SDKs' in-process hooks).
+            stream.tool_context = context.after_tool_context  # type: ignore[attr-defined]
+        streaming = stream.reads_stdin
         # A turn reading stream-json on stdin can take the host's steer there (see steer_turn).
-        self.steerable[session_id] = stdio
+        self.steerable[session_id] = streaming
         if prompt_tool is not None:
             # Claude calls the bridge's permission-prompt tool for each approval; the bridge
             # hands the call to the stream, which asks the approval seam.
             argv += ["--permission-prompt-tool", prompt_tool]
-        elif stdio:
+        elif stream.stdio:
             # Claude asks on stdout (control_request can_use_tool) and reads the answer on
             # stdin, where the prompt goes too (the Agent SDKs' protocol).
-            argv += ["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]
+            argv += ["--permission-prompt-tool", "stdio"]
+        if streaming:
+            argv += ["--input-format", "stream-json"]
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
             argv += ["--model", model]
@@ -268,15 +281,14 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
             argv += ["--resume", session_id]
         else:
             argv += ["--session-id", session_id]
-        if not stdio:
+        if not streaming:
             argv += ["--", safe_prompt(prompt)]
+        stdin = None
+        if streaming:
+            hooks = hooks_initialize(HOOK_TIMEOUT) if stream.tool_context else b""
+            stdin = hooks + user_message(prompt)
         # `claude -p` has no in-band cancel: the runtime kills the turn's process group.
-        return CliTurn(
-            argv,
-            self._env(context, home),
-            stream,
-            stdin=user_message(prompt) if stdio else None,
-        )
+        return CliTurn(argv, self._env(context, home), stream, stdin=stdin)
 
     async def steer_turn(self, request: SteerTurnRequest, context: SessionContext) -> None:
         """A user message written on the running turn's ``--input-format stream-json`` stdin,

@@ -85,6 +85,26 @@ def classify_result(result: Mapping[str, Any]) -> str:
     )
 
 
+#: The hook events whose callbacks add the host's after_tool context (one id for both).
+HOOK_EVENTS = ("PostToolUse", "PostToolUseFailure")
+AFTER_TOOL_CALLBACK = "after_tool"
+
+
+def control_response(request_id: Any, response: Mapping[str, Any]) -> bytes:
+    """A ``control_response`` line answering control request ``request_id``."""
+    body = {"subtype": "success", "request_id": request_id, "response": dict(response)}
+    return json.dumps({"type": "control_response", "response": body}).encode() + b"\n"
+
+
+def hooks_initialize(wait: float) -> bytes:
+    """The ``initialize`` control request registering the after_tool hook callback for every
+    tool (as the Agent SDKs register in-process hooks); ``wait``: its timeout, in seconds."""
+    matcher = {"hookCallbackIds": [AFTER_TOOL_CALLBACK], "timeout": wait}
+    request = {"subtype": "initialize", "hooks": {event: [matcher] for event in HOOK_EVENTS}}
+    line = {"type": "control_request", "request_id": "harness-initialize", "request": request}
+    return json.dumps(line).encode() + b"\n"
+
+
 class ClaudeStream(JsonLinesStream):
     """Turns ``claude -p --output-format stream-json --verbose`` lines into payloads (pure)."""
 
@@ -117,6 +137,11 @@ class ClaudeStream(JsonLinesStream):
         self.steps = ModelSteps()
         self._step_usage: dict[str, int | None] = {}
         self.thinking = Thinking()
+        #: ``context.after_tool_context`` when the host's after_tool hooks add context: each
+        #: tool call's PostToolUse hook callback (registered by :func:`hooks_initialize`) is
+        #: answered with it, as ``additionalContext`` for the model's next request
+        self.tool_context: Callable[[str], Awaitable[str | None]] | None = None
+        self._hook_calls: list[tuple[Any, str | None, str]] = []
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
         sid = data.get("session_id")
@@ -137,11 +162,37 @@ class ClaudeStream(JsonLinesStream):
             return self._system(data)
         if kind == "result":
             self.result = data
-        if kind == "control_request" and self.stdio:
+        if kind == "control_request":
             request = data.get("request")
-            if isinstance(request, Mapping) and request.get("subtype") == "can_use_tool":
+            subtype = request.get("subtype") if isinstance(request, Mapping) else None
+            if subtype == "can_use_tool" and self.stdio:
                 self._asks.append(data)
+            elif subtype == "hook_callback" and self.tool_context is not None:
+                assert isinstance(request, Mapping)
+                return self._hook_callback(data.get("request_id"), request)
         return []
+
+    @property
+    def reads_stdin(self) -> bool:
+        """Whether the CLI reads stream-json on stdin (answers, hook outputs, steers)."""
+        return self.stdio or self.tool_context is not None
+
+    def _hook_callback(self, request_id: Any, request: Mapping[str, Any]) -> list[Payload]:
+        """A PostToolUse (or PostToolUseFailure) hook callback: the tool call is done, so its
+        ``tool.completed`` is recorded now (the tool_result line after it adds nothing) and
+        the answer waits for the host's hooks (:meth:`respond`)."""
+        given = request.get("input")
+        hook_input: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
+        event_name = hook_input.get("hook_event_name")
+        if event_name not in HOOK_EVENTS:
+            event_name = HOOK_EVENTS[0]
+        call_id = safe_id(request.get("tool_use_id") or hook_input.get("tool_use_id"))
+        self._hook_calls.append((request_id, call_id, str(event_name)))
+        if call_id is None:
+            return []
+        self._tools.setdefault(call_id, tool_name(hook_input.get("tool_name")))
+        completed = self._complete(call_id, failed=event_name == "PostToolUseFailure")
+        return [completed] if completed is not None else []
 
     def finished(self) -> bool:
         return self.result is not None  # the result line is the last the turn needs
@@ -151,7 +202,15 @@ class ClaudeStream(JsonLinesStream):
         stdin once the result is in (the CLI then exits)."""
         while self._asks and self.approver is not None:
             await process.send(await self._answer(self._asks.pop(0)))
-        if self.result is not None and self.stdio and self._stdin_open:
+        while self._hook_calls and self.tool_context is not None:
+            request_id, call_id, event_name = self._hook_calls.pop(0)
+            text = await self.tool_context(call_id) if call_id is not None else None
+            output: dict[str, Any] = {}
+            if text:
+                output = {"hookSpecificOutput": {"hookEventName": event_name}}
+                output["hookSpecificOutput"]["additionalContext"] = text
+            await process.send(control_response(request_id, output))
+        if self.result is not None and self.reads_stdin and self._stdin_open:
             self._stdin_open = False
             await process.close_stdin()
         return []
@@ -159,8 +218,7 @@ class ClaudeStream(JsonLinesStream):
     async def _answer(self, data: Mapping[str, Any]) -> bytes:
         native = data["request"]
         answer = await self.ask(native, fallback_id=safe_id(data.get("request_id")))
-        response = {"subtype": "success", "request_id": data.get("request_id"), "response": answer}
-        return json.dumps({"type": "control_response", "response": response}).encode() + b"\n"
+        return control_response(data.get("request_id"), answer)
 
     async def answer_prompt_tool(self, arguments: Mapping[str, Any]) -> str:
         """The bridge's permission-prompt tool (``--permission-prompt-tool mcp__S__T``): Claude
@@ -274,19 +332,25 @@ class ClaudeStream(JsonLinesStream):
             if not isinstance(block, Mapping) or block.get("type") != "tool_result":
                 continue
             call_id = safe_id(block.get("tool_use_id"))
-            if call_id is None or call_id in self._completed:
-                continue
-            self._completed.add(call_id)
-            name = self._tools.get(call_id, "tool")
-            if call_id in self._denied or call_id in self._rejected:
-                summary = "the tool call was denied by the permission policy"
-                ok = False
-            elif block.get("is_error"):
-                summary, ok = "the tool call failed", False
-            else:
-                summary, ok = tool_summary(name), True
-            out.append(ToolCompleted(call_id=call_id, name=name, ok=ok, summary=summary))
+            completed = None if call_id is None else self._complete(call_id, block.get("is_error"))
+            if completed is not None:
+                out.append(completed)
         return out
+
+    def _complete(self, call_id: str, failed: Any) -> ToolCompleted | None:
+        """The call's ``tool.completed`` (``None``: it was reported already)."""
+        if call_id in self._completed:
+            return None
+        self._completed.add(call_id)
+        name = self._tools.get(call_id, "tool")
+        if call_id in self._denied or call_id in self._rejected:
+            summary = "the tool call was denied by the permission policy"
+            ok = False
+        elif failed:
+            summary, ok = "the tool call failed", False
+        else:
+            summary, ok = tool_summary(name), True
+        return ToolCompleted(call_id=call_id, name=name, ok=ok, summary=summary)
 
     def _note_rejections(self, meta: Any) -> None:
         """``tool_result_meta``: calls the permission decision rejected (the deny reached the

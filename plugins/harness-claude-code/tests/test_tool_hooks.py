@@ -78,3 +78,31 @@ def test_after_tool_sees_the_outcome_of_pytest(cli):
     [(completed, started)] = seen
     assert completed.name == "Bash" and completed.ok
     assert started.summary == "Bash: pytest -q"
+
+
+@pytest.mark.cli
+def test_after_tool_context_reaches_the_models_next_request(cli):
+    Path(cli.workspace, "test_ok.py").write_text("def test_ok():\n    assert True\n")
+    observed: list[str] = []
+
+    async def skipped(event: Any, started: Any) -> str:
+        await anyio.sleep(0.2)  # Claude Code waits for the hook's answer
+        return f"after {started.payload.summary}: 3 tests were skipped; say so"
+
+    def observe(event: Any, started: Any) -> str:
+        observed.append(event.payload.call_id)
+        return "an observing hook's answer reaches no model"
+
+    hooks = [
+        ToolHook("after_tool", skipped, tool="Bash", command="pytest*", adds_context=True),
+        ToolHook("after_tool", observe, tool="Bash"),
+    ]
+    result, requests = _turn(cli, "pytest -q", hooks)
+    assert result.status == "completed", result
+    completed = [e.payload for e in result.events if e.type == "tool.completed"]
+    assert [(c.name, c.ok) for c in completed] == [("Bash", True)]  # once, though two paths
+    first, last = json.dumps(requests[0].body), json.dumps(requests[-1].body)
+    text = "after Bash: pytest -q: 3 tests were skipped; say so"
+    assert text not in first and text in last
+    assert "reaches no model" not in last
+    assert observed == [completed[0].call_id]

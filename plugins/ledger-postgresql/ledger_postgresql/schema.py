@@ -3,8 +3,10 @@
 ``ledger_events`` holds one row per event (primary key session + sequence, unique event id, the
 writer epoch that wrote it); triggers refuse ``UPDATE``, ``DELETE`` and ``TRUNCATE``.
 ``ledger_sessions`` holds one row per session: its last sequence, its writer epoch, and the
-session record once one was created (a session may get events before its record). The schema
-version lives in ``ledger_schema_version``. Tables are created in the first schema of the
+session record once one was created (a session may get events before its record).
+``ledger_pruned`` (version 2) lists the sessions ``harness ledger prune`` archived and removed:
+the delete trigger lets their rows go and no others. The schema version lives in
+``ledger_schema_version``. Tables are created in the first schema of the
 connection's ``search_path`` (``?options=-csearch_path%3Dname`` in the URL picks another one).
 """
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: ``pg_advisory_xact_lock`` key: one process creates or migrates, the others wait.
 MIGRATION_LOCK = 0x68_61_72_6E_65_73_73  # "harness"
 #: LISTEN/NOTIFY channel; the payload is the session id whose events were committed.
@@ -56,8 +58,29 @@ _VERSION_1 = (
     "CREATE TABLE ledger_schema_version (version integer NOT NULL)",
 )
 
+# Version 1 refused every delete; version 2 lets a pruned session's rows go (its tombstone is
+# written in the same transaction, by a role that may: see PRUNE_PRIVILEGES).
+_VERSION_2 = (
+    """CREATE TABLE ledger_pruned (
+        session_id     text PRIMARY KEY,
+        pruned_at      text NOT NULL,
+        last_sequence  bigint NOT NULL
+    )""",
+    """CREATE FUNCTION ledger_refuse_unpruned() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' AND EXISTS
+                (SELECT 1 FROM ledger_pruned WHERE session_id = OLD.session_id) THEN
+                RETURN OLD;
+            END IF;
+            RAISE EXCEPTION 'the ledger is append-only';
+        END $$""",
+    "DROP TRIGGER ledger_events_append_only ON ledger_events",
+    """CREATE TRIGGER ledger_events_append_only BEFORE UPDATE OR DELETE ON ledger_events
+        FOR EACH ROW EXECUTE FUNCTION ledger_refuse_unpruned()""",
+)
+
 #: Statements that bring a ledger at version ``n - 1`` to version ``n``.
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: _VERSION_1}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: _VERSION_1, 2: _VERSION_2}
 
 
 #: What the store's role needs once the tables exist (``harness ledger check`` checks it):
@@ -66,6 +89,12 @@ PRIVILEGES = {
     "ledger_sessions": ("SELECT", "INSERT", "UPDATE"),
     "ledger_events": ("SELECT", "INSERT"),
     "ledger_schema_version": ("SELECT",),
+}
+#: What ``harness ledger prune``'s role needs besides (an operator's, not the workers').
+PRUNE_PRIVILEGES = {
+    "ledger_pruned": ("SELECT", "INSERT"),
+    "ledger_events": ("DELETE",),
+    "ledger_sessions": ("DELETE",),
 }
 
 

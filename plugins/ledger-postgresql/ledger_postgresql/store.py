@@ -43,6 +43,7 @@ from typing import Any
 import psycopg
 from harness_hookspecs import Event, HarnessError, SessionRecord
 
+from harness_core.clock import now as clock_now
 from harness_core.ledger.base import (
     CONFLICT,
     EVENT_COLUMNS,
@@ -52,6 +53,7 @@ from harness_core.ledger.base import (
     RecentRecords,
     SequenceGuard,
     Waiter,
+    check_prunable,
     event_from_row,
     event_row,
     record_row,
@@ -90,6 +92,26 @@ _HELD = (
     "SELECT EXISTS (SELECT 1 FROM ledger_sessions s, pg_locks l "
     f"WHERE s.session_id = %s AND {HELD_BY_ANYONE})"
 )
+
+
+def _prune_locked(connection: psycopg.Connection[Any], session_id: str, through: int) -> int:
+    row = connection.execute(
+        "SELECT status, last_sequence FROM ledger_sessions WHERE session_id = %s "
+        "AND record IS NOT NULL FOR UPDATE",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        raise HarnessError("session-not-found")
+    check_prunable(session_id, row[0], int(row[1]), through)
+    held = connection.execute(_HELD, (session_id,)).fetchone()
+    if held is not None and held[0]:
+        raise HarnessError("session-busy")
+    connection.execute(
+        "INSERT INTO ledger_pruned VALUES (%s, %s, %s)", (session_id, clock_now(), row[1])
+    )
+    removed = connection.execute("DELETE FROM ledger_events WHERE session_id = %s", (session_id,))
+    connection.execute("DELETE FROM ledger_sessions WHERE session_id = %s", (session_id,))
+    return int(removed.rowcount)
 
 
 class _Create:
@@ -350,6 +372,32 @@ class PostgresStore(QueuedWrites):
             return True
         rows = self._query(_HELD, (session_id,))
         return bool(rows and rows[0][0])
+
+    def prune_session(self, session_id: str, *, archived_through: int) -> int:
+        """Remove an archived, closed session (``harness_core.ledger.PruningStore``): one
+        transaction locks its row, checks it, writes its ``ledger_pruned`` tombstone (which
+        lets the delete trigger pass for it alone) and removes its rows. Needs the role of
+        ``schema.PRUNE_PRIVILEGES``; not retried (an operator's command, run again)."""
+        self._open()
+        if self._epochs.get(session_id, ABANDONED) != ABANDONED:
+            raise HarnessError("session-busy")
+        self.flush()
+        try:
+            with (
+                psycopg.connect(self.url, autocommit=True, connect_timeout=10) as connection,
+                connection.transaction(),
+            ):
+                removed = _prune_locked(connection, session_id, archived_through)
+        except psycopg.errors.InsufficientPrivilege:
+            raise HarnessError(
+                "ledger-failed", "the PostgreSQL role may not prune the ledger"
+            ) from None
+        except psycopg.Error:
+            raise HarnessError("ledger-failed", UNWRITABLE) from None
+        self._records.pop(session_id, None)
+        with self._append_lock:
+            self._guard.forget(session_id)
+        return removed
 
     def _close_readers(self) -> None:
         self._readers.close()

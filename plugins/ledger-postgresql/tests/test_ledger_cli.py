@@ -35,16 +35,16 @@ def test_migrate_an_empty_database_after_a_dry_run_and_check_it(postgresql_ledge
     assert code == 1 and list(found.values()) == [False]  # version 0: nothing there yet
     dry = harness("ledger", "migrate", "--ledger", url, "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert dry.stdout.count("CREATE TABLE") == 3 and "version 0 -> 1" in dry.stderr
+    assert dry.stdout.count("CREATE TABLE") == 4 and "version 0 -> 2" in dry.stderr
     assert checks(url)[0] == 1  # the dry run created nothing
     done = harness("ledger", "migrate", "--ledger", url)
-    assert (done.returncode, done.stdout.strip()) == (0, "ledger schema version 0 -> 1"), (
+    assert (done.returncode, done.stdout.strip()) == (0, "ledger schema version 0 -> 2"), (
         done.stderr
     )
     code, found = checks(url)
     assert code == 0 and all(found.values()) and len(found) == 9, found
     again = harness("ledger", "migrate", "--ledger", url, "--json")
-    assert json.loads(again.stdout) == {"from": 1, "to": 1}
+    assert json.loads(again.stdout) == {"from": 2, "to": 2}
 
 
 def test_check_names_a_missing_privilege(postgresql_ledger_url: str, postgresql_server) -> None:
@@ -66,8 +66,38 @@ def test_check_names_a_missing_privilege(postgresql_ledger_url: str, postgresql_
     ]
 
 
-def test_a_sqlite_ledger_is_refused_in_one_line() -> None:
-    done = harness("ledger", "check", "--ledger", "sqlite:/tmp/x.sqlite")
-    assert done.returncode != 0
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "invalid-request" in lines[0] and "postgresql://" in lines[0]
+def test_pruning_needs_the_operator_privileges_not_the_workers(
+    postgresql_ledger_url: str, postgresql_server, tmp_path: Path
+) -> None:
+    """A role with what the store needs (``PRIVILEGES``) cannot prune: one ``ledger-failed``
+    line, the session kept (its archive written first); granted ``PRUNE_PRIVILEGES``, it can."""
+    from ledger_postgresql.schema import PRIVILEGES, PRUNE_PRIVILEGES
+
+    url = postgresql_ledger_url
+    made = harness("run", "echo", "old", "--close", "--json", "--ledger", url)
+    session_id = json.loads(made.stdout.splitlines()[0])["session_id"]
+    role = f"worker_{uuid.uuid4().hex[:8]}"
+    schema = url.rsplit("%3D", 1)[1]
+
+    def grant(privileges: dict[str, tuple[str, ...]]) -> None:
+        with psycopg.connect(postgresql_server.url, autocommit=True) as admin:
+            for table, granted in privileges.items():
+                admin.execute(f"GRANT {', '.join(granted)} ON {schema}.{table} TO {role}")
+
+    with psycopg.connect(postgresql_server.url, autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")
+        admin.execute(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+    grant(PRIVILEGES)
+    limited = url.replace("harness@", f"{role}@", 1)
+    prune = ("ledger", "prune", "--older-than", "0m", "--archive", str(tmp_path), "--ledger")
+    refused = harness(*prune, limited)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().splitlines() == [
+        "harness: error: ledger-failed: the PostgreSQL role may not prune the ledger"
+    ]
+    assert os.listdir(tmp_path) == [f"{session_id}.json"]  # archived first
+    assert harness("events", session_id, "--ledger", url).returncode == 0  # kept
+    grant(PRUNE_PRIVILEGES)
+    done = harness(*prune, limited, "--json")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["action"] for line in done.stdout.splitlines()] == ["pruned"]

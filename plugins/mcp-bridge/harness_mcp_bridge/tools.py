@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import attrs
 from harness_hookspecs import HarnessError, HostTool, Payload, ToolCompleted, ToolStarted
 from harness_hookspecs.host_tools import ToolCaller
 
@@ -151,12 +152,20 @@ class RunCalls:
             self._in_flight.add(scope)
             try:
                 if tool.takes_caller:
-                    result = await tool.function(arguments, self.caller)
+                    caller = self.caller
+                    if caller is not None:
+                        caller = attrs.evolve(caller, call_id=call_id)
+                    result = await tool.function(arguments, caller)
                 else:
                     result = await tool.function(arguments)
             except anyio.get_cancelled_exc_class():
                 self.sink(ToolCompleted(call_id=call_id, name=name, ok=False, summary="cancelled"))
                 raise
+            except HarnessError as error:
+                # The contract's error is safe to show (a fixed sentence per reason, a safe
+                # hint): the model learns why (a delegation refused, a limit reached).
+                self.sink(ToolCompleted(call_id=call_id, name=name, ok=False, summary=error.reason))
+                return CallOutcome(str(error), False)
             except Exception:
                 # The tool's own error text never crosses the boundary (it may hold anything).
                 self.sink(
