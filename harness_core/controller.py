@@ -76,7 +76,13 @@ from .request_checks import (
 )
 from .retry import dangling_turn, recovered
 from .session_config import resolved_config, stored_config
-from .session_start import SessionFields, attach_session, create_record, opened_event
+from .session_start import (
+    SessionFields,
+    attach_session,
+    create_record,
+    keep_vendor_session_id,
+    opened_event,
+)
 from .tool_hooks import AfterTool, ToolHook
 from .turn import (
     CLEANUP_GRACE,
@@ -115,6 +121,7 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.config,
         record.parent_session_id,
         record.parent_event_id,
+        record.vendor_session_id,
     )
 
 
@@ -379,7 +386,9 @@ class Controller:
             request,
             stored_config(request.config, live.context.redactor),
             parent=parent,
+            vendor_session_id=live.context.vendor_session_id,
         )
+        self._keep_vendor_ids(live)
         self.ledger.claim(live.ref.session_id)
         live.recorder.record(
             None,
@@ -394,6 +403,7 @@ class Controller:
                 record_thinking=request.record_thinking,
                 parent_session_id=parent[0] if parent else None,
                 parent_event_id=parent[1] if parent else None,
+                vendor_session_id=live.context.vendor_session_id,
             ),
         )
         self._allow_delegation(live)
@@ -528,9 +538,21 @@ class Controller:
         interrupted, live.retrying = recovered(dangling, retrying)
         if interrupted is not None:
             end_interrupted(live, interrupted)
-        recorder.record(None, SessionResumed(provider=ref.harness, target=ref.target))
+        vendor = live.context.vendor_session_id
+        if vendor is not None:
+            keep_vendor_session_id(self.ledger, ref.session_id, vendor)
+        self._keep_vendor_ids(live)
+        recorder.record(
+            None, SessionResumed(provider=ref.harness, target=ref.target, vendor_session_id=vendor)
+        )
         self._allow_delegation(live)
         return live
+
+    def _keep_vendor_ids(self, live: LiveSession) -> None:
+        """A vendor session id the adapter reports from now on goes into the record."""
+        live.context.on_vendor_session_id = partial(
+            keep_vendor_session_id, self.ledger, live.ref.session_id
+        )
 
     async def _attach(
         self,

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
+import attrs
 from attrs import frozen
 from harness_hookspecs import (
     HarnessDescriptor,
@@ -77,6 +78,7 @@ def create_record(
     config: Mapping[str, Any] | None = None,
     *,
     parent: tuple[str, str] | None = None,
+    vendor_session_id: str | None = None,
 ) -> None:
     """Record a new (or a resumed-anew) session as open; ``config``: the request's config as
     the record keeps it (secrets as references, see :mod:`.session_config`); ``parent``: a
@@ -96,8 +98,17 @@ def create_record(
             config=config or {},
             parent_session_id=parent[0] if parent else None,
             parent_event_id=parent[1] if parent else None,
+            vendor_session_id=vendor_session_id,
         )
     )
+
+
+def keep_vendor_session_id(ledger: LedgerStore, session_id: str, value: str) -> None:
+    """Put the CLI's own id of a session into its record (an adapter reported it later than
+    the record was made, or a new one)."""
+    record = ledger.get_session(session_id)
+    if record is not None and record.vendor_session_id != value:
+        ledger.update_session(attrs.evolve(record, vendor_session_id=value, updated_at=now()))
 
 
 def opened_event(ledger: LedgerStore, session_id: str) -> SessionOpened | None:

@@ -55,6 +55,8 @@ class SessionOpened:
     )
     #: ``False``: the session keeps thinking text out of the ledger (counts only)
     record_thinking: bool = True
+    #: the CLI's own id of the session, when the adapter knew it at open
+    vendor_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
     #: a child session's parent (delegation, ``run_agent``): the parent session and the event
     #: of it that started this one (its ``tool.started``); ``None`` for a top-level session
     parent_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
@@ -71,6 +73,8 @@ class SessionResumed:
     TYPE: ClassVar[str] = "session.resumed"
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_in(TARGETS))
+    #: the CLI's own id of the session, when the adapter knew it at resume
+    vendor_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
 
     @property
     def harness(self) -> str:

@@ -482,6 +482,9 @@ class SessionRecord:
     #: id and the parent's event that started it; ``None`` for a top-level session
     parent_session_id: str | None = None
     parent_event_id: str | None = None
+    #: the CLI's own id of the session (a Codex thread id...), as its adapter reported it;
+    #: ``None`` while unknown
+    vendor_session_id: str | None = None
 
     @property
     def session_id(self) -> str:

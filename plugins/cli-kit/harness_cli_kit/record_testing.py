@@ -231,3 +231,37 @@ def instructions_reach_the_model(
         assert asked.index(MARKER) < asked.index("first question"), asked[:400]
         assert user_text(requests[-1]).count(MARKER) == 1  # said once: with the first prompt
     return first, requests
+
+
+def vendor_session_id_kept(cli: CliUnderTest, *, endpoint: str | None = None) -> str:
+    """A turn, then a resume in a new controller: the CLI's own session id is in the session
+    record, ``session.resumed`` and the export (``session.opened`` too when the adapter knew
+    it at open); returns it."""
+    from harness_core.export import export_session
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step
+
+    script = [Step(text="Noted.", times=None, match=Match(tools=None))]
+    with FakeModelServer(script) as server:
+        config = cli.config(cli.url(server, endpoint))
+
+        async def main() -> tuple[Any, Any, Any, dict[str, Any]]:
+            async with cli.controller(turn_timeout=90) as c:
+                ref = await cli.open_session(c, config)
+                first = await c.run_turn(ref, "remember this")
+                after_turn = c.ledger.get_session(ref.session_id)
+            async with cli.controller(turn_timeout=90) as c:
+                await c.resume_session(ref.session_id)
+                events = c.events(ref.session_id)
+                await c.close_session(ref)
+                return first, after_turn, events, export_session(c.ledger, ref.session_id)
+
+        first, after_turn, events, bundle = anyio.run(main)
+    assert first.ok, first
+    vendor = after_turn.vendor_session_id
+    assert isinstance(vendor, str) and vendor, after_turn
+    resumed = [e.payload for e in events if e.type == "session.resumed"]
+    assert resumed and resumed[-1].vendor_session_id == vendor
+    opened = events[0].payload.vendor_session_id
+    assert opened in (None, vendor)
+    assert bundle["session"]["vendor_session_id"] == vendor, bundle["session"]
+    return vendor

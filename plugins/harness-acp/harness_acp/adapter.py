@@ -471,6 +471,7 @@ class AcpAdapter:
             NativeSession(context.state_dir, STATE_FILE, native_id=native).save(
                 agent=self.agent.name
             )
+            context.report_vendor_session_id(native)
             await self._set_mode(session, context)
         except BaseException:
             await self._teardown(session)
@@ -500,6 +501,7 @@ class AcpAdapter:
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)
             session.native_id = native
+            context.report_vendor_session_id(native)
             await self._set_mode(session, context)
         except BaseException:
             await self._teardown(session)

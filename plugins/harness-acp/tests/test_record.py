@@ -4,7 +4,11 @@ the agent's next other update). ACP reports no model-call boundaries, so no mode
 from __future__ import annotations
 
 import pytest
-from harness_cli_kit.record_testing import instructions_reach_the_model, reasoning_turns
+from harness_cli_kit.record_testing import (
+    instructions_reach_the_model,
+    reasoning_turns,
+    vendor_session_id_kept,
+)
 
 from .test_acp import AGENTS, acp, setup
 
@@ -30,3 +34,12 @@ def test_instructions_go_before_the_first_prompt(workspace, controller):
     cli.config = lambda url, **extra: setup("claude-code", url, **extra)[1]
     cli.api = "anthropic"
     instructions_reach_the_model(cli, native=False)
+
+
+@pytest.mark.cli
+def test_the_vendor_session_id_is_kept(workspace, controller):
+    _, env_var, _, _ = AGENTS["codex"]
+    cli = acp("codex", env_var, workspace, controller)
+    cli.config = lambda url, **extra: setup("codex", url, **extra)[1]
+    cli.api = "openai"
+    vendor_session_id_kept(cli)
