@@ -616,18 +616,10 @@ class Turn:
     def _record_holding_back(self, payload: Payload) -> None:
         """Record, holding back the tail of streamed text that could start a secret."""
         if isinstance(payload, MessageDelta):
-            text = self._carry + payload.text
-            keep = self.live.context.redactor.hold_back(text)
-            self._carry = text[len(text) - keep :]
-            if len(text) > keep:
-                self._record(MessageDelta(text=text[: len(text) - keep]))
+            self._carry = self._held(self._carry + payload.text, MessageDelta)
             return
         if isinstance(payload, ThinkingDelta):
-            text = self._thinking_carry + payload.text
-            keep = self.live.context.redactor.hold_back(text)
-            self._thinking_carry = text[len(text) - keep :]
-            if len(text) > keep:
-                self._record(ThinkingDelta(text=text[: len(text) - keep]))
+            self._thinking_carry = self._held(self._thinking_carry + payload.text, ThinkingDelta)
             return
         if self._thinking_carry and isinstance(payload, ThinkingCompleted):
             # the block's deltas are all in before the block is
@@ -636,6 +628,14 @@ class Turn:
         # The carry stays held across other events (a secret split by a status line between
         # its pieces); it is released before the terminal.
         self._record(payload)
+
+    def _held(self, text: str, piece: type[MessageDelta] | type[ThinkingDelta]) -> str:
+        """Record streamed ``text`` as a ``piece`` less its tail that could start a secret;
+        returns that tail (held until the next piece arrives)."""
+        keep = self.live.context.redactor.hold_back(text)
+        if len(text) > keep:
+            self._record(piece(text=text[: len(text) - keep]))
+        return text[len(text) - keep :]
 
     def record_runtime(self, payload: Payload) -> None:
         """Record a payload the runtime authors inside the running turn (the approval seam's
