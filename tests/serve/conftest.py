@@ -5,7 +5,6 @@ import pytest
 from harness_hookspecs import (
     ModelCompleted,
     ModelRequested,
-    OutputValidated,
     PermissionRequest,
     ThinkingCompleted,
     ThinkingDelta,
