@@ -75,13 +75,13 @@ from .request_checks import (
     safe_hint,
 )
 from .retry import dangling_turn, recovered
-from .session_config import resolved_config, stored_config
+from .session_config import stored_config
 from .session_start import (
     SessionFields,
     attach_session,
     create_record,
     keep_vendor_session_id,
-    opened_event,
+    resume_fields,
 )
 from .tool_hooks import AfterTool, ToolHook
 from .turn import (
@@ -453,21 +453,7 @@ class Controller:
                 raise HarnessError("session-not-found")
             session = record.ref
         if isinstance(session, SessionRef):
-            fields.setdefault("workspace", record.workspace if record else None)
-            fields.setdefault("model", record.model if record else None)
-            fields.setdefault("posture", record.posture if record else "auto")
-            if record is not None:
-                fields.setdefault("agent", record.agent)
-                fields.setdefault("user", record.user)
-                opened = opened_event(self.ledger, record.ref.session_id)
-                if opened is not None:  # what the session was opened with, unless said again
-                    fields.setdefault("instructions", opened.instructions)
-                    fields.setdefault("record_thinking", opened.record_thinking)
-                # the config it was opened with, each key given again replacing its own
-                fields["config"] = {
-                    **resolved_config(record.config),
-                    **(fields.get("config") or {}),
-                }
+            fields = resume_fields(self.ledger, record, fields)
             try:
                 request = ResumeSessionRequest(session=session, **fields)
             except (TypeError, ValueError) as error:

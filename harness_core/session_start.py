@@ -42,6 +42,7 @@ from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
 from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
+from .session_config import resolved_config
 from .tool_hooks import AfterTool
 from .turn import CLEANUP_GRACE, LiveSession, as_error
 
@@ -117,6 +118,28 @@ def opened_event(ledger: LedgerStore, session_id: str) -> SessionOpened | None:
     first = ledger.events(session_id, limit=1)
     payload = first[0].payload if first else None
     return payload if isinstance(payload, SessionOpened) else None
+
+
+def resume_fields(
+    ledger: LedgerStore, record: SessionRecord | None, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A resume's request fields: ``fields``, with what they leave out from the session's
+    record (workspace, model, posture, agent, user, config - a config key given again replaces
+    its own) and its ``session.opened`` (instructions, record_thinking)."""
+    given = dict(fields)
+    given.setdefault("workspace", record.workspace if record else None)
+    given.setdefault("model", record.model if record else None)
+    given.setdefault("posture", record.posture if record else "auto")
+    if record is None:
+        return given
+    given.setdefault("agent", record.agent)
+    given.setdefault("user", record.user)
+    opened = opened_event(ledger, record.ref.session_id)
+    if opened is not None:  # what the session was opened with, unless said again
+        given.setdefault("instructions", opened.instructions)
+        given.setdefault("record_thinking", opened.record_thinking)
+    given["config"] = {**resolved_config(record.config), **(given.get("config") or {})}
+    return given
 
 
 @frozen
