@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -378,22 +379,29 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown section {unknown[0]!r} (known: {', '.join(SECTIONS)})")
     print(f"load average {os.getloadavg()[0]:.1f}")
-    for found in measure(wanted, args):
-        figure(found.name, found.value, found.unit, found.target, found.note)
+    measure(wanted, args, lambda f: figure(f.name, f.value, f.unit, f.target, f.note))
     return 0
 
 
-def measure(wanted: list[str], args: argparse.Namespace) -> list[Figure]:
-    """The figures of the ``wanted`` sections (``benchmarks/run.py --scale`` calls this)."""
+def measure(
+    wanted: list[str],
+    args: argparse.Namespace,
+    show: Callable[[Figure], object] = lambda found: None,
+) -> list[Figure]:
+    """The figures of the ``wanted`` sections, each handed to ``show`` as its section ends
+    (``benchmarks/run.py --scale`` calls this)."""
+    sections: dict[str, Callable[[], list[Figure]]] = {
+        "limit": lambda: limit(args.events, args.runs),
+        "idle": lambda: idle(args.sessions),
+        "listing": lambda: listing(args.listed, args.runs),
+        "concurrent": lambda: concurrent(args.turns, args.deltas, args.paced, args.gap),
+    }
     found: list[Figure] = []
-    if "limit" in wanted:
-        found += limit(args.events, args.runs)
-    if "idle" in wanted:
-        found += idle(args.sessions)
-    if "listing" in wanted:
-        found += listing(args.listed, args.runs)
-    if "concurrent" in wanted:
-        found += concurrent(args.turns, args.deltas, args.paced, args.gap)
+    for name in SECTIONS:
+        if name in wanted:
+            for one in sections[name]():
+                show(one)
+                found.append(one)
     return found
 
 

@@ -54,7 +54,15 @@ from .checkpoints import CheckpointSettings
 from .clock import backend_clock, now
 from .config_check import check_config
 from .context import default_state_root
-from .delegation import TOOL_NAME, Delegation, children_of, delegation_tool, run_agent_in_turn
+from .delegation import (
+    TOOL_NAME,
+    Delegation,
+    children_of,
+    count_children,
+    delegated,
+    delegation_tool,
+    run_agent_in_turn,
+)
 from .delivery import Delivery
 from .diagnostics import ledger_files, log_directory
 from .fork import fork_session
@@ -480,22 +488,31 @@ class Controller:
         if record is not None:
             require_same_workspace(record.workspace, request.workspace)
             if not limits.empty:  # a spent budget refuses here, before session.resumed
-                spent = SessionLimits(budget=limits)
-                spent.load(self.ledger.events(ref.session_id))
-                spent.before_turn(anyio.current_time())
+                self._refuse_spent(limits, ref.session_id)
         # Claimed before the adapter starts: a second process gets session-busy, leaves no trace.
         self.ledger.claim(ref.session_id)
         try:
             live = await self._resume_attached(descriptor, request, record, retrying)
             live.limits.budget = limits
-            live.limits.load(self.ledger.events(ref.session_id))
+            events = self.ledger.events(ref.session_id)
+            live.limits.load(events)
+            # what its children spent counts against its budget too (delegation)
+            has_children = count_children(live.limits, self.ledger, ref.session_id, events)
         except BaseException:
             self.ledger.release(ref.session_id)
             raise
         await live.recorder.deliver()
-        # Children a dead process left open end with it (their open turns interrupted).
-        await self._close_children(ref.session_id)
+        if has_children:  # those a dead process left open end with it (turns interrupted)
+            await self._close_children(ref.session_id)
         return live.ref
+
+    def _refuse_spent(self, limits: Budget, session_id: str) -> None:
+        """``limit-exceeded`` when the session (with its children) has spent ``limits``."""
+        spent = SessionLimits(budget=limits)
+        events = self.ledger.events(session_id)
+        spent.load(events)
+        count_children(spent, self.ledger, session_id, events)
+        spent.before_turn(anyio.current_time())
 
     async def _resume_attached(
         self,
@@ -721,7 +738,8 @@ class Controller:
                 raise HarnessError("session-not-found")
             if record.status == "closed":
                 return
-            await self._close_children(session_id)
+            if delegated(self.ledger.events(session_id)):
+                await self._close_children(session_id)
             await self._close_record(record)
             return
         if live.closed:

@@ -44,10 +44,11 @@ from harness_hookspecs import (
     ToolCompleted,
     ToolStarted,
     Usage,
+    UsageReported,
 )
 from harness_hookspecs.host_tools import ToolCaller
 
-from .budgets import Budget, SessionLimits
+from .budgets import Budget, SessionLimits, add_usage
 from .turn import LiveSession, TurnResult
 
 __all__ = [
@@ -457,6 +458,43 @@ async def run_agent_in_turn(
         turn.record_side_event(
             ToolCompleted(call_id=call_id, name=FUNCTION_TOOL_NAME, ok=ok, summary=summary)
         )
+
+
+#: The ledger tool names of a delegation call: through the bridge (its ``bridge.`` prefix) and a
+#: one-function harness's ``session.run_agent``.
+_CALL_NAMES = frozenset({"bridge." + TOOL_NAME, FUNCTION_TOOL_NAME})
+
+
+def delegated(events: Sequence[Event]) -> bool:
+    """Whether a session's events hold a delegation call: only then can it have children
+    (so a resume or close looks for them in the ledger only then)."""
+    return any(
+        event.type == "tool.started" and getattr(event.payload, "name", None) in _CALL_NAMES
+        for event in events
+    )
+
+
+def count_children(
+    limits: SessionLimits, ledger: LedgerStore, session_id: str, events: Sequence[Event]
+) -> bool:
+    """For a session being resumed (its ``events``): add what its children spent to its
+    total, which its budget binds. Whether it has delegated."""
+    if not delegated(events):
+        return False
+    limits.total = add_usage(limits.total, descendants_usage(ledger, session_id))
+    return True
+
+
+def descendants_usage(ledger: LedgerStore, session_id: str) -> Usage | None:
+    """What the child sessions of ``session_id`` (and theirs) reported, summed: a resumed
+    parent's budget binds on it too."""
+    total: Usage | None = None
+    for record in children_of(ledger, session_id):
+        for event in ledger.events(record.session_id):
+            if isinstance(event.payload, UsageReported):
+                total = add_usage(total, event.payload.usage)
+        total = add_usage(total, descendants_usage(ledger, record.session_id))
+    return total
 
 
 def children_of(ledger: LedgerStore, session_id: str) -> list[SessionRecord]:

@@ -10,6 +10,9 @@ is the terminal's text when it has one, else its streamed deltas, else its compl
 messages; a retried turn (``turn.restarted``) keeps only its last attempt's output and says which
 attempt that was. A turn without a terminal is ``running`` while a live process holds the session and
 ``interrupted`` when none does (its process died; the next resume records that in the ledger).
+A session that delegated (:mod:`.delegation`) also has ``children`` (each child's bundle, without
+``format``/``version``/``exported_at``, its own children inside) and ``total_usage`` (its usage
+and every descendant's).
 """
 
 from __future__ import annotations
@@ -111,7 +114,7 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
     for turn_id, texts in messages.items():
         if not turns[turn_id]["text"]:
             turns[turn_id]["text"] = "\n".join(texts)
-    return {
+    bundle: dict[str, Any] = {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
         "exported_at": datetime.now(UTC).isoformat().replace("+00:00", "Z"),
@@ -120,3 +123,31 @@ def export_session(store: LedgerStore, session_id: str) -> dict[str, Any]:
         "turns": list(turns.values()),
         "events": [event_to_dict(event) for event in events],
     }
+    _add_children(store, session_id, bundle, usage[None])
+    return bundle
+
+
+def _add_children(
+    store: LedgerStore, session_id: str, bundle: dict[str, Any], own: Usage | None
+) -> None:
+    """A session that delegated: its child sessions' bundles (their children in them) under
+    ``children``, and ``total_usage``, its own usage and every descendant's."""
+    from .delegation import children_of
+
+    records = children_of(store, session_id)
+    if not records:
+        return
+    children = []
+    total = own
+    for record in records:
+        child = export_session(store, record.session_id)
+        for key in ("format", "version", "exported_at"):
+            child.pop(key)
+        total = add_usage(total, _usage_of(child.get("total_usage", child["usage"])))
+        children.append(child)
+    bundle["total_usage"] = usage_dict(total)
+    bundle["children"] = children
+
+
+def _usage_of(data: dict[str, Any] | None) -> Usage | None:
+    return None if data is None else Usage(**data)

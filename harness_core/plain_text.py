@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from harness_hookspecs import Usage
 
-__all__ = ["clip", "cost_text", "duration_text", "failure_text", "usage_text"]
+__all__ = ["RESTARTED", "clip", "cost_text", "duration_text", "failure_text", "usage_text"]
+
+
+#: What a live reader says at ``turn.restarted`` (``harness run``, ``harness events``, the
+#: viewer): the earlier attempt's output is superseded by the one that follows.
+RESTARTED = "the turn restarted; what the previous attempt streamed is void"
 
 
 def clip(text: str, limit: int = 160) -> str:

@@ -25,7 +25,7 @@ from attrs import define, field, frozen
 from harness_hookspecs import Event, LedgerStore
 from harness_hookspecs import events as ev
 
-from .plain_text import clip, failure_text, usage_text
+from .plain_text import RESTARTED, clip, failure_text, usage_text
 
 __all__ = [
     "Conversation",
@@ -319,6 +319,8 @@ def _detail(p: Any) -> str:
         return f"{p.harness} ({p.target})"
     if isinstance(p, ev.TurnStarted):
         return clip(p.prompt)
+    if isinstance(p, ev.TurnRestarted):
+        return f"attempt {p.attempt}: {RESTARTED}"
     if isinstance(p, ev.MessageDelta):
         return clip(p.text)
     if isinstance(p, ev.MessageCompleted):

@@ -238,6 +238,11 @@ def cmd_events(args: argparse.Namespace) -> int:
                 return _follow_events(live, args)
             finally:
                 live.close()
+        if args.tree:
+            if args.follow:
+                raise CliError("invalid-request", "--tree does not go with --follow")
+            _print_tree(store, args.session, args, 0)
+            return EXIT_OK
         events = store.events(args.session, after=args.after, limit=args.limit)
     if args.json:
         print_json_lines(event_to_dict(event) for event in events)
@@ -245,6 +250,37 @@ def cmd_events(args: argparse.Namespace) -> int:
     for event in events:
         sys.stdout.write(format_event(event) + "\n")
     return EXIT_OK
+
+
+def _print_tree(store: Any, session_id: str, args: argparse.Namespace, depth: int) -> None:
+    """``events --tree``: the session's events, each child session's (indented, its own
+    children in it) right after the parent's event that started it (``--json``: each event
+    with its ``depth``)."""
+    from ..delegation import children_of
+    from ..serialize import event_to_dict
+
+    children: dict[str | None, list[Any]] = {}
+    for record in children_of(store, session_id):
+        children.setdefault(record.parent_event_id, []).append(record)
+    events = store.events(session_id, after=args.after if depth == 0 else 0, limit=args.limit)
+    indent = "    " * depth
+    for event in events:
+        if args.json:
+            print_json_lines([{**event_to_dict(event), "depth": depth}])
+        else:
+            sys.stdout.write(indent + format_event(event) + "\n")
+        for record in children.pop(event.event_id, ()):
+            _print_child(store, record, args, depth)
+    for records in children.values():  # started by an event not shown (--after, --limit)
+        for record in records:
+            _print_child(store, record, args, depth)
+
+
+def _print_child(store: Any, record: Any, args: argparse.Namespace, depth: int) -> None:
+    if not args.json:
+        line = f"{'    ' * (depth + 1)}child {record.session_id} {record.ref.harness}"
+        sys.stdout.write(line + f" ({record.status})\n")
+    _print_tree(store, record.session_id, args, depth + 1)
 
 
 def _follow_events(store: Any, args: argparse.Namespace) -> int:

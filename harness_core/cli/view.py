@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..plain_text import clip, duration_text, failure_text, usage_text
+from ..plain_text import RESTARTED, clip, duration_text, failure_text, usage_text
 from .output import Out
 
 if TYPE_CHECKING:
@@ -75,6 +75,12 @@ class RunView:
             self._note(f"? approval {p.request_id}: {p.summary}", "magenta")
         elif isinstance(p, ev.PermissionResolved):
             self._note(f"? approval {p.request_id}: {p.decision} by {p.source}", "magenta")
+        elif isinstance(p, ev.TurnRestarted):
+            # the text printed so far cannot be taken back: say it is void, start again
+            self._end_text()
+            self._note(f"~ attempt {p.attempt}: {RESTARTED}", "bold yellow")
+            self._streamed = ""
+            self._shown_text = False
         elif isinstance(p, ev.Status):
             self._note(f"- {p.message}", "dim")
         elif isinstance(p, ev.Artifact):

@@ -100,9 +100,10 @@ def status_of(view: dict[str, Any]) -> str:
 # -- one session --------------------------------------------------------------------------------
 
 
-def render_tool(item: Item, call: ToolCall | None) -> str:
+def render_tool(item: Item, call: ToolCall | None, nested: str = "") -> str:
     """A tool call on one line (what it ran -> what came of it, how long), expandable to the
-    whole of both and the call's facts. ``static/viewer.js`` builds the same from live events."""
+    whole of both and the call's facts (and ``nested``: the child sessions the call started).
+    ``static/viewer.js`` builds the same from live events."""
     ran = call.input if call is not None else ""
     came = call.output if call is not None else item.text
     took = duration_text(call.seconds) if call is not None and call.ended_at else ""
@@ -121,15 +122,15 @@ def render_tool(item: Item, call: ToolCall | None) -> str:
         f'<span class="took">{esc(took)}</span></summary>'
         f'<dl class="detail"><dt>ran</dt><dd class="detail-input">{esc(ran or "-")}</dd>'
         f'<dt>result</dt><dd class="detail-output">{esc(came or "-")}</dd>'
-        f'<dt>call</dt><dd class="detail-facts">{facts}</dd></dl></details>'
+        f'<dt>call</dt><dd class="detail-facts">{facts}</dd></dl>{nested}</details>'
     )
 
 
-def render_item(item: Item, call: ToolCall | None = None) -> str:
+def render_item(item: Item, call: ToolCall | None = None, nested: str = "") -> str:
     if item.kind == "text":
         return f'<div class="text">{esc(item.text)}</div>'
     if item.kind == "tool":
-        return render_tool(item, call)
+        return render_tool(item, call, nested)
     if item.kind == "permission":
         buttons = (
             '<button class="allow">Allow</button><button class="deny">Deny</button>'
@@ -194,10 +195,16 @@ def render_turn(
     harness: str,
     timing: TurnTiming | None = None,
     calls: dict[tuple[str, str], ToolCall] | None = None,
+    nested: dict[tuple[str, str], str] | None = None,
 ) -> str:
-    calls = calls or {}
+    """One turn; ``nested``: by (turn id, call id), the child sessions a tool call started."""
+    calls, nested = calls or {}, nested or {}
     items = "".join(
-        render_item(item, calls.get((turn.turn_id, item.key)) if item.kind == "tool" else None)
+        render_item(
+            item, calls.get((turn.turn_id, item.key)), nested.get((turn.turn_id, item.key), "")
+        )
+        if item.kind == "tool"
+        else render_item(item)
         for item in turn.items
     )
     return (
@@ -228,8 +235,9 @@ async def session_page(request: Request) -> Response:
     conversation = fold(events)
     timed = timings(events)
     harness = view["ref"]["provider"]
+    nested = await child_sessions(server, session_id, events, 0)
     turns = "".join(
-        render_turn(turn, number, harness, timed.turns.get(turn.turn_id), timed.tools)
+        render_turn(turn, number, harness, timed.turns.get(turn.turn_id), timed.tools, nested)
         for number, turn in enumerate(conversation.turns, start=1)
     )
     status = status_of(view)
@@ -266,4 +274,54 @@ async def session_page(request: Request) -> Response:
         output_tokens=_number(view["output_tokens"]),
         cost_usd=_number(view["cost_usd"]),
         closed="1" if conversation.closed else "",
+    )
+
+
+# -- delegation: child sessions under the tool call that started each ---------------------------
+
+#: How many levels of child sessions a page renders (deeper ones: their own page's link).
+NESTED_DEPTH = 4
+
+
+async def child_sessions(
+    server: Server, session_id: str, events: list[Any], depth: int
+) -> dict[tuple[str, str], str]:
+    """The child sessions ``session_id`` started (:mod:`harness_core.delegation`), rendered, by
+    the (turn id, call id) of the ``tool.started`` that started each."""
+    from ..delegation import children_of
+
+    records = await server.read(children_of, server.ledger, session_id)
+    if not records:
+        return {}
+    started: dict[str, Any] = {}
+    for record in records:
+        started.setdefault(record.parent_event_id, []).append(record)
+    nested: dict[tuple[str, str], str] = {}
+    for event in events:
+        found = started.get(event.event_id)
+        if found and event.type == "tool.started":
+            blocks = [await render_child(server, record, depth + 1) for record in found]
+            nested[(event.turn_id, event.payload.call_id)] = "".join(blocks)
+    return nested
+
+
+async def render_child(server: Server, record: Any, depth: int) -> str:
+    """One child session, collapsed: its harness, state and link; expanded, its turns."""
+    session_id = record.session_id
+    events = await server.events(session_id, after=0)
+    conversation = fold(events)
+    timed = timings(events)
+    nested = await child_sessions(server, session_id, events, depth) if depth < NESTED_DEPTH else {}
+    turns = "".join(
+        render_turn(
+            turn, number, record.ref.harness, timed.turns.get(turn.turn_id), timed.tools, nested
+        )
+        for number, turn in enumerate(conversation.turns, start=1)
+    )
+    return (
+        f'<details class="child-session" data-session="{esc(session_id)}">'
+        f'<summary><span class="label">child session</span> <code>{esc(record.ref.harness)}</code> '
+        f'<a href="/sessions/{esc(session_id)}"><code>{esc(session_id[:8])}</code></a> '
+        f'<span class="badge {esc(record.status)}">{esc(record.status)}</span></summary>'
+        f'<div class="child-turns">{turns}</div></details>'
     )

@@ -271,3 +271,88 @@ def test_cancelling_the_parent_cancels_the_child(tmp_path):
     assert result.status == "cancelled"
     terminals = [e for e in child_events if e.type.startswith("turn.") and e.type != "turn.started"]
     assert [e.type for e in terminals] == ["turn.cancelled"]
+
+
+@harness("again", features=FEATURES)
+async def again(message, session):
+    """Asks the helper twice in one child session, then once more in a new one."""
+    first = await session.run_agent("helper", "one")
+    second = await session.run_agent("helper", "two", session=first.session_id)
+    try:
+        await session.run_agent("looper", "three", session=first.session_id)
+    except HarnessError as error:
+        other = error.hint
+    return f"{first.session_id == second.session_id} {second.text} / {other}"
+
+
+def test_a_call_can_continue_its_child_session(tmp_path):
+    async def main():
+        async with Controller(
+            plugins=plugins_from([again, helper, looper]),
+            ledger=f"sqlite:///{tmp_path}/ledger.db",
+            state_dir=tmp_path / "state",
+            delegation=Delegation(PROFILES),
+        ) as c:
+            ref = await c.open_session(
+                harness="again", workspace=str(tmp_path), budget={"max_cost_usd": 1.0}
+            )
+            result = await c.run_turn(ref, "go")
+            [child] = children_of(c.ledger, ref.session_id)
+            child_live = c.live(child.session_id)
+            events = c.events(child.session_id)
+            return result, events, child_live.limits, c.live(ref).limits
+
+    result, events, child_limits, parent_limits = anyio.run(main)
+    assert result.text.startswith("True helper says: two / ")
+    assert "runs another harness" in result.text
+    assert [e.type for e in events].count("turn.started") == 2
+    # the continued child's budget: what the parent has left (1.0 - 0.004) plus what the
+    # child already spent of it (its own total counts that 0.004 again)
+    assert child_limits.budget.max_cost_usd == pytest.approx(1.0)
+    assert parent_limits.total.cost_usd == pytest.approx(0.008)
+    assert child_limits.total.cost_usd == pytest.approx(0.008)
+
+
+def test_a_call_for_a_closed_parent_is_refused_and_opens_nothing(tmp_path):
+    from harness_hookspecs.host_tools import ToolCaller
+
+    from harness_core.delegation import delegation_tool
+
+    async def main():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(harness="boss", workspace=str(tmp_path))
+            await c.close_session(ref)
+            tool = delegation_tool(c)
+            caller = ToolCaller(session_id=ref.session_id, harness="boss", turn_id="t1")
+            with pytest.raises(HarnessError) as refused:
+                await tool.function({"harness": "helper", "prompt": "hi"}, caller)
+            return refused.value, c.sessions()
+
+    error, sessions = anyio.run(main)
+    assert error.reason == "session-closed"
+    assert len(sessions) == 1
+
+
+def test_a_resumed_parent_counts_what_its_children_spent(tmp_path):
+    async def first():
+        async with controller(tmp_path) as c:
+            ref = await c.open_session(
+                harness="boss", workspace=str(tmp_path), budget={"max_cost_usd": 0.007}
+            )
+            await c.run_turn(ref, "helper one")  # 0.004 in the child, 0.001 its own
+            return ref.session_id
+
+    async def second(session_id):
+        async with controller(tmp_path) as c:
+            await c.resume_session(session_id, budget={"max_cost_usd": 0.007})
+            total = c.live(session_id).limits.total.cost_usd
+            [child] = children_of(c.ledger, session_id)
+            status = c.ledger.get_session(child.session_id).status
+            result = await c.run_turn(session_id, "helper two")  # the child crosses 0.007
+            return total, status, result
+
+    session_id = anyio.run(first)
+    total, status, result = anyio.run(second, session_id)
+    assert total == pytest.approx(0.005)
+    assert status == "closed"  # a released child is closed when its parent is resumed
+    assert result.reason == "limit-exceeded"

@@ -57,6 +57,11 @@ def _events_arguments(p: ArgumentParser) -> None:
     p.add_argument(
         "--follow", action="store_true", help="keep printing new events as they are recorded"
     )
+    p.add_argument(
+        "--tree",
+        action="store_true",
+        help="with the child sessions it delegated to, each under the call that started it",
+    )
 
 
 def _export_arguments(p: ArgumentParser) -> None:

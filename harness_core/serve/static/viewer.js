@@ -3,7 +3,7 @@
 "use strict";
 
 const TOKEN_KEY = "harness-serve-token";
-const TYPES = ["turn.started", "message.delta", "message.completed", "tool.started",
+const TYPES = ["turn.started", "turn.restarted", "message.delta", "message.completed", "tool.started",
   "tool.completed", "permission.requested", "permission.resolved", "status", "artifact",
   "usage", "turn.completed", "turn.failed", "turn.cancelled", "session.closed",
   "session.opened", "session.resumed", "thinking.delta", "thinking.completed", "model.completed",
@@ -184,7 +184,7 @@ function stepText(p) {
 
 function applyTool(items, event) {
   const p = event.payload;
-  let node = items.querySelector('.tool[data-call="' + CSS.escape(p.call_id) + '"]');
+  let node = items.querySelector(':scope > .tool[data-call="' + CSS.escape(p.call_id) + '"]');
   if (!node) {
     node = toolNode(p.call_id, p.name);
     node.dataset.first = event.sequence;
@@ -212,7 +212,7 @@ function applyTool(items, event) {
 
 async function toggleRaw(session, button) {
   const turn = button.closest("article.turn");
-  const pre = turn.querySelector("pre.raw");
+  const pre = turn.querySelector(":scope > pre.raw");
   const open = button.getAttribute("aria-expanded") === "true";
   button.setAttribute("aria-expanded", String(!open));
   pre.hidden = open;
@@ -279,8 +279,18 @@ class Live {
     if (event.type === "turn.started") return this.startTurn(event);
     const turn = event.turn_id && this.turnNode(event.turn_id);
     if (!turn) return;
-    const items = turn.querySelector(".items");
+    // ":scope >": a child session rendered inside a tool call has turns of its own
+    const items = turn.querySelector(":scope > .answer > .items");
     switch (event.type) {
+      case "turn.restarted":
+        // A retried attempt (another worker): what the earlier one streamed is void, as
+        // harness_core/transcript.py keeps only the last attempt's text and tools.
+        items.replaceChildren(el("div", "status restarted", "attempt " + p.attempt
+          + ": the turn restarted; what the previous attempt streamed is void"));
+        delete turn.dataset.streamed;
+        delete turn.dataset.firstOutput;
+        turn.dataset.attempt = String(p.attempt);
+        break;
       case "message.delta":
         turn.dataset.streamed = "1";
         this.firstOutput(turn, event);
@@ -343,7 +353,7 @@ class Live {
           if (p.usage[key] !== null && p.usage[key] !== undefined) total[key] = (total[key] || 0) + p.usage[key];
         }
         this.usage.set(event.turn_id, total);
-        turn.querySelector(".usage").textContent = fmtUsage(total);
+        turn.querySelector(":scope > .usage").textContent = fmtUsage(total);
         for (const key of ["input_tokens", "output_tokens", "cost_usd"]) {
           if (p.usage[key] !== null && p.usage[key] !== undefined) {
             this.totals[key] = (this.totals[key] || 0) + p.usage[key];
@@ -353,18 +363,18 @@ class Live {
         break;
       }
       case "turn.completed":
-        if (p.text && !items.querySelector(".text")) this.appendText(items, p.text);
+        if (p.text && !items.querySelector(":scope > .text")) this.appendText(items, p.text);
         this.finishTurn(turn, "completed", event);
         break;
       case "turn.failed": {
         const node = el("div", "failure", "failed: ");
         node.append(el("code", null, p.reason), " " + p.message + (p.hint ? " (" + p.hint + ")" : ""));
-        turn.querySelector(".outcome").replaceChildren(node);
+        turn.querySelector(":scope > .outcome").replaceChildren(node);
         this.finishTurn(turn, "failed", event);
         break;
       }
       case "turn.cancelled":
-        turn.querySelector(".outcome").replaceChildren(el("div", "failure cancelled", "cancelled by " + p.by));
+        turn.querySelector(":scope > .outcome").replaceChildren(el("div", "failure cancelled", "cancelled by " + p.by));
         this.finishTurn(turn, "cancelled", event);
         break;
     }
@@ -381,7 +391,7 @@ class Live {
 
   startTurn(event) {
     if (this.turnNode(event.turn_id)) return;
-    const number = this.turns.querySelectorAll(".turn").length + 1;
+    const number = this.turns.querySelectorAll(":scope > .turn").length + 1;
     const turn = el("article", "turn");
     turn.id = "turn-" + event.turn_id;
     turn.dataset.turn = event.turn_id;

@@ -11,6 +11,8 @@ from harness_hookspecs import HarnessError
 
 from harness_core.cli.commands.args import count
 
+from .connection import TemporalConnection
+from .connection import add_arguments as add_connection_arguments
 from .shapes import DEFAULT_GRACE, DEFAULT_MAX_CONCURRENT, NAMESPACE, TASK_QUEUE
 
 
@@ -60,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=_host_port,
         help="serve /healthz, /readyz and /metrics (Prometheus) here (e.g. 127.0.0.1:9464)",
     )
+    add_connection_arguments(p)
 
 
 def _seconds(text: str) -> float:
@@ -87,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.ledger:
         raise HarnessError("invalid-request", "the worker needs --ledger (a shared ledger URL)")
+    connection = TemporalConnection.from_args(args, args.address)
     configure_logging(args.log_format)
 
     def ready() -> None:
@@ -104,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             max_concurrent=args.max_concurrent,
             grace=args.grace,
             http=args.http,
+            connection=connection,
         )
     )
     return 0
@@ -117,6 +122,7 @@ def add_reconcile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--namespace", default=NAMESPACE, help=f"Temporal namespace (default {NAMESPACE})"
     )
+    add_connection_arguments(p)
     shared(p)
 
 
@@ -132,15 +138,10 @@ def reconcile(args: argparse.Namespace) -> int:
 
     from .client import workflow_gone
 
-    async def main() -> int:
-        from temporalio.client import Client
+    connection = TemporalConnection.from_args(args, args.temporal)
 
-        try:
-            client = await Client.connect(args.temporal, namespace=args.namespace)
-        except RuntimeError:  # the SDK's connection failure
-            raise HarnessError(
-                "provider-unavailable", "cannot reach the Temporal service"
-            ) from None
+    async def main() -> int:
+        client = await connection.client()
 
         def gone(session_id: str) -> bool:
             return bool(anyio.from_thread.run(workflow_gone, client, session_id))
@@ -171,8 +172,12 @@ def run_on_temporal(
 
     from .client import TemporalController
 
+    connection = TemporalConnection.from_args(args, args.temporal, prefix="--temporal-")
+
     async def main() -> int:
-        controller = await TemporalController.connect(args.temporal, ledger=args.ledger)
+        controller = await TemporalController.connect(
+            args.temporal, ledger=args.ledger, connection=connection
+        )
         async with controller, anyio.create_task_group() as group:
             if args.session:
                 ref: Any = args.session

@@ -48,6 +48,7 @@ from harness_core.ledger.tail import follow
 from harness_core.plugin_manager import get_plugins
 from harness_core.retry import turn_ended
 
+from .connection import TemporalConnection
 from .host_approvals import ASKED_GRACE, TurnApprovers
 from .shapes import (
     ANSWER_PERMISSION,
@@ -137,16 +138,16 @@ class TemporalController:
         *,
         ledger: LedgerStore | str | None,
         namespace: str = NAMESPACE,
+        connection: TemporalConnection | None = None,
         **kw: Any,
     ) -> TemporalController:
-        """Connect to Temporal at ``address``; ``ledger``: the workers' shared ledger."""
+        """Connect to Temporal at ``address``; ``ledger``: the workers' shared ledger.
+        ``connection``: TLS and an API key (:mod:`.connection`; it names the address and
+        namespace itself)."""
         require_asyncio()
-        try:
-            client = await Client.connect(address, namespace=namespace)
-        except RuntimeError:  # the SDK's connection failure
-            raise HarnessError(
-                "provider-unavailable", "cannot reach the Temporal service"
-            ) from None
+        if connection is None:
+            connection = TemporalConnection(address, namespace)
+        client = await connection.client()
         return cls(client, ledger=ledger, **kw)
 
     async def __aenter__(self) -> TemporalController:

@@ -56,9 +56,12 @@ def _reconcile(args: Namespace) -> int:
 
 
 def _run_arguments(parser: ArgumentParser) -> None:
+    from .connection import add_arguments
+
     parser.add_argument(
         "--temporal", metavar="ADDRESS", help="run on Temporal workers (harness worker)"
     )
+    add_arguments(parser, prefix="--temporal-")
 
 
 def _run_on_temporal(args: Namespace, invocation: Any) -> int | None:

@@ -48,9 +48,13 @@ def _tagged_for_the_watchdog() -> Iterator[None]:
 
 
 class DevServer:
-    """``start()`` -> ``address``; ``stop()`` shuts it down. One per test session."""
+    """``start()`` -> ``address``; ``stop()`` shuts it down. One per test session.
 
-    def __init__(self) -> None:
+    ``port``: listen there (a restart drill starts a second server on the first one's port);
+    by default a free one."""
+
+    def __init__(self, port: int | None = None) -> None:
+        self.port = port
         self.address = ""
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -83,6 +87,7 @@ class DevServer:
                 env: Any = await WorkflowEnvironment.start_local(
                     dev_server_existing_path=self._binary,
                     ip="127.0.0.1",
+                    port=self.port,
                     dev_server_log_level="error",
                 )
         except BaseException as error:  # reported by start()
@@ -97,6 +102,9 @@ class DevServer:
             await env.shutdown()
 
     def stop(self) -> None:
+        """Shut the server down (idempotent)."""
+        if not self._thread.is_alive():
+            return
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(timeout=30)

@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 import anyio
-from harness_hookspecs import HarnessError
 from temporalio.client import Client
 from temporalio.worker import Worker
 
 from .activities import HEARTBEAT_SETTLE, SessionActivities
+from .connection import TemporalConnection
 from .observability import HealthServer, Monitor, note
 from .shapes import DEFAULT_GRACE, DEFAULT_MAX_CONCURRENT, NAMESPACE, TASK_QUEUE
 from .workflow import SessionWorkflow
@@ -70,15 +70,17 @@ async def run_worker(
     max_concurrent: int = DEFAULT_MAX_CONCURRENT,
     grace: float = DEFAULT_GRACE,
     http: tuple[str, int] | None = None,
+    connection: TemporalConnection | None = None,
 ) -> None:
     """Serve until SIGINT / SIGTERM; then drain (see the module doc) and release every session.
 
     ``http``: (host, port) of ``/healthz``, ``/readyz`` and ``/metrics`` (see
-    :mod:`.observability`); port 0 picks a free one (logged in ``worker.started``)."""
-    try:
-        client = await Client.connect(address, namespace=namespace)
-    except RuntimeError:  # the SDK's connection failure
-        raise HarnessError("provider-unavailable", "cannot reach the Temporal service") from None
+    :mod:`.observability`); port 0 picks a free one (logged in ``worker.started``).
+    ``connection``: TLS and an API key (:mod:`.connection`; it names the address and namespace
+    itself)."""
+    if connection is None:
+        connection = TemporalConnection(address, namespace)
+    client = await connection.client()
     monitor = Monitor()
     server = HealthServer(monitor, *http).start() if http is not None else None
     where = None if server is None else f"{server.host}:{server.port}"

@@ -70,3 +70,76 @@ async def sessions(address, ledger_url, queue, workspace, steps_config):
     async with Controller(ledger=ledger_url) as local:
         never = await local.open_session(harness="echo", workspace=workspace)
     return kept.session_id, terminated.session_id, never.session_id
+
+
+def test_a_dev_server_restart_orphans_the_session_and_reconcile_closes_it(
+    postgresql_ledger_url, tmp_path: Path, workspace, steps_config
+):
+    """The real thing: a dev server of this test's own is stopped and started again on the same
+    port (it kept its workflows in memory). The worker rides it out, but the session's workflow
+    is gone: a turn is refused ``session-not-found``, and ``harness reconcile-temporal`` closes
+    the session in the ledger, after which a second pass finds nothing."""
+    from executor_temporal.testing import DevServer
+
+    first = DevServer().start()
+    port = int(first.address.rpartition(":")[2])
+    queue = "q-restart"
+    worker = WorkerProcess("r", first.address, queue, postgresql_ledger_url, tmp_path)
+    second = None
+    try:
+        worker.wait_ready()
+        session_id = anyio.run(opened_with_a_turn, first.address, postgresql_ledger_url, queue,
+                               workspace, steps_config)  # fmt: skip
+        first.stop()
+        second = DevServer(port=port).start()
+        assert second.address == first.address
+        refused = anyio.run(turn_refused, second.address, postgresql_ledger_url, queue, session_id)
+        assert refused == "session-not-found"
+        argv = [HARNESS, "reconcile-temporal", "--temporal", second.address,
+                "--ledger", postgresql_ledger_url, "--json"]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        found = [json.loads(line) for line in done.stdout.splitlines()]
+        assert [(f["session_id"], f["closed"], f["reason"]) for f in found] == [
+            (session_id, True, "workflow-gone")
+        ]
+        again = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert again.stdout == "" and "0 orphans ended" in again.stderr
+    finally:
+        worker.stop()
+        first.stop()
+        if second is not None:
+            second.stop()
+    from ledger_postgresql.store import PostgresStore
+
+    store = PostgresStore(postgresql_ledger_url)
+    try:
+        events = store.events(session_id)
+        assert store.get_session(session_id).status == "closed"
+        assert [e.type for e in events].count("turn.completed") == 1
+        assert events[-1].type == "session.closed"
+        assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+    finally:
+        store.close()
+
+
+async def opened_with_a_turn(address, ledger_url, queue, workspace, steps_config) -> str:
+    client = await Client.connect(address)
+    async with TemporalController(client, ledger=ledger_url, task_queue=queue) as controller:
+        ref = await controller.open_session(
+            harness="stdio-jsonl", workspace=workspace, config=steps_config
+        )
+        assert (await controller.run_turn(ref, "hello")).status == "completed"
+    return ref.session_id
+
+
+async def turn_refused(address, ledger_url, queue, session_id) -> str:
+    from harness_hookspecs import HarnessError
+
+    client = await Client.connect(address)
+    async with TemporalController(client, ledger=ledger_url, task_queue=queue) as controller:
+        try:
+            await controller.run_turn(session_id, "after the restart")
+        except HarnessError as error:
+            return error.reason
+    return "ran"

@@ -143,3 +143,55 @@ def test_claude_code_delegates_to_codex_and_to_a_function_harness(
     assert STATE["parent_token_on_parent"] == 200
     assert STATE["parent_token_on_child"] == 401
     assert closed == ["closed", "closed"]
+
+
+@pytest.mark.cli
+def test_claude_code_delegating_to_itself_stops_at_depth_2_with_an_error_its_model_sees(
+    workspace, make_controller
+):
+    claude = HARNESSES["claude-code"]
+    deeper = ToolCall(
+        "run_agent", {"harness": "claude-code", "prompt": "go deeper"}, mcp_server="harness"
+    )
+    refusal = "limit-exceeded: the turn exceeded a configured limit (delegation depth 2 reached)"
+
+    def step(text, **match):
+        return Step(text=text, match=Match(**match))
+
+    script = [
+        Step(text="Parent delegates.", tool_calls=[deeper]),
+        Step(text="Child delegates.", tool_calls=[deeper], match=Match(contains="go deeper")),
+        Step(text="Grandchild delegates.", tool_calls=[deeper], match=Match(contains="go deeper")),
+        step("grandchild stopped", tool_result=True),
+        step("child done", tool_result=True),
+        step("parent done", tool_result=True),
+    ]
+
+    async def main():
+        with FakeModelServer(script) as server:
+            profile = ChildProfile(model=claude.model, config=claude.config(server))
+            controller = make_controller(
+                claude.adapter(),
+                StaticCredentials(claude.key_var, claude.key),
+                delegation=Delegation({"claude-code": profile}, max_depth=2),
+            )
+            async with controller as c:
+                ref = await c.open_session(
+                    harness="claude-code",
+                    workspace=workspace,
+                    model=claude.model,
+                    config=claude.config(server),
+                )
+                result = await c.run_turn(ref, "start", timeout=240)
+                [child] = children_of(c.ledger, ref.session_id)
+                [grandchild] = children_of(c.ledger, child.session_id)
+                below = children_of(c.ledger, grandchild.session_id)
+                requests = server.model_requests()
+        return result, below, requests
+
+    result, below, requests = anyio.run(main)
+    assert result.status == "completed" and result.text == "parent done", result
+    assert below == []  # the session at depth 2 opened nothing
+    # the grandchild's model saw the refusal as its tool's result
+    seen = [r for r in requests if r.has_tool_result and refusal in json.dumps(r.body)]
+    assert len(seen) == 1
