@@ -270,7 +270,7 @@ class CodexStream(JsonLinesStream):
             opening = [] if self.steps.open or method != "item/started" else self._step(item)
             return opening + self._item(item, method == "item/completed")
         if method == "turn/started":
-            return self.steps.requested()
+            return self.steps.requested(self.thread.get("model"))
         if method == "thread/tokenUsage/updated":
             usage = params.get("tokenUsage")
             last = usage.get("last") if isinstance(usage, Mapping) else None
@@ -289,12 +289,12 @@ class CodexStream(JsonLinesStream):
     def _step(self, item: Any) -> list[Payload]:
         """The next model step, opened by the first item the model's response starts."""
         if isinstance(item, Mapping) and item.get("type") in _MODEL_ITEMS:
-            return self.steps.requested()
+            return self.steps.requested(self.thread.get("model"))
         return []
 
     def _opening(self) -> list[Payload]:
         """A step for streamed output that came before any item of it started."""
-        return [] if self.steps.open else self.steps.requested()
+        return [] if self.steps.open else self.steps.requested(self.thread.get("model"))
 
     def _item(self, item: Any, completed: bool) -> list[Payload]:
         if not isinstance(item, Mapping):
