@@ -147,7 +147,7 @@ def reasoning_turns(
 
 
 #: The host's instructions the instructions scenario opens its session with.
-INSTRUCTIONS = "Host rule 7: always answer in one sentence. (marker HOST-INSTRUCTIONS-31)"
+INSTRUCTIONS = "- Host rule 7: always answer in one sentence. (marker HOST-INSTRUCTIONS-31)"
 MARKER = "HOST-INSTRUCTIONS-31"
 
 
