@@ -34,6 +34,7 @@ from typing import IO, Any, Protocol, runtime_checkable
 
 import attrs
 from harness_hookspecs import Event, HarnessError, LedgerStore, SessionRecord
+from harness_hookspecs.names import SEED_001_NAMES, normalize_event
 
 from .export import EXPORT_FORMAT, EXPORT_VERSION
 from .redaction import Redactor
@@ -71,9 +72,20 @@ class Bundle:
         digest = hashlib.sha256()
         with open(self.path, "rb") as handle:
             for row in _walk(_Reader(handle, digest.update), lambda _key, _value: None):
-                yield event_from_dict(row)
+                yield event_from_dict(in_our_names(row))
         if digest.hexdigest() != self.digest:
             raise HarnessError("invalid-request", "the bundle file changed while importing")
+
+
+def in_our_names(row: Any) -> Any:
+    """An event row with seed 001's type name (and its fields) normalized to ours (see
+    :mod:`harness_hookspecs.names`); any other row as it is."""
+    kind = row.get("type") if isinstance(row, Mapping) else None
+    if not isinstance(kind, str) or kind not in SEED_001_NAMES:
+        return row
+    payload = row.get("payload")
+    kind, fields = normalize_event(kind, payload if isinstance(payload, Mapping) else {})
+    return {**row, "type": kind, "payload": fields}
 
 
 class _Bad(Exception):
@@ -208,7 +220,7 @@ def load_bundle_file(path: str) -> Bundle:
                 if not isinstance(row, Mapping):
                     raise HarnessError("invalid-request", "the bundle holds a malformed record")
                 try:
-                    event = event_from_dict(row)
+                    event = event_from_dict(in_our_names(row))
                 except HarnessError:
                     raise HarnessError(
                         "invalid-request", "the bundle holds a malformed record"

@@ -86,6 +86,7 @@ class RuntimeSessionContext:
         env_passthrough: Sequence[str] = (),
         approvals: Approvals | None = None,
         ledger: LedgerStore | None = None,
+        instructions: str | None = None,
         after_tool: AfterTool | None = None,
     ) -> None:
         self.session_id = session_id
@@ -95,6 +96,12 @@ class RuntimeSessionContext:
         self.model = model
         self.posture = posture
         self.config = config
+        #: the host's instructions for the harness (``OpenSessionRequest.instructions``)
+        self.instructions = instructions
+        #: the CLI's own id of the session, once its adapter said it
+        self.vendor_session_id: str | None = None
+        #: called with a newly reported vendor id (set by the controller once the record exists)
+        self.on_vendor_session_id: Callable[[str], None] | None = None
         self.sandbox = sandbox
         self.redactor = redactor
         self._credential_env = dict(credential_env)
@@ -207,6 +214,17 @@ class RuntimeSessionContext:
 
     def add_secret(self, value: str) -> None:
         self.redactor.add(value)
+
+    def report_vendor_session_id(self, value: str) -> None:
+        """Keep the CLI's own id of the session (see the contract's ``SessionContext``); a new
+        one is handed to :attr:`on_vendor_session_id` (the controller updates the record)."""
+        if not isinstance(value, str) or not 0 < len(value) <= 256 or not value.isprintable():
+            return
+        if value == self.vendor_session_id:
+            return
+        self.vendor_session_id = value
+        if self.on_vendor_session_id is not None:
+            self.on_vendor_session_id(value)
 
     @property
     def wants_after_tool_context(self) -> bool:

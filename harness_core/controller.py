@@ -74,8 +74,14 @@ from .request_checks import (
     safe_hint,
 )
 from .retry import dangling_turn, recovered
-from .session_config import resolved_config, stored_config
-from .session_start import SessionFields, attach_session, create_record
+from .session_config import stored_config
+from .session_start import (
+    SessionFields,
+    attach_session,
+    create_record,
+    keep_vendor_session_id,
+    resume_fields,
+)
 from .tool_hooks import AfterTool, ToolHook
 from .turn import (
     CLEANUP_GRACE,
@@ -115,6 +121,7 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.config,
         record.parent_session_id,
         record.parent_event_id,
+        record.vendor_session_id,
     )
 
 
@@ -374,13 +381,17 @@ class Controller:
             ),
         )
         live.limits.budget = limits
+        if request.instructions is not None and "instructions" not in descriptor.features:
+            live.instructions_pending = request.instructions
         create_record(
             self.ledger,
             live.ref,
             request,
             stored_config(request.config, live.context.redactor),
             parent=parent,
+            vendor_session_id=live.context.vendor_session_id,
         )
+        self._keep_vendor_ids(live)
         self.ledger.claim(live.ref.session_id)
         live.recorder.record(
             None,
@@ -391,8 +402,11 @@ class Controller:
                 posture=request.posture,
                 sandbox=live.sandbox.provider,
                 network=request.sandbox.network,
+                instructions=request.instructions,
+                record_thinking=request.record_thinking,
                 parent_session_id=parent[0] if parent else None,
                 parent_event_id=parent[1] if parent else None,
+                vendor_session_id=live.context.vendor_session_id,
             ),
         )
         self._allow_delegation(live)
@@ -444,17 +458,7 @@ class Controller:
                 raise HarnessError("session-not-found")
             session = record.ref
         if isinstance(session, SessionRef):
-            fields.setdefault("workspace", record.workspace if record else None)
-            fields.setdefault("model", record.model if record else None)
-            fields.setdefault("posture", record.posture if record else "auto")
-            if record is not None:
-                fields.setdefault("agent", record.agent)
-                fields.setdefault("user", record.user)
-                # the config it was opened with, each key given again replacing its own
-                fields["config"] = {
-                    **resolved_config(record.config),
-                    **(fields.get("config") or {}),
-                }
+            fields = resume_fields(self.ledger, record, fields)
             try:
                 request = ResumeSessionRequest(session=session, **fields)
             except (TypeError, ValueError) as error:
@@ -540,9 +544,21 @@ class Controller:
         interrupted, live.retrying = recovered(dangling, retrying)
         if interrupted is not None:
             end_interrupted(live, interrupted)
-        recorder.record(None, SessionResumed(provider=ref.harness, target=ref.target))
+        vendor = live.context.vendor_session_id
+        if vendor is not None:
+            keep_vendor_session_id(self.ledger, ref.session_id, vendor)
+        self._keep_vendor_ids(live)
+        recorder.record(
+            None, SessionResumed(provider=ref.harness, target=ref.target, vendor_session_id=vendor)
+        )
         self._allow_delegation(live)
         return live
+
+    def _keep_vendor_ids(self, live: LiveSession) -> None:
+        """A vendor session id the adapter reports from now on goes into the record."""
+        live.context.on_vendor_session_id = partial(
+            keep_vendor_session_id, self.ledger, live.ref.session_id
+        )
 
     async def _attach(
         self,

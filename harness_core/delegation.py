@@ -293,6 +293,8 @@ def _child_request(
             agent=record.agent if record is not None else None,
             user=record.user if record is not None else None,
             config=profile.config,
+            # a parent that keeps thinking out of the ledger keeps its children's out too
+            record_thinking=parent.record_thinking,
         )
     except (TypeError, ValueError):
         raise HarnessError("invalid-request", f"the profile of {harness} is invalid") from None

@@ -23,6 +23,7 @@ from harness_hookspecs import (
     OpenSessionRequest,
     Payload,
     SessionForked,
+    SessionOpened,
     SessionRecord,
     SessionRef,
 )
@@ -136,6 +137,7 @@ def _fork_request(
                 "invalid-request", f"{at[:80]!r} is not an event of session {parent_id}"
             )
     kept = conversation_at(controller.ledger, events, point.sequence if point is not None else 0)
+    opened = events[0].payload if events and isinstance(events[0].payload, SessionOpened) else None
     try:
         request = OpenSessionRequest(
             **{
@@ -147,6 +149,9 @@ def _fork_request(
                 "agent": record.agent,
                 "user": record.user,
                 "config": resolved_config(record.config),
+                # the parent's instructions and thinking policy hold in the child too
+                "instructions": opened.instructions if opened is not None else None,
+                "record_thinking": opened.record_thinking if opened is not None else True,
                 **fields,
             }
         )

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.abc
+import attrs
 from attrs import frozen
 from harness_hookspecs import (
     HarnessDescriptor,
@@ -21,6 +22,7 @@ from harness_hookspecs import (
     SandboxHandle,
     SandboxRequest,
     SandboxSpec,
+    SessionOpened,
     SessionRecord,
     SessionRef,
 )
@@ -40,6 +42,7 @@ from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
 from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
+from .session_config import resolved_config
 from .tool_hooks import AfterTool
 from .turn import CLEANUP_GRACE, LiveSession, as_error
 
@@ -76,6 +79,7 @@ def create_record(
     config: Mapping[str, Any] | None = None,
     *,
     parent: tuple[str, str] | None = None,
+    vendor_session_id: str | None = None,
 ) -> None:
     """Record a new (or a resumed-anew) session as open; ``config``: the request's config as
     the record keeps it (secrets as references, see :mod:`.session_config`); ``parent``: a
@@ -95,8 +99,47 @@ def create_record(
             config=config or {},
             parent_session_id=parent[0] if parent else None,
             parent_event_id=parent[1] if parent else None,
+            vendor_session_id=vendor_session_id,
         )
     )
+
+
+def keep_vendor_session_id(ledger: LedgerStore, session_id: str, value: str) -> None:
+    """Put the CLI's own id of a session into its record (an adapter reported it later than
+    the record was made, or a new one)."""
+    record = ledger.get_session(session_id)
+    if record is not None and record.vendor_session_id != value:
+        ledger.update_session(attrs.evolve(record, vendor_session_id=value, updated_at=now()))
+
+
+def opened_event(ledger: LedgerStore, session_id: str) -> SessionOpened | None:
+    """The ``session.opened`` a session's ledger starts with (what it was opened with: its
+    instructions, whether it records thinking), or ``None`` (imported, or none recorded)."""
+    first = ledger.events(session_id, limit=1)
+    payload = first[0].payload if first else None
+    return payload if isinstance(payload, SessionOpened) else None
+
+
+def resume_fields(
+    ledger: LedgerStore, record: SessionRecord | None, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A resume's request fields: ``fields``, with what they leave out from the session's
+    record (workspace, model, posture, agent, user, config - a config key given again replaces
+    its own) and its ``session.opened`` (instructions, record_thinking)."""
+    given = dict(fields)
+    given.setdefault("workspace", record.workspace if record else None)
+    given.setdefault("model", record.model if record else None)
+    given.setdefault("posture", record.posture if record else "auto")
+    if record is None:
+        return given
+    given.setdefault("agent", record.agent)
+    given.setdefault("user", record.user)
+    opened = opened_event(ledger, record.ref.session_id)
+    if opened is not None:  # what the session was opened with, unless said again
+        given.setdefault("instructions", opened.instructions)
+        given.setdefault("record_thinking", opened.record_thinking)
+    given["config"] = {**resolved_config(record.config), **(given.get("config") or {})}
+    return given
 
 
 @frozen
@@ -112,6 +155,8 @@ class SessionFields:
     agent: str | None
     user: str | None
     config: Mapping[str, Any]
+    instructions: str | None = None
+    record_thinking: bool = True
 
     @classmethod
     def of(cls, request: OpenSessionRequest | ResumeSessionRequest, target: str) -> SessionFields:
@@ -124,6 +169,8 @@ class SessionFields:
             request.agent,
             request.user,
             request.config,
+            request.instructions,
+            request.record_thinking,
         )
 
 
@@ -179,6 +226,7 @@ async def attach_session(
             ref, ledger=controller.ledger, delivery=controller.delivery, redactor=redactor
         ),
         limits=SessionLimits(started=controller.clock()),
+        record_thinking=fields.record_thinking,
     )
     controller.live_sessions[ref.session_id] = live
     return live
@@ -243,6 +291,7 @@ async def _context(
         env_passthrough=controller.env_passthrough,
         approvals=controller.approvals,
         ledger=controller.ledger,
+        instructions=fields.instructions,
         after_tool=controller.after_tool,
     )
     if controller.plugins.host_tools or controller.host_tools:

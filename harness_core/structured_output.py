@@ -7,8 +7,10 @@ The runtime always validates the answer itself (``jsonschema``), whatever the ad
 - otherwise the schema is appended to the prompt the adapter sees (prompt-and-validate) and the
   answer text is parsed as JSON (a fenced ```json block is accepted).
 
-A malformed answer is retried in the same session and the same turn, with the validation error
-as the next prompt, at most ``retries`` times; then the turn fails with ``invalid-output``. The
+Each answer's verdict is recorded as ``output.validated`` (``passed``, or ``failed`` with the
+failing keyword and path - never the answer). A malformed answer is retried in the same session
+and the same turn, with the validation error as the next prompt, at most ``retries`` times; then
+the turn fails with ``invalid-output``. The
 turn keeps exactly one terminal event: the accepted ``turn.completed`` carries ``output``.
 """
 
@@ -27,6 +29,7 @@ from harness_hookspecs import (
     HarnessError,
     MessageCompleted,
     MessageDelta,
+    OutputValidated,
     Payload,
     Status,
     TurnCompleted,
@@ -231,6 +234,14 @@ class StructuredTurn:
         self.last = verdict
         return verdict
 
+    def validated(self, verdict: Verdict) -> OutputValidated:
+        """The ``output.validated`` event of this attempt's verdict (its fixed summary only)."""
+        if verdict.ok:
+            return OutputValidated(attempt=self.attempt, verdict="passed")
+        return OutputValidated(
+            attempt=self.attempt, verdict="failed", reason=verdict.summary[:240] or None
+        )
+
     def can_retry(self) -> bool:
         return self.attempt <= self.retries
 
@@ -251,6 +262,7 @@ class StructuredTurn:
         if not isinstance(terminal, TurnCompleted):
             return terminal  # failed or cancelled: as it is
         verdict = self.check(terminal, turn.events[self.attempt_start :])
+        turn.record_runtime(self.validated(verdict))
         if verdict.ok:
             return self.accepted(terminal, verdict.value)
         if not self.can_retry():

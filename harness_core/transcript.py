@@ -48,7 +48,7 @@ __all__ = [
 class Item:
     """One thing a turn showed, in order."""
 
-    kind: str  # text | tool | permission | status | artifact
+    kind: str  # text | thinking | tool | permission | status | step | validation | artifact
     text: str = ""
     key: str = ""  # call_id / request_id
     name: str = ""
@@ -119,6 +119,12 @@ class TurnView:
             item = self.find("permission", payload.request_id)
             if item is not None:
                 item.state = f"{payload.decision} ({payload.source})"
+        elif isinstance(payload, ev.ThinkingDelta | ev.ThinkingCompleted):
+            self._thinking(payload)
+        elif isinstance(payload, ev.ModelCompleted):
+            self.items.append(Item("step", _detail(payload) or "model call", name="model step"))
+        elif isinstance(payload, ev.OutputValidated):
+            self.items.append(Item("validation", _detail(payload), state=payload.verdict))
         elif isinstance(payload, ev.Status):
             self.items.append(Item("status", payload.message))
         elif isinstance(payload, ev.Artifact):
@@ -132,6 +138,29 @@ class TurnView:
             self.items, self.streamed, self.last_message = [], False, None
         else:
             self._end(payload)
+
+    def _thinking(self, payload: ev.ThinkingDelta | ev.ThinkingCompleted) -> None:
+        """Thinking: one item a block, its deltas appended, its completion the whole text (or,
+        kept out of the ledger, its length)."""
+        last = self.items[-1] if self.items else None
+        open_block = (
+            last if last is not None and last.kind == "thinking" and not last.state else None
+        )
+        if isinstance(payload, ev.ThinkingDelta):
+            if open_block is None:
+                self.items.append(Item("thinking", payload.text))
+            else:
+                open_block.text += payload.text
+            return
+        text = (
+            payload.text
+            if payload.text is not None
+            else f"({payload.characters} characters, not kept)"
+        )
+        if open_block is None:
+            self.items.append(Item("thinking", text, state="done"))
+        else:
+            open_block.text, open_block.state = text, "done"
 
     def _tool(self, payload: ev.ToolStarted | ev.ToolCompleted) -> None:
         if isinstance(payload, ev.ToolStarted):
@@ -317,4 +346,18 @@ def _detail(p: Any) -> str:
         return failure_text(p.reason, p.message, p.hint)
     if isinstance(p, ev.TurnCancelled):
         return f"by {p.by}"
+    if isinstance(p, ev.ThinkingDelta):
+        return clip(p.text)
+    if isinstance(p, ev.ThinkingCompleted):
+        return clip(p.text) if p.text is not None else f"({p.characters} characters, not kept)"
+    if isinstance(p, ev.ModelRequested | ev.ModelCompleted):
+        step = p.model or ""
+        if isinstance(p, ev.ModelCompleted):
+            usage = usage_text(p.usage) if p.usage is not None else ""
+            ms = f"{p.duration_ms} ms" if p.duration_ms is not None else ""
+            step = " ".join(part for part in (step, usage, ms) if part)
+        return step
+    if isinstance(p, ev.OutputValidated):
+        verdict = f"attempt {p.attempt} {p.verdict}"
+        return verdict + (f": {p.reason}" if p.reason else "")
     return ""

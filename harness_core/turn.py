@@ -32,6 +32,8 @@ from harness_hookspecs import (
     RunTurnRequest,
     SandboxHandle,
     SessionRef,
+    ThinkingCompleted,
+    ThinkingDelta,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -153,6 +155,11 @@ class LiveSession:
     limits: SessionLimits = field(factory=SessionLimits)
     #: the turn a dead process left open that this resume keeps for its retry (:mod:`.retry`)
     retrying: str | None = None
+    #: thinking text reaches the ledger (``False``: only ``thinking.completed``'s count does)
+    record_thinking: bool = True
+    #: the host's instructions still to be put before the next prompt (a harness without the
+    #: ``instructions`` feature gets them so, once: with the session's first turn)
+    instructions_pending: str | None = None
     #: a child session's parent, while both are open here (delegation, :mod:`.delegation`)
     parent: LiveSession | None = None
     #: how many parents up to a top-level session (0: top-level)
@@ -217,6 +224,7 @@ class Turn:
         #: the shared budget spent outside the turn's stream (:meth:`stop_over_budget`)
         self._spent: str | None = None
         self._carry = ""  # streamed text held back while it could be the start of a secret
+        self._thinking_carry = ""  # the same, for streamed thinking
         self.terminal: Event | None = None
         self.events: list[Event] = []
         #: the turn's output schema and attempts (``run_turn(..., output_schema=...)``)
@@ -539,6 +547,11 @@ class Turn:
                         outcome = await self.structured.decide(self, outcome)
                         iterator = self._iterator
                 else:
+                    if type(payload) is ThinkingDelta or type(payload) is ThinkingCompleted:
+                        thought = self._thinking(payload)
+                        if thought is None:
+                            continue  # thinking kept out of the ledger: only the count stays
+                        payload = thought
                     if type(payload) is UsageReported and payload.usage.cost_usd is None:
                         # tokens without cost: estimated from a price table (on a thread: the
                         # table's first import takes a second or two)
@@ -588,18 +601,41 @@ class Turn:
         assert outcome is not None
         return outcome
 
+    def _thinking(self, payload: ThinkingDelta | ThinkingCompleted) -> Payload | None:
+        """A thinking event as the session records it: its length counted on
+        ``thinking.completed``; in a session that keeps thinking out of the ledger, the deltas
+        dropped (``None``) and the completed block's text too."""
+        if isinstance(payload, ThinkingDelta):
+            return payload if self.live.record_thinking else None
+        text = payload.text
+        characters = len(text) if text is not None else payload.characters
+        if not self.live.record_thinking:
+            text = None
+        return ThinkingCompleted(text=text, characters=characters)
+
     def _record_holding_back(self, payload: Payload) -> None:
         """Record, holding back the tail of streamed text that could start a secret."""
         if isinstance(payload, MessageDelta):
-            text = self._carry + payload.text
-            keep = self.live.context.redactor.hold_back(text)
-            self._carry = text[len(text) - keep :]
-            if len(text) > keep:
-                self._record(MessageDelta(text=text[: len(text) - keep]))
+            self._carry = self._held(self._carry + payload.text, MessageDelta)
             return
+        if isinstance(payload, ThinkingDelta):
+            self._thinking_carry = self._held(self._thinking_carry + payload.text, ThinkingDelta)
+            return
+        if self._thinking_carry and isinstance(payload, ThinkingCompleted):
+            # the block's deltas are all in before the block is
+            carry, self._thinking_carry = self._thinking_carry, ""
+            self._record(ThinkingDelta(text=carry))
         # The carry stays held across other events (a secret split by a status line between
         # its pieces); it is released before the terminal.
         self._record(payload)
+
+    def _held(self, text: str, piece: type[MessageDelta] | type[ThinkingDelta]) -> str:
+        """Record streamed ``text`` as a ``piece`` less its tail that could start a secret;
+        returns that tail (held until the next piece arrives)."""
+        keep = self.live.context.redactor.hold_back(text)
+        if len(text) > keep:
+            self._record(piece(text=text[: len(text) - keep]))
+        return text[len(text) - keep :]
 
     def record_runtime(self, payload: Payload) -> None:
         """Record a payload the runtime authors inside the running turn (the approval seam's
@@ -609,6 +645,9 @@ class Turn:
             self._record(payload)
 
     def _release_carry(self) -> None:
+        if self._thinking_carry:
+            carry, self._thinking_carry = self._thinking_carry, ""
+            self._record(ThinkingDelta(text=carry))
         if self._carry:
             carry, self._carry = self._carry, ""
             self._record(MessageDelta(text=carry))

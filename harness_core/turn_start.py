@@ -68,11 +68,14 @@ async def begin_turn(
 
         structured = structured_turn(live.descriptor, output_schema, options.output_retries)
     live.recorder.check_parent(options.parent_event_id)
+    asked = structured.first_prompt(prompt) if structured else prompt
+    if live.instructions_pending is not None:  # no native mechanism: before the first prompt
+        asked = f"{live.instructions_pending}\n\n{asked}"
     try:
         request = RunTurnRequest(
             session=live.ref,
             turn_id=turn_id,
-            prompt=structured.first_prompt(prompt) if structured else prompt,
+            prompt=asked,
             output_schema=output_schema,
         )
     except (TypeError, ValueError) as error:
@@ -109,6 +112,7 @@ async def begin_turn(
     if live.retrying is not None:
         end_unretried(live, turn_id)
     live.recorder.lineage.expect(options.parent_event_id)
+    live.instructions_pending = None  # delivered with this turn's prompt (if pending)
     await turn.begin(opening, request, inline=inline)
     if skipped is not None:  # right after turn.started: the producer has not run yet
         turn.record_runtime(Status(message=skipped))

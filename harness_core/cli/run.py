@@ -232,6 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     session_words(args)
     prompt = read_prompt(args)
     structured = structured_options(args)
+    opening = session_options(args)
     from .ledger_read import ledger_url
 
     # Not every other adapter's, sandbox's and ledger store's imports: only what this run names.
@@ -276,7 +277,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                     # What the session holds already; then print what open/resume appended (a
                     # dead run's turn ended as interrupted, then session.resumed).
                     shown = controller.ledger.last_sequence(args.session) if args.session else 0
-                    ref = await _open(controller, args, workspace, config, spec)
+                    ref = await _open(controller, args, workspace, config, spec, opening)
                     running["ref"] = ref
                     result = await _run_turn(
                         controller,
@@ -331,6 +332,7 @@ async def _open(
     workspace: str | None,
     config: dict[str, Any],
     spec: Any,
+    opening: dict[str, Any],
 ) -> Any:
     if not args.session:
         return await controller.open_session(
@@ -342,6 +344,7 @@ async def _open(
             sandbox=spec,
             agent=args.agent,
             user=args.user,
+            **opening,
         )
     extra: dict[str, Any] = {"config": config, "sandbox": spec}
     if workspace:
@@ -352,6 +355,23 @@ async def _open(
     if args.posture is not None or args.approve:
         extra["posture"] = args.posture or "strict"
     return await controller.resume_session(args.session, **extra)
+
+
+def session_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``instructions``/``record_thinking`` of a new session from ``--instructions FILE`` and
+    ``--no-record-thinking`` (checked before the session opens: a bad file records nothing)."""
+    options: dict[str, Any] = {}
+    if getattr(args, "instructions", None) is not None:
+        if args.session:
+            raise CliError("invalid-request", "--instructions applies to a new session")
+        from .text_file import read_instructions
+
+        options["instructions"] = read_instructions(args.instructions)
+    if getattr(args, "record_thinking", True) is False:
+        if args.session:
+            raise CliError("invalid-request", "--no-record-thinking applies to a new session")
+        options["record_thinking"] = False
+    return options
 
 
 def structured_options(args: argparse.Namespace) -> dict[str, Any]:

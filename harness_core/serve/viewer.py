@@ -144,6 +144,14 @@ def render_item(item: Item, call: ToolCall | None = None, nested: str = "") -> s
             f'<span class="summary">{esc(item.text)}</span> '
             f'<span class="decision">{esc(item.state)}</span>{buttons}</div>'
         )
+    if item.kind == "thinking":  # collapsed: the answer first, the reasoning on demand
+        return (
+            f'<details class="thinking"><summary>thinking</summary>'
+            f'<div class="thought">{esc(item.text)}</div></details>'
+        )
+    if item.kind in ("step", "validation"):
+        label = "model step" if item.kind == "step" else f"answer {item.state}"
+        return f'<div class="status {item.kind}"><span class="label">{esc(label)}</span> {esc(item.text)}</div>'
     if item.kind == "artifact":
         return f'<div class="status">artifact <code>{esc(item.name)}</code> {esc(item.text)}</div>'
     return f'<div class="status">{esc(item.text)}</div>'

@@ -18,7 +18,7 @@ from attrs import field, frozen
 
 from . import bounds as _bounds
 from .errors import MESSAGES, REASONS
-from .models import PROTOCOL_VERSION, TARGETS, Usage
+from .models import INSTRUCTIONS_MAX, PROTOCOL_VERSION, TARGETS, Usage
 
 _status = _bounds.bounded(1, _bounds.STATUS_MAX)
 _opt_status = _bounds.optional_bounded(1, _bounds.STATUS_MAX)
@@ -49,6 +49,14 @@ class SessionOpened:
     posture: str = "auto"
     sandbox: str | None = None
     network: str | None = None
+    #: the host's instructions for the harness (redacted like every string), if any
+    instructions: str | None = field(
+        default=None, validator=_bounds.optional_bounded(1, INSTRUCTIONS_MAX, multiline=True)
+    )
+    #: ``False``: the session keeps thinking text out of the ledger (counts only)
+    record_thinking: bool = True
+    #: the CLI's own id of the session, when the adapter knew it at open
+    vendor_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
     #: a child session's parent (delegation, ``run_agent``): the parent session and the event
     #: of it that started this one (its ``tool.started``); ``None`` for a top-level session
     parent_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
@@ -65,6 +73,8 @@ class SessionResumed:
     TYPE: ClassVar[str] = "session.resumed"
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_in(TARGETS))
+    #: the CLI's own id of the session, when the adapter knew it at resume
+    vendor_session_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
 
     @property
     def harness(self) -> str:
@@ -309,6 +319,63 @@ class SessionRewound:
     turns_kept: int = field(default=0, validator=_bounds.non_negative_int)
 
 
+@frozen
+class ThinkingDelta:
+    """A piece of the model's streamed reasoning ("thinking"), as the CLI reports it:
+    redacted like a message, bounded like a delta. Kept out of the ledger when the session
+    was opened with ``record_thinking=False`` (only :class:`ThinkingCompleted`'s count stays)."""
+
+    TYPE: ClassVar[str] = "thinking.delta"
+    text: str = field(validator=_nonempty_text)
+
+
+@frozen
+class ThinkingCompleted:
+    """A whole block of the model's reasoning. ``text`` is ``None`` in a session that keeps
+    thinking out of the ledger (``record_thinking=False``); ``characters`` is the block's
+    length either way (set by the runtime)."""
+
+    TYPE: ClassVar[str] = "thinking.completed"
+    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    characters: int | None = field(default=None, validator=_bounds.non_negative_int)
+
+
+@frozen
+class ModelRequested:
+    """One model call of the turn began (the CLI reported the boundary: a new API message,
+    a new step). ``model``: the model the CLI named for it, if it did."""
+
+    TYPE: ClassVar[str] = "model.requested"
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+
+
+@frozen
+class ModelCompleted:
+    """The model call opened by the last ``model.requested`` ended: its own ``usage`` (this
+    step's counts; the turn's ``usage`` events are the sum of its steps) and ``duration_ms``
+    (from the request to the last byte, as the adapter measured it). Informational: budgets
+    count the ``usage`` events, never these."""
+
+    TYPE: ClassVar[str] = "model.completed"
+    model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
+    usage: Usage | None = None
+    duration_ms: int | None = field(default=None, validator=_bounds.non_negative_int)
+
+
+@frozen
+class OutputValidated:
+    """Runtime-authored, in a turn run with an ``output_schema``: one answer's verdict.
+    ``attempt`` counts answers from 1; ``reason`` is the runtime's fixed, bounded account of a
+    failed answer ("the answer is not JSON", "enum at $.step") - never the answer's text."""
+
+    TYPE: ClassVar[str] = "output.validated"
+    attempt: int = field(
+        validator=[attrs.validators.instance_of(int), attrs.validators.in_(range(1, 1_000_000))]
+    )
+    verdict: str = field(validator=_in(("passed", "failed")))
+    reason: str | None = field(default=None, validator=_opt_status)
+
+
 Payload = (
     SessionOpened
     | SessionResumed
@@ -332,6 +399,11 @@ Payload = (
     | CheckpointCreated
     | CheckpointSkipped
     | SessionRewound
+    | ThinkingDelta
+    | ThinkingCompleted
+    | ModelRequested
+    | ModelCompleted
+    | OutputValidated
 )
 
 #: The closed union: event ``type`` -> payload class.
@@ -360,6 +432,11 @@ PAYLOAD_TYPES: Mapping[str, type[Any]] = {
         CheckpointCreated,
         CheckpointSkipped,
         SessionRewound,
+        ThinkingDelta,
+        ThinkingCompleted,
+        ModelRequested,
+        ModelCompleted,
+        OutputValidated,
     )
 }
 EVENT_TYPES: frozenset[str] = frozenset(PAYLOAD_TYPES)
@@ -378,6 +455,7 @@ ADAPTER_TYPES: frozenset[str] = EVENT_TYPES - {
     CheckpointCreated.TYPE,
     CheckpointSkipped.TYPE,
     SessionRewound.TYPE,
+    OutputValidated.TYPE,
 }
 
 EventType = Literal[
@@ -403,6 +481,11 @@ EventType = Literal[
     "checkpoint.created",
     "checkpoint.skipped",
     "session.rewound",
+    "thinking.delta",
+    "thinking.completed",
+    "model.requested",
+    "model.completed",
+    "output.validated",
 ]
 
 
@@ -416,7 +499,7 @@ def make_payload(event_type: str, fields: Mapping[str, Any]) -> Payload:
         raise ValueError(f"unknown event type: {event_type!r}")
     known = {a.name for a in attrs.fields(cls)}
     kept = {k: v for k, v in fields.items() if k in known}
-    if cls is UsageReported and isinstance(kept.get("usage"), Mapping):
+    if cls in (UsageReported, ModelCompleted) and isinstance(kept.get("usage"), Mapping):
         usage_known = {a.name for a in attrs.fields(Usage)}
         kept["usage"] = Usage(**{k: v for k, v in kept["usage"].items() if k in usage_known})
     result: Payload = cls(**kept)

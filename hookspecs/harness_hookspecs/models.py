@@ -33,6 +33,9 @@ Feature = Literal[
     "checkpoint",
     # the adapter hands `RunTurnRequest.output_schema` to the CLI's native mechanism
     "structured-output",
+    # the adapter delivers the session's `instructions` through the CLI's own system-prompt
+    # mechanism (without it the runtime puts them before the session's first prompt)
+    "instructions",
 ]
 FEATURES: tuple[str, ...] = get_args(Feature)
 
@@ -218,6 +221,11 @@ class SandboxSpec:
 _DEFAULT_SANDBOX = SandboxSpec()
 
 
+#: The longest host ``instructions`` a session takes (characters).
+INSTRUCTIONS_MAX = 32_768
+_instructions = _bounds.optional_bounded(1, INSTRUCTIONS_MAX, multiline=True)
+
+
 @frozen
 class OpenSessionRequest:
     """Ask a harness for a new session. A ``local`` session requires an explicit workspace."""
@@ -234,6 +242,14 @@ class OpenSessionRequest:
     agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+    #: The host's instructions for the harness (seed 004's prompt appendix), at most
+    #: ``INSTRUCTIONS_MAX`` characters: delivered through the CLI's own system-prompt mechanism
+    #: where it has one, else put before the first prompt (``describe`` says which); recorded,
+    #: redacted, in ``session.opened``.
+    instructions: str | None = field(default=None, validator=_instructions)
+    #: ``False``: the model's thinking is kept out of the ledger (``thinking.completed`` keeps
+    #: only its length; no ``thinking.delta`` is recorded).
+    record_thinking: bool = field(default=True, validator=attrs.validators.instance_of(bool))
 
     def __attrs_post_init__(self) -> None:
         if self.posture == "dangerous" and self.sandbox.network == "open":
@@ -252,6 +268,9 @@ class ResumeSessionRequest:
     agent: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     user: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
     config: Mapping[str, Any] = field(converter=_frozen_mapping, factory=dict)
+    #: as :class:`OpenSessionRequest`'s (the controller fills both from ``session.opened``)
+    instructions: str | None = field(default=None, validator=_instructions)
+    record_thinking: bool = field(default=True, validator=attrs.validators.instance_of(bool))
 
     @property
     def harness(self) -> str:
@@ -463,6 +482,9 @@ class SessionRecord:
     #: id and the parent's event that started it; ``None`` for a top-level session
     parent_session_id: str | None = None
     parent_event_id: str | None = None
+    #: the CLI's own id of the session (a Codex thread id...), as its adapter reported it;
+    #: ``None`` while unknown
+    vendor_session_id: str | None = None
 
     @property
     def session_id(self) -> str:

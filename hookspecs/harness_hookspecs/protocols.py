@@ -93,6 +93,14 @@ class SessionContext(Protocol):
         ...
 
     @property
+    def instructions(self) -> str | None:
+        """The host's instructions for the harness (``OpenSessionRequest.instructions``): an
+        adapter declaring the ``instructions`` feature delivers them through its CLI's own
+        system-prompt mechanism on every turn; for any other the runtime has already put them
+        before the session's first prompt."""
+        ...
+
+    @property
     def env(self) -> Mapping[str, str]:
         """Injected credentials and sandbox variables for this session's processes."""
         ...
@@ -126,6 +134,12 @@ class SessionContext(Protocol):
 
     def add_secret(self, value: str) -> None:
         """Register a value the adapter learned that must be redacted everywhere."""
+
+    def report_vendor_session_id(self, value: str) -> None:
+        """Say the CLI's own id of this session (a Codex thread, an OpenCode session...) once
+        the adapter knows it: at open or resume, or during the first turn. The runtime keeps it
+        in the session record (``vendor_session_id``) and in ``session.opened`` /
+        ``session.resumed``. An empty or over-long value is ignored."""
 
     async def request_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Ask the host whether a tool call may run, and wait for the decision.

@@ -312,3 +312,33 @@ def test_kill_9_mid_import_leaves_nothing_and_import_again_gives_the_whole_bundl
     assert again.returncode == 0, again.stderr
     exported_again = _export_of(cli_env, session_id, ledger, tmp_path / "again.json")
     assert exported_again["events"] == expected["events"]
+
+
+def test_seed_001_names_in_a_bundle_are_normalized_and_an_unknown_one_is_refused(
+    cli_env, tmp_path, exported
+):
+    session_id, bundle = exported
+    data = json.loads(bundle.read_text())
+    for event in data["events"]:  # as a SuperQode-era bundle names them
+        if event["type"] == "message.delta":
+            event["type"], event["payload"] = "model_delta", {"content": event["payload"]["text"]}
+        elif event["type"] == "turn.completed":
+            event["type"] = "run.completed"
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps(data))
+    other = f"sqlite:///{tmp_path}/seed.sqlite"
+    out = harness(cli_env, "import", str(seed), "--ledger", other)
+    assert out.returncode == 0, out.stderr
+    again = tmp_path / "again.json"
+    assert (
+        harness(cli_env, "export", session_id, "--ledger", other, "-o", str(again)).returncode == 0
+    )
+    assert _without_stamp(again) == _without_stamp(bundle)  # ours, as exported
+    # a name in neither vocabulary: one line, nothing written
+    data["events"][2]["type"] = "adapter.custom"
+    seed.write_text(json.dumps(data))
+    fresh = tmp_path / "fresh.sqlite"
+    out = harness(cli_env, "import", str(seed), "--ledger", f"sqlite:///{fresh}")
+    assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert "invalid-request" in out.stderr
+    assert _rows(fresh) == 0

@@ -73,6 +73,15 @@ def test_a_malformed_answer_is_retried_then_accepted(make_controller, workspace)
         "the answer did not match the output schema (enum at $.step); retrying (1 of 2)"
     ]
     assert len(terminals(events)) == 1 and events[-1].type == "turn.completed"
+    # each answer's verdict: one failed (the fixed keyword and path, not the answer), one passed
+    verdicts = [e.payload for e in events if e.type == "output.validated"]
+    assert [(v.attempt, v.verdict, v.reason) for v in verdicts] == [
+        (1, "failed", "enum at $.step"),
+        (2, "passed", None),
+    ]
+    types = [e.type for e in events]
+    assert types.index("output.validated") < types.index("status")  # verdict, then the retry
+    assert types[-2:] == ["output.validated", "turn.completed"]
     # one turn: every event carries its id
     assert {e.turn_id for e in events if e.turn_id} == {result.turn_id}
 
@@ -93,8 +102,15 @@ def test_retries_run_out_as_invalid_output(make_controller, workspace, answers):
     assert terminal is events[-1] and terminal.payload.reason == "invalid-output"
     assert terminal.payload.hint.startswith("3 attempts; last: ")
     # the answers are the assistant's messages; the runtime's own events never quote them
-    runtime = repr([e for e in events if e.type in ("status", "turn.failed")])
+    runtime = repr([e for e in events if e.type in ("status", "turn.failed", "output.validated")])
     assert "nope" not in runtime and "just words" not in runtime
+    verdicts = [e.payload for e in events if e.type == "output.validated"]
+    assert [(v.attempt, v.verdict) for v in verdicts] == [
+        (1, "failed"),
+        (2, "failed"),
+        (3, "failed"),
+    ]
+    assert all(v.reason in ("enum at $.step", "the answer is not JSON") for v in verdicts)
 
 
 def test_zero_retries_fail_at_once(make_controller, workspace):

@@ -250,3 +250,11 @@ def test_the_dotted_names_the_pages_use_exist():
             if guide and not public:
                 wrong.append(f"{where} (not public)")
     assert not wrong, "dotted names the pages use:\n" + "\n".join(wrong)
+
+
+def test_the_events_page_lists_every_event_type():
+    from harness_hookspecs import EVENT_TYPES
+
+    page = (DOCS / "events.md").read_text()
+    missing = [t for t in sorted(EVENT_TYPES) if f"| `{t}` |" not in page]
+    assert not missing, missing

@@ -22,6 +22,9 @@ from harness_hookspecs.events import (
     CheckpointSkipped,
     MessageCompleted,
     MessageDelta,
+    ModelCompleted,
+    ModelRequested,
+    OutputValidated,
     PermissionRequested,
     PermissionResolved,
     SessionClosed,
@@ -30,6 +33,8 @@ from harness_hookspecs.events import (
     SessionResumed,
     SessionRewound,
     Status,
+    ThinkingCompleted,
+    ThinkingDelta,
     ToolCompleted,
     ToolStarted,
     TurnCancelled,
@@ -73,6 +78,11 @@ SAMPLES: list[Any] = [
     ),
     CheckpointSkipped(reason="limit-exceeded", turn_id="t1"),
     SessionRewound(checkpoint_id="ckpt_" + "b" * 40, turn_id="t1", conversation=True, turns_kept=1),
+    ThinkingDelta(text="weigh\nthe é options"),
+    ThinkingCompleted(text=None, characters=42),
+    ModelRequested(model="m-1"),
+    ModelCompleted(model="m-1", usage=Usage(input_tokens=7, output_tokens=1), duration_ms=12),
+    OutputValidated(attempt=1, verdict="failed", reason="enum at $.step"),
 ]
 assert {type(s) for s in SAMPLES} == set(PAYLOAD_TYPES.values())
 

@@ -3,7 +3,11 @@ from __future__ import annotations
 import anyio
 import pytest
 from harness_hookspecs import (
+    ModelCompleted,
+    ModelRequested,
     PermissionRequest,
+    ThinkingCompleted,
+    ThinkingDelta,
     ToolCompleted,
     ToolStarted,
     Usage,
@@ -37,6 +41,16 @@ async def scripted(message, session):
         yield ToolCompleted(call_id="call_1", name="read_file", ok=True, summary="42 lines")
         yield "The README is fine."
         yield UsageReported(usage=Usage(input_tokens=120, output_tokens=30, cost_usd=0.0021))
+        return
+    if prompt.startswith("think"):
+        yield ModelRequested(model="m-1")
+        yield ThinkingDelta(text="weigh the ")
+        yield ThinkingDelta(text="options first")
+        yield ThinkingCompleted(text="weigh the options first")
+        yield "Option B."
+        yield ModelCompleted(
+            model="m-1", usage=Usage(input_tokens=50, output_tokens=7), duration_ms=420
+        )
         return
     if prompt.startswith("permission"):
         decision = await session.request_permission(

@@ -151,3 +151,26 @@ def test_sessions_list_shows_totals(serve, workspace_dir, browser):
         row.locator("a").click()
         page.wait_for_selector("article.turn")
         assert page.url.endswith(f"/sessions/{session_id}")
+
+
+def test_thinking_is_collapsed_under_the_answer_with_its_model_step(serve, workspace_dir, browser):
+    with serve() as server:
+        _, opened = server.call(
+            "POST", "/api/sessions", {"harness": "scripted", "workspace": workspace_dir}
+        )
+        session_id = opened["ref"]["session_id"]
+        page = browser.new_page()
+        page.goto(f"{server.url}sessions/{session_id}")
+        list(server.stream("POST", f"/api/sessions/{session_id}/turns", {"prompt": "think"}))
+        page.wait_for_selector("article.turn[data-status='completed']")
+        for when in ("live", "rendered"):
+            turn = page.locator("article.turn").first
+            thinking = turn.locator("details.thinking")
+            assert thinking.count() == 1, when
+            assert thinking.get_attribute("open") is None, when  # collapsed
+            assert thinking.locator(".thought").text_content() == "weigh the options first"
+            assert "Option B." in turn.locator(".items .text").inner_text()
+            step = turn.locator(".status.step").inner_text()
+            assert "model step" in step and "m-1" in step and "420 ms" in step, (when, step)
+            page.reload()
+            page.wait_for_selector("article.turn[data-status='completed']")

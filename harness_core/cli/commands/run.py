@@ -69,6 +69,18 @@ def add_arguments(p: ArgumentParser) -> None:
         metavar="N",
         help="retries of an answer that does not match --output-schema (default 2)",
     )
+    p.add_argument(
+        "--instructions",
+        metavar="FILE",
+        help="the host's instructions for the harness (a new session; its system prompt where "
+        "the CLI has one, else before the first prompt)",
+    )
+    p.add_argument(
+        "--no-record-thinking",
+        dest="record_thinking",
+        action="store_false",
+        help="keep the model's thinking out of the ledger (a new session; counts only)",
+    )
     p.add_argument("--close", action="store_true", help="close the session after the turn")
     p.add_argument(
         "--checkpoints",

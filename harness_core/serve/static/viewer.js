@@ -6,7 +6,8 @@ const TOKEN_KEY = "harness-serve-token";
 const TYPES = ["turn.started", "turn.restarted", "message.delta", "message.completed", "tool.started",
   "tool.completed", "permission.requested", "permission.resolved", "status", "artifact",
   "usage", "turn.completed", "turn.failed", "turn.cancelled", "session.closed",
-  "session.opened", "session.resumed"];
+  "session.opened", "session.resumed", "thinking.delta", "thinking.completed", "model.completed",
+  "output.validated"];
 
 function takeToken() {
   const match = /(?:^#|&)token=([^&]+)/.exec(location.hash);
@@ -145,6 +146,40 @@ function toolNode(callId, name) {
     el("dt", null, "call"), el("dd", "detail-facts", ""));
   node.append(line, detail);
   return node;
+}
+
+// Thinking: one collapsed block a block of reasoning, under the answer it led to.
+function applyThinking(items, event) {
+  const p = event.payload;
+  const last = items.lastElementChild;
+  let node = last && last.classList.contains("thinking") && !last.dataset.done ? last : null;
+  if (!node) {
+    node = el("details", "thinking");
+    node.append(el("summary", null, "thinking"), el("div", "thought", ""));
+    items.append(node);
+  }
+  const thought = node.querySelector(".thought");
+  if (event.type === "thinking.delta") {
+    thought.textContent += p.text;
+    return;
+  }
+  thought.textContent = p.text !== null ? p.text : "(" + p.characters + " characters, not kept)";
+  node.dataset.done = "1";
+}
+
+function stepText(p) {
+  const parts = [];
+  if (p.model) parts.push(p.model);
+  if (p.usage) {
+    const usage = {};
+    for (const key of ["input_tokens", "output_tokens", "cost_usd"]) {
+      if (p.usage[key] !== null && p.usage[key] !== undefined) usage[key] = p.usage[key];
+    }
+    const text = fmtUsage(usage);
+    if (text) parts.push(text);
+  }
+  if (p.duration_ms !== null && p.duration_ms !== undefined) parts.push(p.duration_ms + " ms");
+  return parts.join(" ") || "model call";
 }
 
 function applyTool(items, event) {
@@ -290,6 +325,23 @@ class Live {
       case "status":
         items.append(el("div", "status", p.message));
         break;
+      case "thinking.delta":
+      case "thinking.completed":
+        applyThinking(items, event);
+        break;
+      case "model.completed": {
+        const node = el("div", "status step");
+        node.append(el("span", "label", "model step"), " " + stepText(p));
+        items.append(node);
+        break;
+      }
+      case "output.validated": {
+        const node = el("div", "status validation");
+        node.append(el("span", "label", "answer " + p.verdict),
+          " attempt " + p.attempt + " " + p.verdict + (p.reason ? ": " + p.reason : ""));
+        items.append(node);
+        break;
+      }
       case "artifact": {
         const node = el("div", "status", "artifact ");
         node.append(el("code", null, p.name), " " + (p.path || ""));

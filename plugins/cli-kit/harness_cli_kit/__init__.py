@@ -37,6 +37,7 @@ from .mcp import bridge_of, claude_mcp_config, codex_mcp_toml, opencode_mcp
 from .safe import safe_id, safe_name, safe_prompt
 from .settings import api_key, base_url, extra_env, int_setting, require_workspace
 from .state import NativeSession, Sessions
+from .steps import ModelSteps, Thinking
 from .stream import JsonLinesStream, count, json_object, positive_cost, usage_of, usage_report
 
 __all__ = [
@@ -45,8 +46,10 @@ __all__ = [
     "COMMAND_PROPERTY",
     "Branches",
     "JsonLinesStream",
+    "ModelSteps",
     "NativeSession",
     "Sessions",
+    "Thinking",
     "api_key",
     "auth_hint",
     "base_url",

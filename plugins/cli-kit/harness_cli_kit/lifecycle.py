@@ -123,6 +123,8 @@ class PerTurnCliAdapter:
         session = self.saved(request, context)
         session.cli = await self.check(context)
         self._sessions[request.session.session_id] = session
+        if session.native_id:
+            context.report_vendor_session_id(session.native_id)
         return request.session
 
     def saved(self, request: ResumeSessionRequest, context: SessionContext) -> NativeSession:
@@ -177,7 +179,13 @@ class PerTurnCliAdapter:
                 await process.send(turn.stdin)
             if turn.started:
                 yield Status(message=turn.started)
-            async for payload in turn.stream.drive(process, session.remember):
+
+            def remember(native_id: str | None) -> None:
+                session.remember(native_id)
+                if session.native_id:  # the CLI's own id: the session record keeps it
+                    context.report_vendor_session_id(session.native_id)
+
+            async for payload in turn.stream.drive(process, remember):
                 if payload.TYPE in TERMINAL_TYPES:  # before it: nothing runs after a terminal
                     self.turn_ended(request, context, turn.stream)
                 yield payload

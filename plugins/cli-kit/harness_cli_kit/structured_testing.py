@@ -50,6 +50,11 @@ class PromptedStructuredScenarios:
         assert one_terminal(events).payload.output == {"step": "actions", "actions": ["ls"]}
         assert [r.step_index for r in _asked(requests)] == [0, 1]
         assert any(e.type == "status" and "retrying (1 of 2)" in e.payload.message for e in events)
+        verdicts = [e.payload for e in events if e.type == "output.validated"]
+        assert [(v.attempt, v.verdict, v.reason) for v in verdicts] == [
+            (1, "failed", "enum at $.step"),
+            (2, "passed", None),
+        ]
 
     @pytest.mark.parametrize("answer", ['{"step": "never"}', "just words"])
     def test_retries_run_out_as_invalid_output(self, cli: CliUnderTest, answer: str) -> None:

@@ -32,6 +32,7 @@ from harness_cli_kit import (
     CLI_CONFIG_PROPERTIES,
     COMMAND_PROPERTY,
     NativeSession,
+    Thinking,
     bridge_of,
     config_schema,
     find_cli,
@@ -148,6 +149,8 @@ class _Turn:
         self.sink = sink
         self.tools = ToolCalls(KIND_SUMMARIES)
         self.text: list[str] = []
+        #: ``agent_thought_chunk``s: a block ends at the agent's next other update
+        self.thinking = Thinking()
 
     def put(self, item: tuple[str, Any]) -> None:
         try:
@@ -208,7 +211,12 @@ def _bridge_tool(context: SessionContext, tool_call: Mapping[str, Any]) -> bool:
 def map_update(turn: _Turn, update: Mapping[str, Any]) -> list[Payload]:
     """Map one ``session/update`` payload to contract events (pure, for tests too)."""
     kind = update.get("sessionUpdate")
-    out: list[Payload] = []
+    if kind == "agent_thought_chunk":
+        content = update.get("content")
+        if isinstance(content, Mapping) and content.get("type") == "text":
+            return turn.thinking.delta(content.get("text"))
+        return []
+    out: list[Payload] = turn.thinking.completed() if turn.thinking.streaming else []
     if kind == "agent_message_chunk":
         content = update.get("content")
         if isinstance(content, Mapping) and content.get("type") == "text":
@@ -463,6 +471,7 @@ class AcpAdapter:
             NativeSession(context.state_dir, STATE_FILE, native_id=native).save(
                 agent=self.agent.name
             )
+            context.report_vendor_session_id(native)
             await self._set_mode(session, context)
         except BaseException:
             await self._teardown(session)
@@ -492,6 +501,7 @@ class AcpAdapter:
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)
             session.native_id = native
+            context.report_vendor_session_id(native)
             await self._set_mode(session, context)
         except BaseException:
             await self._teardown(session)
@@ -546,6 +556,8 @@ class AcpAdapter:
                         )
                         return
                     result = value if isinstance(value, Mapping) else {}
+                    for thought in turn.thinking.completed():
+                        yield thought
                     if turn.text:
                         yield MessageCompleted(text="".join(turn.text))
                     usage = _usage(result)

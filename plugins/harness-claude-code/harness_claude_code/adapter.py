@@ -196,6 +196,7 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         "steer",
         "fork",
         "checkpoint",
+        "instructions",
     )
 
     def __init__(self) -> None:
@@ -308,6 +309,8 @@ class ClaudeCodeAdapter(PerTurnCliAdapter):
         model = context.model or context.config.get("model")
         if isinstance(model, str) and model:
             argv += ["--model", model]
+        if context.instructions:  # the host's instructions, appended to the system prompt
+            argv += ["--append-system-prompt", context.instructions]
         argv += self._session_args(context, home / ".claude")
         if not streaming:
             argv += ["--", safe_prompt(prompt)]

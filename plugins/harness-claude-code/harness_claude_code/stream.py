@@ -11,7 +11,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from harness_cli_kit import JsonLinesStream, safe_id, usage_of
+from harness_cli_kit import JsonLinesStream, ModelSteps, Thinking, count, safe_id, usage_of
 from harness_cli_kit import safe_name as tool_name
 from harness_cli_kit.calls import audit_summary, permission_request
 from harness_cli_kit.classify import reason_from
@@ -29,6 +29,7 @@ from harness_hookspecs import (
     ToolStarted,
     TurnCompleted,
     TurnFailed,
+    Usage,
     UsageReported,
 )
 
@@ -135,6 +136,10 @@ class ClaudeStream(JsonLinesStream):
         #: The transcript uuid of the turn's last main assistant message (where a later fork
         #: or rewind resumes: ``--resume-session-at``).
         self.last_uuid: str | None = None
+        #: each API message of the main conversation is one model step
+        self.steps = ModelSteps()
+        self._step_usage: dict[str, int | None] = {}
+        self.thinking = Thinking()
         #: ``context.after_tool_context`` when the host's after_tool hooks add context: each
         #: tool call's PostToolUse hook callback (registered by :func:`hooks_initialize`) is
         #: answered with it, as ``additionalContext`` for the model's next request
@@ -260,8 +265,29 @@ class ClaudeStream(JsonLinesStream):
             message = event.get("message")
             mid = message.get("id") if isinstance(message, Mapping) else None
             self._message_id = mid if isinstance(mid, str) else None
+            if not isinstance(message, Mapping):
+                return []
+            usage = message.get("usage")
+            usage = usage if isinstance(usage, Mapping) else {}
+            self._step_usage = {
+                "input_tokens": count(usage.get("input_tokens")),
+                "cache_read_tokens": count(usage.get("cache_read_input_tokens")),
+                "cache_write_tokens": count(usage.get("cache_creation_input_tokens")),
+            }
+            return self.steps.requested(message.get("model"))
+        elif etype == "message_delta":
+            usage = event.get("usage")
+            if isinstance(usage, Mapping):
+                self._step_usage["output_tokens"] = count(usage.get("output_tokens"))
+        elif etype == "message_stop":
+            fields = self._step_usage
+            self._step_usage = {}
+            known = any(value is not None for value in fields.values())
+            return self.steps.completed(Usage(**fields) if known else None)
         elif etype == "content_block_delta":
             delta = event.get("delta")
+            if isinstance(delta, Mapping) and delta.get("type") == "thinking_delta":
+                return self.thinking.delta(delta.get("thinking"))
             if isinstance(delta, Mapping) and delta.get("type") == "text_delta":
                 text = delta.get("text")
                 index = event.get("index")
@@ -290,7 +316,9 @@ class ClaudeStream(JsonLinesStream):
             if not isinstance(block, Mapping):
                 continue
             btype = block.get("type")
-            if btype == "text" and main:
+            if btype == "thinking" and main:
+                out.extend(self.thinking.completed(block.get("thinking")))
+            elif btype == "text" and main:
                 text = block.get("text")
                 if isinstance(text, str) and text:
                     self.last_text = text

@@ -15,6 +15,7 @@ from harness_cli_kit.testing import (
 from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
+    ModelRequested,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
@@ -123,7 +124,10 @@ def test_parse_stream_maps_native_lines_and_hides_provider_text():
         b'"total_cost_usd":0.5,"usage":{"input_tokens":3,"output_tokens":2,'
         b'"cache_read_input_tokens":1,"cache_creation_input_tokens":0}}',
     ]
-    payloads = parse_stream(lines)
+    everything = parse_stream(lines)
+    # message_start opened a model step (no message_stop here: it stays open)
+    assert [p for p in everything if isinstance(p, ModelRequested)] == [ModelRequested()]
+    payloads = [p for p in everything if not isinstance(p, ModelRequested)]
     assert payloads[1] == MessageDelta(text="Hi.")
     assert payloads[2] == MessageCompleted(text="Hi.")
     assert isinstance(payloads[3], ToolStarted) and isinstance(payloads[4], ToolCompleted)

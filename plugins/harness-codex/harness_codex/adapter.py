@@ -162,6 +162,7 @@ class CodexAdapter(PerTurnCliAdapter):
         "steer",
         "fork",
         "checkpoint",
+        "instructions",
     )
     config_properties = {
         "wire_api": {"enum": ["responses", "chat"]},
@@ -250,6 +251,8 @@ class CodexAdapter(PerTurnCliAdapter):
         thread: dict[str, Any] = {"cwd": workspace, "approvalPolicy": approval, "sandbox": sandbox}
         if settings["model"]:
             thread["model"] = settings["model"]
+        if context.instructions:  # the host's instructions: developer instructions of the thread
+            thread["developerInstructions"] = context.instructions
         stream = CodexStream(
             thread=thread,
             resume=safe_id(session.native_id),

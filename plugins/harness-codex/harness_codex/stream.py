@@ -20,7 +20,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from harness_cli_kit import JsonLinesStream, safe_id, usage_of
+from harness_cli_kit import JsonLinesStream, ModelSteps, Thinking, safe_id, usage_of
 from harness_cli_kit.calls import permission_request
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.structured import drop_optional_nulls, parsed_json
@@ -41,6 +41,20 @@ from .items import ItemTracker, script_of
 Approver = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
 
 INITIALIZE, THREAD, TURN, REVERT = 1, 2, 3, 4
+#: Notifications that stream a reasoning item's text (its summary, or its raw content).
+_REASONING_DELTAS = frozenset({"item/reasoning/summaryTextDelta", "item/reasoning/textDelta"})
+#: Thread items the model's response is made of (the first opens a model step).
+_MODEL_ITEMS = frozenset(
+    {
+        "reasoning",
+        "agentMessage",
+        "commandExecution",
+        "fileChange",
+        "mcpToolCall",
+        "dynamicToolCall",
+        "webSearch",
+    }
+)
 #: The ids of ``turn/steer`` requests start so (their answers are not the conversation's).
 STEER_PREFIX = "steer-"
 CLIENT = {"name": "harness_core", "title": None, "version": "1"}
@@ -133,6 +147,8 @@ class CodexStream(JsonLinesStream):
         self.completed = False
         self.hint: str | None = None
         self.items = ItemTracker()
+        self.steps = ModelSteps()
+        self.thinking = Thinking()
         #: The host's schema when the turn runs with ``outputSchema`` (its answer is JSON).
         self.output_schema: Mapping[str, Any] | None = None
         #: What ``turn/start`` sends as ``outputSchema`` (the strict-compatible schema).
@@ -244,25 +260,47 @@ class CodexStream(JsonLinesStream):
     def _notification(self, method: str, params: Mapping[str, Any]) -> list[Payload]:
         if method == "item/agentMessage/delta":
             delta = params.get("delta")
-            return [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
+            text = [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
+            return self._opening() + text
+        if method in _REASONING_DELTAS:
+            return self._opening() + self.thinking.delta(params.get("delta"))
         if method in ("item/started", "item/completed"):
-            return self._item(params.get("item"), method == "item/completed")
+            item = params.get("item")
+            # a step opens with the turn, then with the first item of each later response
+            opening = [] if self.steps.open or method != "item/started" else self._step(item)
+            return opening + self._item(item, method == "item/completed")
+        if method == "turn/started":
+            return self.steps.requested(self.thread.get("model"))
         if method == "thread/tokenUsage/updated":
             usage = params.get("tokenUsage")
             last = usage.get("last") if isinstance(usage, Mapping) else None
             # one model request's tokens; Codex reports no cost (unknown, not zero)
             names = ("inputTokens", "outputTokens", "cachedInputTokens", "cacheWriteInputTokens")
             report = usage_of(last, (*names, "reasoningOutputTokens"), requests=1)
-            return [report] if report is not None else []
+            # the model request the tokens are of has ended: its step completes with them
+            step = self.steps.completed(report.usage if report is not None else None)
+            return [report, *step] if report is not None else step
         if method == "error":
             return self._error(params)
         if method == "turn/completed":
             self._turn_completed(params.get("turn"))
         return []
 
+    def _step(self, item: Any) -> list[Payload]:
+        """The next model step, opened by the first item the model's response starts."""
+        if isinstance(item, Mapping) and item.get("type") in _MODEL_ITEMS:
+            return self.steps.requested(self.thread.get("model"))
+        return []
+
+    def _opening(self) -> list[Payload]:
+        """A step for streamed output that came before any item of it started."""
+        return [] if self.steps.open else self.steps.requested(self.thread.get("model"))
+
     def _item(self, item: Any, completed: bool) -> list[Payload]:
         if not isinstance(item, Mapping):
             return []
+        if item.get("type") == "reasoning":
+            return self._reasoning(item) if completed else []
         if item.get("type") == "agentMessage":
             text = item.get("text")
             if completed and isinstance(text, str) and text:
@@ -270,6 +308,17 @@ class CodexStream(JsonLinesStream):
                 return [MessageCompleted(text=text)]
             return []
         return self.items.payloads(item, completed)
+
+    def _reasoning(self, item: Mapping[str, Any]) -> list[Payload]:
+        """A completed reasoning item: its summary (or, without one, its raw content) is the
+        block's text; deltas already streamed are its pieces."""
+        parts = item.get("summary") or item.get("content")
+        texts = [p for p in parts if isinstance(p, str) and p] if isinstance(parts, list) else []
+        whole = "\n\n".join(texts) if texts else None
+        if whole and not self.thinking.streaming:
+            # the summary came whole, without deltas: it is the block's one piece
+            return [*self.thinking.delta(whole), *self.thinking.completed()]
+        return self.thinking.completed(whole)
 
     def _error(self, params: Mapping[str, Any]) -> list[Payload]:
         error = params.get("error")

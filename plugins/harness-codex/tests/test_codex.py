@@ -15,6 +15,8 @@ from harness_codex.adapter import classify, render_config
 from harness_hookspecs import (
     MessageCompleted,
     MessageDelta,
+    ModelCompleted,
+    ModelRequested,
     ToolCompleted,
     ToolStarted,
     TurnCompleted,
@@ -104,7 +106,12 @@ def test_parse_stream_maps_app_server_lines_and_hides_provider_text():
         ),
         note("turn/completed", turn={"id": "t1", "status": "completed"}),
     ]
-    payloads = parse_stream(lines)
+    everything = parse_stream(lines)
+    # one model step around the response, closed by its token usage
+    steps = [p for p in everything if isinstance(p, ModelRequested | ModelCompleted)]
+    assert [type(p) for p in steps] == [ModelRequested, ModelCompleted]
+    assert steps[1].usage.input_tokens == 3 and steps[1].duration_ms is not None
+    payloads = [p for p in everything if p not in steps]
     assert payloads[0].message == "codex thread started"
     assert payloads[1] == MessageDelta(text="Hi")
     assert payloads[2] == MessageCompleted(text="Hi.")

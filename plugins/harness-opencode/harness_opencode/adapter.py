@@ -95,13 +95,18 @@ def permission_rules(posture: str) -> dict[str, str]:
     return {**dict.fromkeys(ASKING, action), "question": "deny"}
 
 
-def message_body(prompt: str, model: str, schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``POST /session/{id}/message`` body: the prompt, the model, the schema if any."""
+def message_body(
+    prompt: str, model: str, schema: Mapping[str, Any] | None, instructions: str | None = None
+) -> dict[str, Any]:
+    """The ``POST /session/{id}/message`` body: the prompt, the model, the schema if any, the
+    host's instructions (``system``: added to the system prompt of this message's loop)."""
     provider, _, model_id = model.partition("/")
     body: dict[str, Any] = {
         "parts": [{"type": "text", "text": prompt}],
         "model": {"providerID": provider, "modelID": model_id},
     }
+    if instructions:
+        body["system"] = instructions
     if schema is not None:
         body["format"] = {"type": "json_schema", "schema": dict(schema)}
     return body
@@ -136,6 +141,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
         "steer",
         "fork",
         "checkpoint",
+        "instructions",
     )
 
     def __init__(self) -> None:
@@ -246,7 +252,7 @@ class OpenCodeAdapter(PerTurnCliAdapter):
             password,
             workspace,
             session,
-            message_body(request.prompt, full_model, request.output_schema),
+            message_body(request.prompt, full_model, request.output_schema, context.instructions),
             structured=request.output_schema is not None,
         )
         branches = Branches.load(context.state_dir, BRANCHES_FILE)

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from harness_cli_kit import positive_cost, safe_id, safe_name, usage_report
+from harness_cli_kit import ModelSteps, Thinking, positive_cost, safe_id, safe_name, usage_report
 from harness_cli_kit.calls import audit_summary, outcome_summary, permission_request
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.tools import SHELL_AND_FILES, ToolCalls, call_id_of
@@ -33,6 +33,7 @@ from harness_hookspecs import (
     PermissionRequest,
     TurnCompleted,
     TurnFailed,
+    Usage,
     UsageReported,
 )
 
@@ -105,6 +106,11 @@ class ServeEvents:
         self._asks: list[Mapping[str, Any]] = []
         self._usage: dict[str, int] = {}
         self._cost = 0.0
+        #: ``step-start`` / ``step-finish`` parts bound each model call
+        self.model_steps = ModelSteps()
+        self._started_steps: set[str] = set()
+        self._reasoning: dict[str, Thinking] = {}
+        self._reasoned: set[str] = set()
 
     # -- the event stream ---------------------------------------------------------------------
 
@@ -147,6 +153,11 @@ class ServeEvents:
                 self._step_text[part_id] = text
         elif kind == "tool":
             return self._tool(part)
+        elif kind == "reasoning":
+            return self._reasoning_part(part_id, part)
+        elif kind == "step-start" and part_id not in self._started_steps:
+            self._started_steps.add(part_id)
+            return self.model_steps.requested()
         elif kind == "step-finish" and part_id not in self._finished:
             self._finished.add(part_id)
             return self._step_finish(part)
@@ -155,11 +166,26 @@ class ServeEvents:
     def _delta(self, props: Mapping[str, Any]) -> list[Payload]:
         delta = props.get("delta")
         part_id = props.get("partID")  # an id from the stream may be any JSON value
-        if not isinstance(part_id, str) or part_id not in self._text_parts:
+        if not isinstance(part_id, str) or props.get("field") != "text":
             return []
-        if props.get("field") != "text":
+        thinking = self._reasoning.get(part_id)
+        if thinking is not None and part_id not in self._reasoned:
+            return thinking.delta(delta)
+        if part_id not in self._text_parts:
             return []
         return [MessageDelta(text=delta)] if isinstance(delta, str) and delta else []
+
+    def _reasoning_part(self, part_id: str, part: Mapping[str, Any]) -> list[Payload]:
+        """A reasoning part: its deltas stream as thinking; once it has ended, its text is
+        the block (said once; one that came whole is its own one piece)."""
+        thinking = self._reasoning.setdefault(part_id, Thinking())
+        text = part.get("text")
+        if part_id in self._reasoned or not _mapping(part.get("time")).get("end"):
+            return []
+        self._reasoned.add(part_id)
+        if isinstance(text, str) and text and not thinking.streaming:
+            return [*thinking.delta(text), *thinking.completed()]
+        return thinking.completed(text)
 
     def _tool(self, part: Mapping[str, Any]) -> list[Payload]:
         call_id = call_id_of(part.get("callID"))
@@ -192,11 +218,13 @@ class ServeEvents:
             if value is not None:
                 self._usage[field] = self._usage.get(field, 0) + value
         self._cost += positive_cost(part.get("cost")) or 0.0
+        known = {field: value for field, value in counts.items() if value is not None}
+        step = self.model_steps.completed(Usage(**known) if known else None)
         if not self._step_text:
-            return []
+            return step
         self.last_text = "".join(self._step_text.values())
         self._step_text = {}
-        return [MessageCompleted(text=self.last_text)]
+        return [MessageCompleted(text=self.last_text), *step]
 
     # -- permissions --------------------------------------------------------------------------
 

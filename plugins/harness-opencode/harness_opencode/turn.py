@@ -154,6 +154,7 @@ class ServeTurn:
             else:
                 native_id = self.session.native_id or await client.create_session(TITLE)
             self.session.remember(native_id)
+            self.context.report_vendor_session_id(native_id)
             events = ServeEvents(native_id, structured=self.structured)
             subscribed, idle = anyio.Event(), anyio.Event()
             tasks.start_soon(self._relay, client, events, send, (subscribed, idle), tasks)

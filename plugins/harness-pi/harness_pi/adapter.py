@@ -153,6 +153,7 @@ class PiAdapter(PerTurnCliAdapter):
         "steer",
         "fork",
         "checkpoint",
+        "instructions",
     )
     details = DETAILS
     config_properties = {
@@ -224,6 +225,12 @@ class PiAdapter(PerTurnCliAdapter):
         opened = (pending or {}).get("session") or session.native_id
         if opened:
             argv += ["--session", str(opened)]
+        if context.instructions:
+            # pi reads a path given to --append-system-prompt as the file's contents: always a
+            # file, so no instruction text is ever taken for a path
+            instructions = agent / "host-instructions.md"
+            instructions.write_text(context.instructions)
+            argv += ["--append-system-prompt", str(instructions)]
         bridge = bridge_of(context)
         if bridge is not None:
             path = mcp.write_config(agent, bridge)

@@ -13,7 +13,15 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from harness_cli_kit import JsonLinesStream, count, positive_cost, safe_name, usage_report
+from harness_cli_kit import (
+    JsonLinesStream,
+    ModelSteps,
+    Thinking,
+    count,
+    positive_cost,
+    safe_name,
+    usage_report,
+)
 from harness_cli_kit.calls import audit_summary
 from harness_cli_kit.classify import reason_from
 from harness_cli_kit.tools import SHELL_AND_FILES, ToolCalls, call_id_of
@@ -28,6 +36,7 @@ from harness_hookspecs import (
     ToolCompleted,
     TurnCompleted,
     TurnFailed,
+    Usage,
     UsageReported,
 )
 
@@ -95,6 +104,9 @@ class PiStream(JsonLinesStream):
         #: the session file ``get_state`` named, and the entry ids it held before the turn
         self.session_file: str | None = None
         self.known_entries: frozenset[str] = frozenset()
+        #: each assistant message (``message_start`` .. ``message_end``) is one model call
+        self.steps = ModelSteps()
+        self.thinking = Thinking()
 
     def event(self, data: dict[str, Any]) -> list[Payload]:
         kind = data.get("type")
@@ -104,12 +116,21 @@ class PiStream(JsonLinesStream):
         elif kind == "extension_ui_request":
             if str(data.get("method")) in rpc.DIALOGS:  # any JSON value may come
                 self._dialogs.append(data)
+        elif kind == "message_start":
+            message = data.get("message")
+            if isinstance(message, Mapping) and message.get("role") == "assistant":
+                out.extend(self.steps.requested(message.get("model")))
         elif kind == "message_update":
             event = data.get("assistantMessageEvent")
-            if isinstance(event, Mapping) and event.get("type") == "text_delta":
+            etype = event.get("type") if isinstance(event, Mapping) else None
+            if etype == "text_delta":
                 delta = event.get("delta")
                 if isinstance(delta, str) and delta:
                     out.append(MessageDelta(text=delta))
+            elif etype == "thinking_delta":
+                out.extend(self.thinking.delta(event.get("delta")))
+            elif etype == "thinking_end":
+                out.extend(self.thinking.completed(event.get("content")))
         elif kind == "message_end":
             out.extend(self._message_end(data.get("message")))
         elif kind in ("tool_execution_start", "tool_execution_end"):
@@ -189,6 +210,7 @@ class PiStream(JsonLinesStream):
             return []
         self.requests += 1
         usage = message.get("usage")
+        step: dict[str, int] = {}
         if isinstance(usage, Mapping):
             for key, source in (
                 ("input_tokens", "input"),
@@ -198,10 +220,15 @@ class PiStream(JsonLinesStream):
             ):
                 value = count(usage.get(source))
                 if value is not None:
+                    step[key] = value
                     self._usage[key] = self._usage.get(key, 0) + value
             cost = usage.get("cost")
             total = cost.get("total") if isinstance(cost, Mapping) else None
             self._cost += positive_cost(total) or 0.0
+        ended = self.steps.completed(Usage(**step) if step else None, message.get("model"))
+        return ended + self._answer_of(message)
+
+    def _answer_of(self, message: Mapping[str, Any]) -> list[Payload]:
         stop = message.get("stopReason")
         if stop == "error":
             self.error = classify(message.get("errorMessage"))

@@ -28,12 +28,17 @@ from harness_hookspecs import (
     make_payload,
     stderr_diagnostics,
 )
+from harness_hookspecs.names import normalize_event
 
 PROTOCOL = 1
 ENV_COMMAND = "HARNESS_JSONL_COMMAND"
 # Output types the contract maps; anything else is ignored for forward compatibility.
 MAPPED = {
     "message.delta",
+    "thinking.delta",
+    "thinking.completed",
+    "model.requested",
+    "model.completed",
     "message.completed",
     "tool.started",
     "tool.completed",
@@ -68,10 +73,11 @@ def parse_line(line: bytes) -> Payload | None:
         return None
     if not isinstance(data.get("type"), str):
         raise HarnessError("provider-failed", "the program wrote a line without a type")
-    kind = data["type"]
+    # a program may speak seed 001's names (run.completed, tool.requested...): ours from here
+    kind, fields = normalize_event(data["type"], data)
     if kind not in MAPPED:
         return None
-    fields: dict[str, Any] = dict(data)
+    data = fields
     if kind == "usage":
         fields = {"usage": {k: data[k] for k in USAGE_FIELDS if k in data}}
     elif kind == "turn.failed":
