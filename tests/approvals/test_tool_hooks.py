@@ -162,21 +162,25 @@ async def tool_runner(message, session):
     yield repr(added)
 
 
-def _run_tester(tmp_path, hooks, prompt, **kwargs):
+def _run_tester(tmp_path, hooks, prompt, *, settle=True):
+    """One turn of ``prompt``, bounded (no hook's long wait may hold it); ``settle``: then wait
+    for the after_tool hooks beside it. The result, and the hooks still running."""
+
     async def main():
         async with Controller(
             plugins=plugins_from([tool_runner]),
             ledger=f"sqlite:///{tmp_path}/l.sqlite",
             state_dir=tmp_path / "state",
             tool_hooks=hooks,
-            **kwargs,
         ) as c:
             ref = await c.open_session(harness="tester", workspace=str(tmp_path))
-            result = await c.run_turn(ref, prompt)
-            with anyio.fail_after(10):
-                while c.after_tool.pending:
-                    await anyio.sleep(0.01)
-            return result
+            with anyio.fail_after(20):
+                result = await c.run_turn(ref, prompt)
+            if settle:
+                with anyio.fail_after(10):
+                    while c.after_tool.pending:
+                        await anyio.sleep(0.01)
+            return result, c.after_tool.pending
 
     return anyio.run(main)
 
@@ -197,7 +201,7 @@ def test_after_tool_context_reaches_the_harness_before_it_goes_on(tmp_path):
         ToolHook("after_tool", lambda e, s: "  ", tool="Bash", adds_context=True),  # blank: none
         ToolHook("after_tool", observer, tool="Bash"),
     ]
-    result = _run_tester(tmp_path, hooks, "pytest -q,ls")
+    result, _ = _run_tester(tmp_path, hooks, "pytest -q,ls")
     assert result.ok, result
     assert result.text == repr(["Bash: pytest -q skipped 3 tests: say so", None])
     assert sorted(seen) == ["call-0", "call-1"]
@@ -210,21 +214,8 @@ def test_without_context_hooks_the_harness_does_not_wait(tmp_path):
         return "an observer's answer reaches no model"
 
     hooks = [ToolHook("after_tool", slow, tool="Bash")]  # observes only: off the turn
-
-    async def main():
-        async with Controller(
-            plugins=plugins_from([tool_runner]),
-            ledger=f"sqlite:///{tmp_path}/l.sqlite",
-            state_dir=tmp_path / "state",
-            tool_hooks=hooks,
-        ) as c:
-            ref = await c.open_session(harness="tester", workspace=str(tmp_path))
-            with anyio.fail_after(10):  # not the hook's 30 s
-                result = await c.run_turn(ref, "pytest -q")
-            assert c.after_tool.pending == 1  # still running beside the turn
-            return result
-
-    result = anyio.run(main)
+    result, pending = _run_tester(tmp_path, hooks, "pytest -q", settle=False)  # not the 30 s
+    assert pending == 1  # still running beside the turn
     assert result.text == repr([None])
 
 
@@ -244,19 +235,7 @@ def test_a_context_hook_past_the_wait_is_left_behind(tmp_path, monkeypatch):
         ToolHook("after_tool", never, tool="Bash", adds_context=True),
         ToolHook("after_tool", quick, tool="Bash", adds_context=True),
     ]
-
-    async def main():
-        async with Controller(
-            plugins=plugins_from([tool_runner]),
-            ledger=f"sqlite:///{tmp_path}/l.sqlite",
-            state_dir=tmp_path / "state",
-            tool_hooks=hooks,
-        ) as c:
-            ref = await c.open_session(harness="tester", workspace=str(tmp_path))
-            with anyio.fail_after(20):
-                return await c.run_turn(ref, "make")
-
-    result = anyio.run(main)
+    result, _ = _run_tester(tmp_path, hooks, "make", settle=False)
     assert result.ok
     assert result.text == repr(["in time"])  # what was in when the wait ran out
 
@@ -265,5 +244,5 @@ def test_context_is_cut_at_its_bound(tmp_path):
     from harness_core.tool_hooks import CONTEXT_MAX
 
     hooks = [ToolHook("after_tool", lambda e, s: "x" * (CONTEXT_MAX * 2), adds_context=True)]
-    result = _run_tester(tmp_path, hooks, "make")
+    result, _ = _run_tester(tmp_path, hooks, "make")
     assert result.text == repr(["x" * CONTEXT_MAX])
