@@ -63,6 +63,18 @@ def _first(group: BaseExceptionGroup[Any]) -> Any:
     return _first(error) if isinstance(error, BaseExceptionGroup) else error
 
 
+async def _user_count(client: ServeClient, native_id: str) -> int | None:
+    """How many user messages the session holds; ``None`` when OpenCode cannot list them: it
+    refuses (400) to list a session holding a structured-output message (it fails to read back
+    the ``format`` it stored), so such a turn gets no fork mark and takes no steer."""
+    try:
+        return len(await client.user_messages(native_id))
+    except ServeError as error:
+        if error.status == 400:
+            return None
+        raise
+
+
 def failed(error: ServeError) -> TurnFailed:
     if error.status == 404:
         return TurnFailed(reason="session-not-found", hint="opencode does not know the session")
@@ -160,9 +172,10 @@ class ServeTurn:
             tasks.start_soon(self._relay, client, events, send, (subscribed, idle), tasks)
             with anyio.fail_after(START_TIMEOUT):
                 await subscribed.wait()
+            before = await _user_count(client, native_id)
             try:
-                before = len(await client.user_messages(native_id))
-                self.prompting = (client, native_id, before)
+                # (a steer needs the count: it goes in only after the turn's own message)
+                self.prompting = (client, native_id, before) if before is not None else None
                 reply = await client.prompt(native_id, self.body)
             except ServeError as error:
                 missing = await self._without_credentials(client, error)
@@ -173,7 +186,11 @@ class ServeTurn:
             with anyio.move_on_after(IDLE_GRACE):
                 await idle.wait()
             self.prompting = None
-            self.user_index = len(await client.user_messages(native_id)) - 1
+            after = await _user_count(client, native_id)
+            if after is not None:
+                self.user_index = after - 1
+            elif before is not None:  # the turn's own message (no steer could go in)
+                self.user_index = before
             tasks.cancel_scope.cancel()
         if events.idle:
             # The session is idle, its state saved: stop the server at once (SIGKILL, as the
