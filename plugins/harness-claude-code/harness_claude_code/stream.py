@@ -214,8 +214,8 @@ class ClaudeStream(JsonLinesStream):
             text = await self.tool_context(call_id) if call_id is not None else None
             output: dict[str, Any] = {}
             if text:
-                output = {"hookSpecificOutput": {"hookEventName": event_name}}
-                output["hookSpecificOutput"]["additionalContext"] = text
+                specific = {"hookEventName": event_name, "additionalContext": text}
+                output = {"hookSpecificOutput": specific}
             await process.send(control_response(request_id, output))
         if self.result is not None and self.reads_stdin and self._stdin_open:
             self._stdin_open = False
