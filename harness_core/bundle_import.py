@@ -315,9 +315,9 @@ class LoadedBundle(Protocol):
 def load_any_bundle(path: str) -> LoadedBundle:
     """The bundle at ``path``: a SuperQode Harness Protocol v1 export (recognised by its first
     key) or ours; either is checked whole before anything is written."""
-    from .superqode_bundle import is_superqode_file, load_superqode_file
+    from .superqode_bundle import FIRST_KEYS, load_superqode_file
 
-    if is_superqode_file(path):
+    if first_key(path) in FIRST_KEYS:
         return load_superqode_file(path)
     return load_bundle_file(path)
 

@@ -98,14 +98,6 @@ class SuperQodeBundle:
         return iter(self.converted)
 
 
-def is_superqode_file(path: str) -> bool:
-    """Whether the file at ``path`` starts as a v1 bundle does (its first key); an unreadable
-    file is not one (the loader that reads it says why)."""
-    from .bundle_import import first_key
-
-    return first_key(path) in FIRST_KEYS
-
-
 def load_superqode_file(path: str) -> SuperQodeBundle:
     """Read and check the v1 bundle at ``path`` whole; ``invalid-request`` (one line) when it
     is not JSON (truncated), not a v1 bundle, or inconsistent (an event of another session or

@@ -114,32 +114,52 @@ class HarnessplaneAdapter:
         )
 
     async def create(self, request: Any) -> Any:
-        """Open a session of ours (the request's id when it is a UUID, else a new one)."""
-        async with self._controller() as controller:
-            ref = await controller.open_session(
-                harness=self.harness,
-                workspace=self.workspace or str(request.working_directory),
-                model=self.model or request.model or None,
-                config=self.config,
-                session_id=request.session_id if _is_uuid(request.session_id) else None,
-            )
-            record = controller.ledger.get_session(ref.session_id)
-        return self._ref(request, record)
+        """A new session id (the request's when it is a UUID) and what opening it takes: the
+        session is opened in our ledger by its first ``send`` (or ``checkpoint``), in the
+        controller that runs it - a CLI has nothing to resume before its first turn."""
+        from superqode.harness.protocol import HarnessSessionRef
+
+        session_id = request.session_id if _is_uuid(request.session_id) else str(uuid.uuid4())
+        return HarnessSessionRef(
+            session_id=session_id,
+            harness_id=self.descriptor.id,
+            metadata={
+                **dict(request.metadata),
+                "harness": self.harness,
+                "workspace": self.workspace or str(request.working_directory),
+                "model": self.model or request.model or None,
+            },
+        )
 
     async def resume(self, session: Any) -> Any:
-        """The session as the ledger has it now (``session-not-found`` if it has none); its
-        harness is reattached by the next ``send``."""
+        """The session as the ledger has it now (a created one not opened yet as it is;
+        ``session-not-found`` for any other id); its harness is reattached by the next
+        ``send``."""
         async with self._controller() as controller:
             record = controller.ledger.get_session(session.session_id)
         if record is None:
+            if session.metadata.get("harness") == self.harness:
+                return session
             raise HarnessError("session-not-found")
         return self._ref(session, record)
+
+    async def _attach(self, controller: Controller, session: Any) -> SessionRef:
+        """The session live in ``controller``: opened on first use, resumed after."""
+        if controller.ledger.get_session(session.session_id) is not None:
+            return await controller.resume_session(session.session_id)
+        return await controller.open_session(
+            harness=self.harness,
+            workspace=str(session.metadata.get("workspace") or self.workspace or "."),
+            model=session.metadata.get("model") or None,
+            config=self.config,
+            session_id=session.session_id,
+        )
 
     async def send(self, session: Any, message: Any) -> AsyncIterator[Any]:
         """One turn: its events as v1 events (our ids), ending with its terminal; an
         assistant ``message.created`` before a ``run.completed`` always (v1 requires one)."""
         queue: asyncio.Queue[Any] = asyncio.Queue()
-        task = asyncio.ensure_future(self._turn(session.session_id, message.content, queue))
+        task = asyncio.ensure_future(self._turn(session, message.content, queue))
         try:
             while (item := await queue.get()) is not _END:
                 if isinstance(item, BaseException):
@@ -151,10 +171,11 @@ class HarnessplaneAdapter:
                 await asyncio.wait({task}, timeout=30)
                 task.cancel()
 
-    async def _turn(self, session_id: str, prompt: str, queue: asyncio.Queue[Any]) -> None:
+    async def _turn(self, session: Any, prompt: str, queue: asyncio.Queue[Any]) -> None:
+        session_id = session.session_id
         try:
             async with self._controller() as controller:
-                ref = await controller.resume_session(session_id)
+                ref = await self._attach(controller, session)
                 self._running[session_id] = (controller, ref)
                 try:
                     async with controller.turn(ref, prompt) as turn:
@@ -203,7 +224,7 @@ class HarnessplaneAdapter:
         from superqode.harness.protocol import HarnessCheckpoint
 
         async with self._controller() as controller:
-            ref = await controller.resume_session(session.session_id)
+            ref = await self._attach(controller, session)
             checkpoint_id = await controller.checkpoint(ref)
         return HarnessCheckpoint(
             session_id=session.session_id,
