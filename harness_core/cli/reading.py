@@ -377,7 +377,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _reading(args.ledger) as store:
         if store is None:
             raise HarnessError("session-not-found")
-        bundle = export_session(store, args.session)
+        if args.format == "superqode":
+            bundle = _superqode_export(store, args.session)
+        else:
+            bundle = export_session(store, args.session)
     # --json keeps the one-object-per-line convention; without it the bundle is indented.
     text = json.dumps(bundle, ensure_ascii=False, indent=None if args.json else 2) + "\n"
     if args.output and args.output != "-":
@@ -394,6 +397,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _superqode_export(store: Any, session_id: str) -> dict[str, Any]:
+    """The v1 bundle, its descriptor's capabilities from the harness's declared features
+    (none claimed when the harness is not installed here)."""
+    from ..superqode_bundle import export_superqode
+
+    record = store.get_session(session_id)
+    features = None
+    if record is not None:
+        from ..plugins import get_plugins
+
+        plugins = get_plugins()
+        descriptor = None
+        if record.ref.harness in plugins.harness_names():
+            try:
+                descriptor = plugins.describe(record.ref.harness)
+            except Exception:  # a broken harness: export without claiming capabilities
+                descriptor = None
+        features = None if descriptor is None else frozenset(descriptor.features)
+    return export_superqode(store, session_id, features)
 
 
 def session_log_path(url: str | None, session_id: str) -> Any:
