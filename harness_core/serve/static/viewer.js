@@ -47,6 +47,33 @@ async function post(path, body) {
   return data;
 }
 
+async function get(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY) || "";
+  const response = await fetch(path, { headers: { "Authorization": "Bearer " + token } });
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    const error = data.error || {};
+    throw new Error((error.reason || response.status) + ": " + (error.message || "")
+      + (error.hint ? " (" + error.hint + ")" : ""));
+  }
+  return data;
+}
+
+// A unified diff as lines, each classed by its first character (textContent only).
+function renderPatch(text) {
+  const pre = el("pre", "patch");
+  for (const line of text.replace(/\n$/, "").split("\n")) {
+    let kind = "";
+    if (line.startsWith("diff --git") || line.startsWith("index ")) kind = "file";
+    else if (line.startsWith("+++") || line.startsWith("---")) kind = "file";
+    else if (line.startsWith("@@")) kind = "hunk";
+    else if (line.startsWith("+")) kind = "add";
+    else if (line.startsWith("-")) kind = "del";
+    pre.append(el("span", kind ? "line " + kind : "line", line + "\n"));
+  }
+  return pre;
+}
+
 function notice(text) {
   const node = document.getElementById("notice");
   if (node) node.textContent = text;
@@ -469,6 +496,28 @@ class Live {
     const steer = document.getElementById("steer");
     if (steer) steer.addEventListener("submit", (e) => this.steer(e, steer));
     this.turns.addEventListener("click", (e) => this.branch(e));
+    // "toggle" does not bubble: listen in the capture phase for every turn's files
+    this.turns.addEventListener("toggle", (e) => this.showPatch(e.target), true);
+  }
+
+  async showPatch(details) {
+    if (!details.matches || !details.matches("details.changes[data-turn]")) return;
+    if (!details.open || details.dataset.patch) return;
+    details.dataset.patch = "loading";
+    const box = el("div", "patch-box muted", "loading the diff...");
+    details.append(box);
+    const path = "/api/sessions/" + encodeURIComponent(this.session) + "/turns/"
+      + encodeURIComponent(details.dataset.turn) + "/diff";
+    try {
+      const diff = await get(path);
+      box.replaceChildren(renderPatch(diff.patch || ""));
+      box.className = "patch-box";
+      if (diff.truncated) box.append(el("div", "muted", "the patch is cut here (too long to show)"));
+      details.dataset.patch = "shown";
+    } catch (error) {
+      box.textContent = "no diff: " + error.message;
+      delete details.dataset.patch;  // try again on the next opening
+    }
   }
 
   async steer(e, form) {

@@ -89,6 +89,12 @@ class ServedOnTemporal:
     def plugins(self) -> Any:
         return self.local.plugins
 
+    @property
+    def checkpoints(self) -> Any:
+        """This host's checkpoint stores (a turn's diff reads the store under this host's
+        state root: the one the workers write when they share it)."""
+        return self.local.checkpoints
+
     def describe(self, harness: str) -> Any:
         return self.local.describe(harness)
 
