@@ -31,13 +31,11 @@ function el(tag, className, text) {
   return node;
 }
 
-async function post(path, body) {
+// A call with the page's token; an API error becomes an Error saying its reason and hint.
+async function call(path, init) {
   const token = sessionStorage.getItem(TOKEN_KEY) || "";
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "Authorization": "Bearer " + token },
-    body: JSON.stringify(body || {}),
-  });
+  const headers = Object.assign({ "Authorization": "Bearer " + token }, init.headers || {});
+  const response = await fetch(path, Object.assign({}, init, { headers }));
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     const error = data.error || {};
@@ -47,17 +45,15 @@ async function post(path, body) {
   return data;
 }
 
-async function get(path) {
-  const token = sessionStorage.getItem(TOKEN_KEY) || "";
-  const response = await fetch(path, { headers: { "Authorization": "Bearer " + token } });
-  const data = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const error = data.error || {};
-    throw new Error((error.reason || response.status) + ": " + (error.message || "")
-      + (error.hint ? " (" + error.hint + ")" : ""));
-  }
-  return data;
+function post(path, body) {
+  return call(path, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body || {}) });
 }
+
+function get(path) {
+  return call(path, {});
+}
+
 
 // A unified diff as lines, each classed by its first character (textContent only).
 function renderPatch(text) {

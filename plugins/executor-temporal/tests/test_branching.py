@@ -4,8 +4,6 @@ server, PostgreSQL ledger, one-function harnesses that show the conversation the
 
 from __future__ import annotations
 
-import hashlib
-import os
 import sys
 import uuid
 from pathlib import Path
@@ -20,6 +18,7 @@ from harness_hookspecs import HarnessError
 from temporalio.client import Client, WorkflowExecutionStatus
 
 from harness_core import harness, plugins_from
+from harness_core.testing.branching import shaped_reply, tree_hash
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_cancel import replay_all
@@ -30,13 +29,7 @@ FEATURES = ("resume", "cancel", "steer", "fork", "checkpoint")
 @harness("temporal-shaped", features=FEATURES)
 async def shaped(message, session):
     """Answers with the conversation it sees; "wait" waits for a steer; "write NAME TEXT"."""
-    if message.content == "wait":
-        steered = await session.wait_steering()
-        return "steered: " + " | ".join(steered) + " // " + _seen(session)
-    if message.content.startswith("write "):
-        _, name, text = message.content.split(" ", 2)
-        Path(session.workspace, name).write_text(text)
-    return _seen(session)
+    return await shaped_reply(message, session)
 
 
 @harness("temporal-plain", features=("resume", "cancel"))
@@ -45,20 +38,6 @@ async def plain(message, session):
     if message.content == "sleep":
         await anyio.sleep(POLL_AFTER + 1.5)
     return "ok"
-
-
-def _seen(session) -> str:
-    return ";".join(f"{role}={text}" for role, text in session.history)
-
-
-def tree_hash(root: str) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(Path(root).rglob("*")):
-        relative = path.relative_to(root).as_posix()
-        digest.update(f"{relative}\0{os.lstat(path).st_mode:o}\0".encode())
-        if path.is_file() and not path.is_symlink():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def of_type(events, *wanted):

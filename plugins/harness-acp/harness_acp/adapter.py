@@ -22,7 +22,7 @@ import json
 import math
 import re
 import shutil
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -501,31 +501,45 @@ class AcpAdapter:
 
     # -- lifecycle --------------------------------------------------------------------------
 
+    async def _start(
+        self, context: SessionContext, establish: Callable[[_Session], Awaitable[str]]
+    ) -> _Session:
+        """A new agent for the session whose native session ``establish`` makes (new, load or
+        fork; it returns the native id); the agent is stopped when anything fails."""
+        session = _Session(context)
+        try:
+            await self._connect(session, context)
+            session.native_id = await establish(session)
+            context.report_vendor_session_id(session.native_id)
+            await self._set_mode(session, context)
+        except BaseException:
+            await self._teardown(session)
+            raise
+        return session
+
+    def _created(self, context: SessionContext, result: Any) -> str:
+        """The native id the agent answered ``session/new`` or ``session/fork`` with, saved."""
+        native = result.get("sessionId") if isinstance(result, Mapping) else None
+        if not isinstance(native, str) or not native:
+            raise HarnessError("provider-failed", "the agent returned no session id")
+        NativeSession(context.state_dir, STATE_FILE, native_id=native).save(agent=self.agent.name)
+        return native
+
     async def open_session(
         self, request: OpenSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.target)
         workspace = require_workspace(context, "an ACP session")
-        session = _Session(context)
-        try:
-            await self._connect(session, context)
+
+        async def new(session: _Session) -> str:
             from acp.schema import NewSessionRequest
 
             servers = self._mcp_servers(session, context)
             new = NewSessionRequest(cwd=workspace, mcp_servers=servers)
             result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
-            native = result.get("sessionId") if isinstance(result, Mapping) else None
-            if not isinstance(native, str) or not native:
-                raise HarnessError("provider-failed", "the agent returned no session id")
-            session.native_id = native
-            NativeSession(context.state_dir, STATE_FILE, native_id=native).save(
-                agent=self.agent.name
-            )
-            context.report_vendor_session_id(native)
-            await self._set_mode(session, context)
-        except BaseException:
-            await self._teardown(session)
-            raise
+            return self._created(context, result)
+
+        session = await self._start(context, new)
         ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
         self._sessions[ref.session_id] = session
         return ref
@@ -538,9 +552,8 @@ class AcpAdapter:
         native = NativeSession.load(context.state_dir, STATE_FILE, what="no ACP state").native_id
         if native is None:
             raise HarnessError("session-not-found", "no ACP state for this session")
-        session = _Session(context)
-        try:
-            await self._connect(session, context)
+
+        async def load(session: _Session) -> str:
             if not session.can_load:
                 raise HarnessError("unsupported-feature", "the agent cannot load sessions")
             from acp.schema import LoadSessionRequest
@@ -550,13 +563,9 @@ class AcpAdapter:
             # The agent replays the history as session/update notifications: no turn is
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)
-            session.native_id = native
-            context.report_vendor_session_id(native)
-            await self._set_mode(session, context)
-        except BaseException:
-            await self._teardown(session)
-            raise
-        self._sessions[request.session.session_id] = session
+            return native
+
+        self._sessions[request.session.session_id] = await self._start(context, load)
         return request.session
 
     async def fork_session(
@@ -582,9 +591,8 @@ class AcpAdapter:
         if request.turns and self.agent.saved is not None:
             await _saved(self.agent.saved, Path(parent_dir) / "home", parent, request.turns[-1])
         await anyio.to_thread.run_sync(_copy_home, Path(parent_dir), Path(context.state_dir))
-        session = _Session(context)
-        try:
-            await self._connect(session, context)
+
+        async def fork(session: _Session) -> str:
             if not session.can_fork:
                 raise HarnessError("unsupported-feature", "the agent does not advertise fork")
             from acp.schema import ForkSessionRequest as AcpFork
@@ -592,19 +600,11 @@ class AcpAdapter:
             servers = self._mcp_servers(session, context)
             fork = AcpFork(session_id=parent, cwd=workspace, mcp_servers=servers)
             result = await self._request(session, "session/fork", _dump(fork), INIT_TIMEOUT)
-            native = result.get("sessionId") if isinstance(result, Mapping) else None
-            if not isinstance(native, str) or not native:
-                raise HarnessError("provider-failed", "the agent returned no session id")
-            session.native_id = native
-            NativeSession(context.state_dir, STATE_FILE, native_id=native).save(
-                agent=self.agent.name
-            )
+            native = self._created(context, result)
             _save_turns(context.state_dir, kept)
-            context.report_vendor_session_id(native)
-            await self._set_mode(session, context)
-        except BaseException:
-            await self._teardown(session)
-            raise
+            return native
+
+        session = await self._start(context, fork)
         ref = SessionRef(
             provider=self.name, target=request.open.target, session_id=context.session_id
         )
