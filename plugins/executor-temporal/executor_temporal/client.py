@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from types import TracebackType
 from typing import Any
 
@@ -232,12 +232,39 @@ class TemporalController:
         turn_id: str | None = None,
     ) -> TurnSummary:
         """Run a turn to its end; ``on_event`` sees its events as the ledger records them."""
+        if on_event is None and self.permission_handler is None:
+            return await self._run_unwatched(session, prompt, turn_id)
         async with self.turn(session, prompt, turn_id=turn_id) as turn:
             if on_event is None:
                 return await turn.result()
             async for event in turn:
                 on_event(event)
         return await turn.result()
+
+    async def _run_unwatched(
+        self, session: SessionRef | str, prompt: str, turn_id: str | None
+    ) -> TurnSummary:
+        """A turn nobody watches on the way: one update call that returns its summary (no
+        ledger read, no second round trip for the result). Cancelled, it cancels the turn
+        and waits for its end, as leaving :meth:`turn` early does."""
+        session_id = session if isinstance(session, str) else session.session_id
+        turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
+        handle = self._handle(session_id)
+        update_id = str(uuid.uuid4())
+        try:
+            with _refusals():
+                summary: TurnSummary = await handle.execute_update(
+                    "turn",
+                    TurnRequest(turn_id=turn_id, prompt=prompt),
+                    id=update_id,
+                    result_type=TurnSummary,
+                )
+            return summary
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True), suppress(HarnessError), _refusals():
+                await self.cancel_turn(session_id, turn_id)
+                await handle.get_update_handle(update_id, result_type=TurnSummary).result()
+            raise
 
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         with _refusals():
