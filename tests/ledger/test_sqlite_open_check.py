@@ -94,3 +94,50 @@ def test_a_store_whose_write_failed_leaves_the_next_open_a_full_check(tmp_path, 
     assert not Path(str(path) + CHECKED_SUFFIX).exists()
     SqliteStore(str(path)).close()
     assert checks[-1] is True
+
+
+_KILLED_WRITER = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from ledger_samples import make_event, make_record
+from harness_core.ledger.sqlite import SqliteStore
+
+store = SqliteStore(sys.argv[1])
+store.create_session(make_record("s2"))
+store.claim("s2")
+store.append([make_event(n, session_id="s2") for n in (1, 2, 3)])
+store.flush()
+print("flushed", flush=True)
+sys.stdin.read()  # killed here, never closed
+"""
+
+
+def test_a_writer_killed_before_its_close_leaves_the_next_open_a_full_check(tmp_path, checks):
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "l.sqlite"
+    _write(path, "s1")  # a clean close: the marker says how it left the file
+    assert unchanged(str(path))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(path), str(Path(__file__).parent)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline().strip() == "flushed"
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+    assert writer.returncode == -signal.SIGKILL
+    assert not unchanged(str(path))  # the killed writer changed the file after the marker
+    store = SqliteStore(str(path))
+    try:
+        assert checks == [True, True]  # the first open here, then the full check after the kill
+        assert [e.sequence for e in store.events("s2")] == [1, 2, 3]
+        assert [e.sequence for e in store.events("s1")] == [1, 2]
+    finally:
+        store.close()

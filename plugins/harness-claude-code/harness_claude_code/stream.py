@@ -283,7 +283,13 @@ class ClaudeStream(JsonLinesStream):
             fields = self._step_usage
             self._step_usage = {}
             known = any(value is not None for value in fields.values())
-            return self.steps.completed(Usage(**fields) if known else None)
+            step = Usage(
+                input_tokens=fields.get("input_tokens"),
+                output_tokens=fields.get("output_tokens"),
+                cache_read_tokens=fields.get("cache_read_tokens"),
+                cache_write_tokens=fields.get("cache_write_tokens"),
+            )
+            return self.steps.completed(step if known else None)
         elif etype == "content_block_delta":
             delta = event.get("delta")
             if isinstance(delta, Mapping) and delta.get("type") == "thinking_delta":
@@ -404,13 +410,16 @@ class ClaudeStream(JsonLinesStream):
         if not isinstance(result, Mapping):
             return None
         cost = result.get("total_cost_usd")
-        cost_ok = isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0
+        cost_usd = None
+        # a cost the CLI reports is used when it is a non-negative number (NaN != NaN)
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost == cost:
+            cost_usd = round(float(cost), 10)
         names = ("input_tokens", "output_tokens", "cache_read_input_tokens")
         return usage_of(
             result.get("usage"),
             (*names, "cache_creation_input_tokens", None),
             requests=len(self._messages) or None,
-            cost_usd=round(float(cost), 10) if cost_ok and cost == cost else None,
+            cost_usd=cost_usd,
         )
 
     def terminal(self, exit_code: int | None) -> Payload:
