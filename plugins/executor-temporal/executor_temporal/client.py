@@ -21,6 +21,7 @@ from contextlib import asynccontextmanager, contextmanager, suppress
 from types import TracebackType
 from typing import Any
 
+import anyio.lowlevel
 import anyio.to_thread
 from harness_hookspecs import (
     TERMINAL_TYPES,
@@ -38,6 +39,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.exceptions import ApplicationError
@@ -62,6 +64,9 @@ from .shapes import (
     TurnSummary,
 )
 from .workflow import SessionWorkflow
+
+#: Seconds a cancelled caller waits for its turn's end on the worker before it leaves anyway.
+CANCEL_WAIT = 30.0
 
 
 class RemoteTurn:
@@ -260,11 +265,20 @@ class TemporalController:
                     result_type=TurnSummary,
                 )
             return summary
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True), suppress(HarnessError), _refusals():
+        except (anyio.get_cancelled_exc_class(), WorkflowUpdateRPCTimeoutOrCancelledError):
+            # (the SDK turns the caller's cancellation into its own error)
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(CANCEL_WAIT),
+                suppress(HarnessError),
+                _refusals(),
+            ):
                 await self.cancel_turn(session_id, turn_id)
                 await handle.get_update_handle(update_id, result_type=TurnSummary).result()
-            raise
+            await anyio.lowlevel.checkpoint()  # the caller's cancellation, as such
+            raise HarnessError(
+                "provider-unavailable", "the Temporal service did not answer in time"
+            ) from None
 
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         with _refusals():
