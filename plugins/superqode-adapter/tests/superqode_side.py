@@ -150,6 +150,46 @@ async def conformance(spec_path: str) -> dict:
     return {"reports": reports}
 
 
+async def cancel(workspace: str, ledger: str, state_dir: str) -> dict:
+    """superqode's controller cancels an echo turn sleeping 30 s; steer is refused (echo does
+    not declare it)."""
+    import time
+
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+    from superqode.harness.protocol import HarnessCapabilityError
+
+    adapter = HarnessplaneAdapter("echo", workspace=workspace, ledger=ledger, state_dir=state_dir)
+    controller = HarnessProtocolController([adapter])
+    session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    events = []
+
+    async def consume():
+        async for event in controller.send(session, "sleep 30"):
+            events.append(event.type)
+
+    started = time.monotonic()
+    task = asyncio.ensure_future(consume())
+    while not adapter.is_running(session.session_id):  # the turn is under way
+        await asyncio.sleep(0.05)
+    try:
+        await controller.steer(session, "faster")
+        steer = "accepted"
+    except HarnessCapabilityError:
+        steer = "unsupported"
+    await controller.cancel(session)
+    await asyncio.wait_for(task, 20)
+    stored = controller.store.list_runs(session_id=session.session_id)
+    return {
+        "events": events,
+        "seconds": time.monotonic() - started,
+        "steer": steer,
+        "status": [run.status for run in stored],
+        "stored": [e.type for run in stored for e in run.events],
+        "session_id": session.session_id,
+    }
+
+
 async def discover() -> dict:
     from superqode.harness.discovery import discover_harness_adapters
 
@@ -162,6 +202,7 @@ COMMANDS = {
     "read-bundle": read_bundle,
     "conformance": conformance,
     "discover": discover,
+    "cancel": cancel,
 }
 
 if __name__ == "__main__":

@@ -177,3 +177,24 @@ def test_conformance_of_a_real_cli_against_the_fake_model(superqode_python, tmp_
         report = _conformance(superqode_python, tmp_path, item)
         assert server.model_requests(), "the CLI never reached the fake model"
     assert report["capabilities"]["resume"] and report["capabilities"]["cancel"]
+
+
+def test_superqode_cancels_a_running_turn_and_steer_is_refused(superqode_python, tmp_path):
+    ledger = f"sqlite:///{tmp_path}/ledger.sqlite"
+    (tmp_path / "ws").mkdir()
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
+    done = side(
+        superqode_python, "cancel", str(tmp_path / "ws"), ledger, str(tmp_path / "st"), env=env
+    )
+    assert done["steer"] == "unsupported"  # echo declares no steer: not claimed
+    assert done["seconds"] < 20  # not the 30 s the turn would sleep
+    assert done["status"] == ["cancelled"]
+    assert done["stored"][-1] == "run.cancelled"
+    from harness_core.ledger import open_ledger
+
+    store = open_ledger(ledger)
+    try:
+        ours = [e.type for e in store.events(done["session_id"])]
+    finally:
+        store.close()
+    assert ours[-1] == "turn.cancelled" and ours.count("turn.started") == 1
