@@ -190,6 +190,31 @@ async def cancel(workspace: str, ledger: str, state_dir: str) -> dict:
     }
 
 
+async def send(spec_path: str, store_path: str, prompt: str, session_id: str = "") -> dict:
+    """One turn in this process on superqode's SQLite store: a new session, or (``session_id``)
+    one another process made, resumed by superqode's controller from its store alone."""
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+    from superqode.harness.store import SQLiteHarnessStore
+
+    (item,) = json.loads(Path(spec_path).read_text())
+    adapter = HarnessplaneAdapter(
+        item["harness"],
+        model=item.get("model"),
+        config=item.get("config") or {},
+        workspace=item["workspace"],
+        **dict(item.get("options") or {}),
+    )
+    controller = HarnessProtocolController([adapter], store=SQLiteHarnessStore(store_path))
+    if session_id:
+        session = await controller.resume(session_id)
+    else:
+        session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    events = [event async for event in controller.send(session, prompt)]
+    answer = [e.data.get("content") for e in events if e.type == "message.created"]
+    return {"session_id": session.session_id, "types": [e.type for e in events], "answer": answer}
+
+
 async def discover() -> dict:
     from superqode.harness.discovery import discover_harness_adapters
 
@@ -203,6 +228,7 @@ COMMANDS = {
     "conformance": conformance,
     "discover": discover,
     "cancel": cancel,
+    "send": send,
 }
 
 if __name__ == "__main__":

@@ -198,3 +198,56 @@ def test_superqode_cancels_a_running_turn_and_steer_is_refused(superqode_python,
     finally:
         store.close()
     assert ours[-1] == "turn.cancelled" and ours.count("turn.started") == 1
+
+
+@pytest.mark.cli
+def test_a_claude_code_session_resumes_in_another_superqode_process(superqode_python, tmp_path):
+    from harness_cli_kit.testing import installed_cli
+
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step
+
+    (tmp_path / "ws").mkdir()
+    options = {"ledger": f"sqlite:///{tmp_path}/ledger.sqlite", "state_dir": str(tmp_path / "st")}
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
+    steps = [
+        Step(text="Noted the plums.", match=Match(tools=None, contains="plums")),
+        Step(text="You said plums.", match=Match(tools=None, contains="what did I say")),
+    ]
+    with FakeModelServer(steps) as server:
+        spec = tmp_path / "spec.json"
+        config = {
+            "cli_path": installed_cli("claude"),
+            "base_url": str(server.base_url),
+            "api_key": "sk-superqode-test",
+        }
+        spec.write_text(
+            json.dumps(
+                [
+                    {
+                        "harness": "claude-code",
+                        "model": "claude-test",
+                        "config": config,
+                        "workspace": str(tmp_path / "ws"),
+                        "options": options,
+                    }
+                ]
+            )
+        )
+        store = str(tmp_path / "superqode.sqlite3")
+        first = side(superqode_python, "send", str(spec), store, "remember plums", env=env)
+        again = side(
+            superqode_python,
+            "send",
+            str(spec),
+            store,
+            "what did I say?",
+            first["session_id"],
+            env=env,
+        )
+        requests = server.model_requests()
+    assert first["answer"][-1] == "Noted the plums."
+    assert again["session_id"] == first["session_id"]
+    assert again["types"][-1] == "run.completed"
+    assert again["answer"][-1] == "You said plums."
+    # the second process's request carried the first turn: the conversation went on
+    assert "Noted the plums." in json.dumps(requests[-1].body)
