@@ -215,6 +215,32 @@ async def send(spec_path: str, store_path: str, prompt: str, session_id: str = "
     return {"session_id": session.session_id, "types": [e.type for e in events], "answer": answer}
 
 
+async def steer(spec_path: str, text: str, go: str) -> dict:
+    """superqode's controller steers a running turn once the test says the model has its
+    first request (the file ``go`` exists); the turn's events as superqode recorded them."""
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+
+    (item,) = json.loads(Path(spec_path).read_text())
+    adapter = HarnessplaneAdapter(
+        item["harness"],
+        model=item.get("model"),
+        config=item.get("config") or {},
+        workspace=item["workspace"],
+        **dict(item.get("options") or {}),
+    )
+    controller = HarnessProtocolController([adapter])
+    session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    types = []
+    async for event in controller.send(session, "say hi"):
+        types.append(event.type)
+        if len(types) == 3 and "adapter.turn.steered" not in types:
+            while not Path(go).exists():  # the model's first answer is on its way (3 s)
+                await asyncio.sleep(0.05)
+            await controller.steer(session, text)
+    return {"session_id": session.session_id, "types": types}
+
+
 async def discover() -> dict:
     from superqode.harness.discovery import discover_harness_adapters
 
@@ -229,6 +255,7 @@ COMMANDS = {
     "discover": discover,
     "cancel": cancel,
     "send": send,
+    "steer": steer,
 }
 
 if __name__ == "__main__":
