@@ -42,6 +42,7 @@ from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore, 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from harness_core.checkpoints import CheckpointSettings
 from harness_core.context import default_state_root, state_dir_for
 from harness_core.controller import Controller
 from harness_core.ledger import flush_async, open_ledger
@@ -52,11 +53,17 @@ from harness_core.retry import turn_ended
 from .approvals import LOCAL_TIMEOUT_GRACE, WorkflowApprover
 from .observability import Monitor, note
 from .shapes import (
+    CHECKPOINT,
     CLOSE_SESSION,
     DEFAULT_GRACE,
+    FORK_SESSION,
     NON_RETRYABLE,
     OPEN_SESSION,
+    REWIND,
     RUN_TURN,
+    ForkWork,
+    RewindSummary,
+    RewindWork,
     SessionRefShape,
     SessionSpec,
     SessionStart,
@@ -64,6 +71,7 @@ from .shapes import (
     TurnWork,
 )
 from .statesync import SharedStateDir
+from .steering import relaying_steers
 
 #: Seconds between heartbeats (the worker's throttle sends at most one per 0.5 s anyway).
 HEARTBEAT_EVERY = 0.2
@@ -106,9 +114,13 @@ class SessionActivities:
         env_passthrough: Sequence[str] = (),
         grace: float = DEFAULT_GRACE,
         monitor: Monitor | None = None,
+        checkpoints: CheckpointSettings | bool = False,
     ) -> None:
         """``grace``: seconds running turns get to finish once the worker drains;
-        ``monitor``: the worker's metrics (a fresh one when not given)."""
+        ``monitor``: the worker's metrics (a fresh one when not given); ``checkpoints``: the
+        workspace snapshots around each turn (``Controller(checkpoints=...)``; a checkpoint
+        store lives in this worker's ``state_dir``)."""
+        self.checkpoints = checkpoints
         self.plugins = plugins if plugins is not None else get_plugins()
         self.grace = grace
         self.monitor = monitor if monitor is not None else Monitor()
@@ -128,7 +140,14 @@ class SessionActivities:
         self._hosts: anyio.abc.TaskGroup | None = None
 
     def activities(self) -> list[Any]:
-        return [self.open_session, self.run_turn, self.close_session]
+        return [
+            self.open_session,
+            self.run_turn,
+            self.close_session,
+            self.fork_session,
+            self.checkpoint,
+            self.rewind,
+        ]
 
     def drain(self) -> None:
         """Take no new turn; running ones get ``grace`` seconds, then are handed over."""
@@ -227,13 +246,17 @@ class SessionActivities:
             controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
             last = [0]
             assert self._stopping is not None
-            async with controller.turn(
+            running = controller.turn(
                 work.session_id,
                 work.prompt,
                 turn_id=work.turn_id,
                 attempt=attempt,
                 timeout=work.turn_timeout,
-            ) as turn:
+            )
+            steers = relaying_steers(
+                self.approver.client, controller, work.session_id, work.turn_id
+            )
+            async with running as turn, steers:
                 handed = await _drive(controller, work.session_id, turn, last, self._stopping,
                                       self.grace, self.ledger)  # fmt: skip
             if handed:
@@ -267,6 +290,55 @@ class SessionActivities:
             await attached.controller.close_session(start.session_id)
             await self._detach(start.session_id)
 
+    # -- branching: the workflow runs these while no turn of the session runs ----------------
+
+    @activity.defn(name=FORK_SESSION)
+    async def fork_session(self, work: ForkWork) -> SessionRefShape:
+        """Fork the parent in a controller of the child's own: the child stays attached here;
+        the parent's attachment (here or elsewhere) is stale now and resumes at its next turn."""
+        parent, request = work.parent, work.request
+        with _as_application_error():
+            await self._claim(parent.session_id)
+            child = await anyio.to_thread.run_sync(self.ledger.get_session, request.child_id)
+            if child is not None:  # an earlier attempt forked before its worker was lost
+                if child.ref.harness != parent.spec.harness:
+                    raise HarnessError("invalid-request", "the child id names another session")
+                return _shape(child.ref)
+            held = self._attached.get(parent.session_id)
+            last = await anyio.to_thread.run_sync(self.ledger.last_sequence, parent.session_id)
+            if held is None or held.last_sequence != last:  # the parent ran elsewhere last
+                await self._restore_state(parent.session_id, parent.spec.harness)
+            attached = await self._new_controller(request.child_id, parent.spec.harness)
+            ref = await attached.controller.fork(
+                parent.session_id, at=request.at, session_id=request.child_id, **request.fields
+            )
+            await self._settled(attached, ref.session_id, parent.spec.harness)
+            return _shape(ref)
+
+    @activity.defn(name=CHECKPOINT)
+    async def checkpoint(self, start: SessionStart) -> str:
+        with _as_application_error():
+            await self._claim(start.session_id)
+            attached = await self._attach(start.session_id, start.spec)
+            checkpoint_id = await attached.controller.checkpoint(start.session_id)
+            await self._settled(attached, start.session_id, start.spec.harness)
+            return checkpoint_id
+
+    @activity.defn(name=REWIND)
+    async def rewind(self, work: RewindWork) -> RewindSummary:
+        start = work.session
+        with _as_application_error():
+            await self._claim(start.session_id)
+            attached = await self._attach(start.session_id, start.spec)
+            rewound = await attached.controller.rewind(start.session_id, work.checkpoint)
+            await self._settled(attached, start.session_id, start.spec.harness)
+            return RewindSummary(
+                checkpoint_id=rewound.checkpoint_id,
+                conversation=rewound.conversation,
+                turns_kept=rewound.turns_kept,
+                turn_id=rewound.turn_id,
+            )
+
     # -- attachment -------------------------------------------------------------------------
 
     async def _claim(self, session_id: str) -> None:
@@ -283,6 +355,7 @@ class SessionActivities:
             state_dir=self.state_root,
             env_passthrough=self.env_passthrough,
             permission_handler=self.approver,
+            checkpoints=self.checkpoints,
         )
         attached = Attached(controller, anyio.Event(), anyio.Event())
         if self._hosts is None:
@@ -314,15 +387,19 @@ class SessionActivities:
         if attached is not None and attached.last_sequence == last:
             return attached
         attached = await self._new_controller(session_id, spec.harness)
-        if self.shared is not None:
-            local = state_dir_for(self.state_root, spec.harness, session_id)
-            await anyio.to_thread.run_sync(self.shared.restore, local, spec.harness, session_id)
+        await self._restore_state(session_id, spec.harness)
         fields: dict[str, Any] = {"config": spec.config, "posture": spec.posture}
         for key in ("workspace", "model", "agent", "user"):
             if getattr(spec, key) is not None:
                 fields[key] = getattr(spec, key)
         await attached.controller.resume_session(session_id, retrying=retrying, **fields)
         return attached
+
+    async def _restore_state(self, session_id: str, harness: str) -> None:
+        """The adapter's ``state_dir`` as the worker that last ran the session published it."""
+        if self.shared is not None:
+            local = state_dir_for(self.state_root, harness, session_id)
+            await anyio.to_thread.run_sync(self.shared.restore, local, harness, session_id)
 
     async def _settled(self, attached: Attached, session_id: str, harness: str) -> None:
         """Remember where this worker left the session; publish its state_dir."""
@@ -436,7 +513,9 @@ def _as_application_error() -> Iterator[None]:
         yield
     except HarnessError as error:
         raise ApplicationError(
-            error.reason, type=error.reason, non_retryable=error.reason in NON_RETRYABLE
+            error.hint or error.reason,  # a safe summary by contract (see HarnessError)
+            type=error.reason,
+            non_retryable=error.reason in NON_RETRYABLE,
         ) from None
 
 

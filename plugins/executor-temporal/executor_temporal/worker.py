@@ -69,6 +69,7 @@ async def run_worker(
     on_ready: Callable[[], None] | None = None,
     max_concurrent: int = DEFAULT_MAX_CONCURRENT,
     grace: float = DEFAULT_GRACE,
+    checkpoints: bool = False,
     http: tuple[str, int] | None = None,
     connection: TemporalConnection | None = None,
 ) -> None:
@@ -77,7 +78,7 @@ async def run_worker(
     ``http``: (host, port) of ``/healthz``, ``/readyz`` and ``/metrics`` (see
     :mod:`.observability`); port 0 picks a free one (logged in ``worker.started``).
     ``connection``: TLS and an API key (:mod:`.connection`; it names the address and namespace
-    itself)."""
+    itself). ``checkpoints``: snapshot workspaces around each turn (in ``state_dir``)."""
     if connection is None:
         connection = TemporalConnection(address, namespace)
     client = await connection.client()
@@ -91,6 +92,7 @@ async def run_worker(
         env_passthrough=env_passthrough,
         grace=grace,
         monitor=monitor,
+        checkpoints=checkpoints,
     )
     try:
         async with anyio.create_task_group() as beats:
