@@ -4,9 +4,10 @@ type of ours comes back as itself (v1's names, or ``adapter.<type>``), ids and o
 from __future__ import annotations
 
 import anyio
+from harness_hookspecs import Usage
+
 from harness_core import Controller, Result, harness, plugins_from
 from harness_core.superqode_bundle import bundle_to_session, export_superqode
-from harness_hookspecs import Usage
 
 
 @harness("reviewer", features=("resume", "usage"))

@@ -190,6 +190,57 @@ async def cancel(workspace: str, ledger: str, state_dir: str) -> dict:
     }
 
 
+async def send(spec_path: str, store_path: str, prompt: str, session_id: str = "") -> dict:
+    """One turn in this process on superqode's SQLite store: a new session, or (``session_id``)
+    one another process made, resumed by superqode's controller from its store alone."""
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+    from superqode.harness.store import SQLiteHarnessStore
+
+    (item,) = json.loads(Path(spec_path).read_text())
+    adapter = HarnessplaneAdapter(
+        item["harness"],
+        model=item.get("model"),
+        config=item.get("config") or {},
+        workspace=item["workspace"],
+        **dict(item.get("options") or {}),
+    )
+    controller = HarnessProtocolController([adapter], store=SQLiteHarnessStore(store_path))
+    if session_id:
+        session = await controller.resume(session_id)
+    else:
+        session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    events = [event async for event in controller.send(session, prompt)]
+    answer = [e.data.get("content") for e in events if e.type == "message.created"]
+    return {"session_id": session.session_id, "types": [e.type for e in events], "answer": answer}
+
+
+async def steer(spec_path: str, text: str, go: str) -> dict:
+    """superqode's controller steers a running turn once the test says the model has its
+    first request (the file ``go`` exists); the turn's events as superqode recorded them."""
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+
+    (item,) = json.loads(Path(spec_path).read_text())
+    adapter = HarnessplaneAdapter(
+        item["harness"],
+        model=item.get("model"),
+        config=item.get("config") or {},
+        workspace=item["workspace"],
+        **dict(item.get("options") or {}),
+    )
+    controller = HarnessProtocolController([adapter])
+    session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    types = []
+    async for event in controller.send(session, "say hi"):
+        types.append(event.type)
+        if len(types) == 3 and "adapter.turn.steered" not in types:
+            while not Path(go).exists():  # the model's first answer is on its way (3 s)
+                await asyncio.sleep(0.05)
+            await controller.steer(session, text)
+    return {"session_id": session.session_id, "types": types}
+
+
 async def discover() -> dict:
     from superqode.harness.discovery import discover_harness_adapters
 
@@ -203,6 +254,8 @@ COMMANDS = {
     "conformance": conformance,
     "discover": discover,
     "cancel": cancel,
+    "send": send,
+    "steer": steer,
 }
 
 if __name__ == "__main__":
