@@ -23,7 +23,7 @@ from harness_core.ledger import open_ledger
 from harness_core.ledger.base import LEASE
 from harness_core.ledger.sqlite import SqliteStore
 
-from .ledger_samples import make_event, make_record
+from .ledger_samples import make_event, make_record, wait_unclaimed
 
 
 def _claims(path: Path) -> list[tuple]:
@@ -308,5 +308,25 @@ def test_a_batch_keeps_the_rows_of_unheld_sessions_and_drops_those_another_write
         assert store.events("held") == []
         assert [e.sequence for e in store.events("stale")] == [1]
         assert [e.sequence for e in store.events("released")] == [1]
+        assert store.claimed("held")
+        assert not store.claimed("stale") and not store.claimed("released")
     finally:
         store.close()
+
+
+def test_a_release_reaches_the_file_without_a_flush(tmp_path):
+    """Other processes read claims: a release is written soon by itself, not at the holder's
+    next flush (which may never come: a host keeps an idle session's store open)."""
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    holder, other = open_ledger(url), open_ledger(url)
+    try:
+        holder.create_session(make_record("s"))
+        holder.claim("s")
+        holder.flush()
+        assert other.claimed("s")
+        holder.release("s")
+        wait_unclaimed(other, "s")
+        assert other.claim("s") == 2
+    finally:
+        holder.close()
+        other.close()
