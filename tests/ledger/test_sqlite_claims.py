@@ -22,6 +22,7 @@ import harness_core.ledger.sqlite as sqlite_module
 from harness_core.ledger import open_ledger
 from harness_core.ledger.base import LEASE
 from harness_core.ledger.sqlite import SqliteStore
+from harness_core.ledger.sqlite_schema import unchanged
 
 from .ledger_samples import make_event, make_record, wait_unclaimed
 
@@ -136,6 +137,7 @@ def test_prune_removes_one_closed_session_and_leaves_its_tombstone(tmp_path):
         assert _rows(path, "SELECT DISTINCT session_id FROM events") == [("kept",)]
     finally:
         store.close()
+    assert unchanged(str(path))  # closed cleanly: the next open need not read every page
 
 
 def test_prune_refuses_what_it_must_not_remove_and_changes_nothing(tmp_path):
@@ -236,6 +238,7 @@ def test_after_an_event_that_could_not_be_stored_its_session_gets_no_later_one(t
         assert [e.sequence for e in store.events("a")] == [1, 2]
     finally:
         store.close()
+    assert not unchanged(str(tmp_path / "l.sqlite"))  # a write failed: the next open checks all
 
 
 class _Clock:
@@ -330,3 +333,44 @@ def test_a_release_reaches_the_file_without_a_flush(tmp_path):
     finally:
         holder.close()
         other.close()
+
+
+def test_reads_of_an_id_no_row_can_have_find_nothing_and_a_broken_file_is_one_line(tmp_path):
+    """An id SQLite cannot encode (a surrogate-escaped argv) is in no row: reads answer
+    nothing. Tables gone behind the store's back make every read one fixed ``ledger-failed``
+    line, without SQLite's own words."""
+    path = tmp_path / "l.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.create_session(make_record("s"))
+        store.append([make_event(1, session_id="s")])
+        store.flush()
+        odd = "s\udc80"
+        assert store.last_sequence(odd) == 0
+        assert store.events(odd) == [] and store.get_session(odd) is None
+        assert not store.claimed(odd)
+        with sqlite3.connect(path) as connection:
+            connection.execute("ALTER TABLE events RENAME TO gone_events")
+            connection.execute("ALTER TABLE sessions RENAME TO gone_sessions")
+        reads = {
+            "events": lambda: store.events("s"),
+            "last_sequence": lambda: store.last_sequence("t"),
+            "get_session": lambda: store.get_session("t"),
+            "list_sessions": lambda: store.list_sessions(),
+        }
+        for name, read in reads.items():
+            with pytest.raises(HarnessError) as refused:
+                read()
+            assert (refused.value.reason, refused.value.hint) == (
+                "ledger-failed",
+                "the SQLite ledger could not be read",
+            ), name
+            assert "gone" not in str(refused.value) and "no such table" not in str(refused.value)
+        with pytest.raises(HarnessError) as create:
+            store.create_session(make_record("t"))  # is the id taken? the file cannot say
+        assert (create.value.reason, create.value.hint) == (
+            "ledger-failed",
+            "the SQLite ledger could not be read",
+        )
+    finally:
+        store.close()
