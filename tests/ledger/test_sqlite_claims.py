@@ -10,6 +10,7 @@ with its claim, leaving a tombstone; an open, held, changed or unknown session i
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -71,6 +72,10 @@ def test_a_session_created_here_and_taken_back_goes_on_from_the_other_writer(tmp
         # Created here, but claimed anew: the file is asked (epoch 3, not the first claim's 1)
         # and the sequence goes on from what the second store wrote.
         assert first.claim("sess-1") == 3
+        for taken in (1, 3):  # the other store's sequences: refused at once, not at a flush
+            with pytest.raises(HarnessError) as conflict:
+                first.append([make_event(taken, MessageDelta(text="y"))])
+            assert conflict.value.reason == "ledger-failed"
         first.append([make_event(6)])
         first.flush()
         assert [e.sequence for e in first.events("sess-1")] == [1, 2, 3, 4, 5, 6]
@@ -183,9 +188,11 @@ def test_prune_refuses_what_it_must_not_remove_and_changes_nothing(tmp_path):
 
 def test_prune_takes_over_the_claim_of_a_writer_long_gone(tmp_path):
     path = tmp_path / "l.sqlite"
-    store = SqliteStore(str(path))
+    writer = SqliteStore(str(path))
+    _closed_session(writer, "s", 1)
+    writer.close()
+    store = SqliteStore(str(path))  # has never seen the session
     try:
-        _closed_session(store, "s", 1)
         with sqlite3.connect(path) as connection:  # a writer on another host, silent for an hour
             connection.execute(
                 "UPDATE claims SET owner = 'elsewhere:1:1#x', renewed_at = ? WHERE session_id = 's'",
@@ -317,8 +324,17 @@ def test_a_batch_keeps_the_rows_of_unheld_sessions_and_drops_those_another_write
         store.close()
 
 
-def test_a_release_reaches_the_file_without_a_flush(tmp_path):
-    """Other processes read claims: a release is written soon by itself, not at the holder's
+def _eventually(condition, what: str) -> None:
+    """Poll ``condition`` for up to 5 s: another store's writes land when its writer thread
+    gets to them, not at a moment the test can name."""
+    deadline = time.monotonic() + 5
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not seen within 5 s"
+        time.sleep(0.01)
+
+
+def test_a_record_a_claim_and_a_release_reach_the_file_without_a_flush(tmp_path):
+    """Other processes read records and claims: each is written soon by itself, not at the holder's
     next flush (which may never come: a host keeps an idle session's store open)."""
     url = f"sqlite:///{tmp_path / 'l.sqlite'}"
     holder, other = open_ledger(url), open_ledger(url)
@@ -330,6 +346,18 @@ def test_a_release_reaches_the_file_without_a_flush(tmp_path):
         holder.release("s")
         wait_unclaimed(other, "s")
         assert other.claim("s") == 2
+        other.release("s")
+        other.flush()
+        holder.create_session(make_record("t"))  # the record too
+        _eventually(lambda: other.get_session("t") is not None, "the new session")
+        holder.update_session(attrs.evolve(make_record("s"), status="closed"))
+        _eventually(lambda: other.get_session("s").status == "closed", "the closed status")
+        holder.flush()
+        holder.claim("t")  # a session created here: its claim is written soon, too
+        _eventually(lambda: other.claimed("t"), "the claim")
+        with pytest.raises(HarnessError) as busy:
+            other.claim("t")
+        assert busy.value.reason == "session-busy"
     finally:
         holder.close()
         other.close()
@@ -366,11 +394,64 @@ def test_reads_of_an_id_no_row_can_have_find_nothing_and_a_broken_file_is_one_li
                 "the SQLite ledger could not be read",
             ), name
             assert "gone" not in str(refused.value) and "no such table" not in str(refused.value)
+        assert store.get_session("s") == make_record("s")  # what this store wrote, from memory
         with pytest.raises(HarnessError) as create:
             store.create_session(make_record("t"))  # is the id taken? the file cannot say
         assert (create.value.reason, create.value.hint) == (
             "ledger-failed",
             "the SQLite ledger could not be read",
+        )
+    finally:
+        store.close()
+
+
+def test_the_last_sequence_counts_what_is_appended_and_what_another_store_wrote(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    first = open_ledger(url)
+    try:
+        first.create_session(make_record("s"))
+        with pytest.raises(HarnessError) as gap:
+            first.append([make_event(2, session_id="s")])  # a new session starts at 1
+        assert gap.value.reason == "ledger-failed"
+        first.append([make_event(1, session_id="s"), make_event(2, session_id="s")])
+        assert first.last_sequence("s") == 2  # appended, not yet flushed
+        first.flush()
+        second = open_ledger(url)
+        try:
+            assert second.last_sequence("s") == 2  # from the file
+            assert second.last_sequence("other") == 0
+        finally:
+            second.close()
+    finally:
+        first.close()
+
+
+def test_an_import_the_database_refuses_is_one_fixed_line_and_stores_nothing(tmp_path):
+    path = tmp_path / "l.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        with sqlite3.connect(path) as connection:  # the operator's trigger fails at run time
+            connection.execute(
+                "CREATE TRIGGER no_import BEFORE INSERT ON events "
+                "BEGIN SELECT load_extension('no such extension'); END"
+            )
+        with pytest.raises(HarnessError) as refused:
+            store.import_session(make_record("imp"), [[make_event(1, session_id="imp")]])
+        assert (refused.value.reason, refused.value.hint) == (
+            "ledger-failed",
+            "the import could not be stored",
+        )
+        assert store.get_session("imp") is None and store.events("imp") == []
+        with sqlite3.connect(path) as connection:
+            connection.execute("DROP TRIGGER no_import")
+        store.import_session(make_record("ok"), [[make_event(1, session_id="ok")]])
+        assert [e.sequence for e in store.events("ok")] == [1]
+        shutil.rmtree(tmp_path)  # the directory goes: the import's own connection cannot open
+        with pytest.raises(HarnessError) as unopened:
+            store.import_session(make_record("late"), [[make_event(1, session_id="late")]])
+        assert (unopened.value.reason, unopened.value.hint) == (
+            "ledger-failed",
+            "the SQLite ledger could not be opened",
         )
     finally:
         store.close()
