@@ -193,6 +193,19 @@ def _walk(reader: _Reader, top: Callable[[str, Any], None]) -> Iterator[Any]:
         raise HarnessError("invalid-request", "the bundle is not JSON (truncated?)") from None
 
 
+def first_key(path: str) -> str | None:
+    """The first key of the JSON object in the file at ``path`` (``None``: not one, or the
+    file cannot be read): tells an export of ours from a SuperQode one without reading on."""
+    try:
+        with open(path, "rb") as handle:
+            reader = _Reader(handle, lambda _data: None)
+            reader.take("{")
+            key = reader.value()
+    except (OSError, _Bad):
+        return None
+    return key if isinstance(key, str) else None
+
+
 def load_bundle_file(path: str) -> Bundle:
     """Check the bundle at ``path`` (one streamed pass); ``invalid-request`` with a one-line
     hint when it is unusable."""
@@ -286,9 +299,32 @@ def _batches(events: Iterable[Event]) -> Iterator[list[Event]]:
         yield batch
 
 
+class LoadedBundle(Protocol):
+    """A checked bundle, ours (:class:`Bundle`) or another format's converted to our events
+    (:class:`harness_core.superqode_bundle.SuperQodeBundle`)."""
+
+    @property
+    def record(self) -> SessionRecord: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def digest(self) -> str: ...
+    def events(self) -> Iterator[Event]: ...
+
+
+def load_any_bundle(path: str) -> LoadedBundle:
+    """The bundle at ``path``: a SuperQode Harness Protocol v1 export (recognised by its first
+    key) or ours; either is checked whole before anything is written."""
+    from .superqode_bundle import FIRST_KEYS, load_superqode_file
+
+    if first_key(path) in FIRST_KEYS:
+        return load_superqode_file(path)
+    return load_bundle_file(path)
+
+
 def import_bundle(
     store: LedgerStore,
-    bundle: Bundle,
+    bundle: LoadedBundle,
     *,
     redactor: Redactor | None = None,
     journal: Path | None = None,
@@ -331,7 +367,7 @@ def import_bundle(
         marker.unlink(missing_ok=True)
 
 
-def _journalled(marker: Path | None, bundle: Bundle) -> bool:
+def _journalled(marker: Path | None, bundle: LoadedBundle) -> bool:
     """Whether an import of this same bundle (same digest) began and did not finish."""
     if marker is None:
         return False
@@ -342,7 +378,7 @@ def _journalled(marker: Path | None, bundle: Bundle) -> bool:
     return isinstance(began, dict) and began.get("digest") == bundle.digest
 
 
-def summary(bundle: Bundle) -> dict[str, Any]:
+def summary(bundle: LoadedBundle) -> dict[str, Any]:
     return {
         "session_id": bundle.record.ref.session_id,
         "harness": bundle.record.ref.harness,

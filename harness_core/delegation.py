@@ -49,6 +49,7 @@ from harness_hookspecs import (
 from harness_hookspecs.host_tools import ToolCaller
 
 from .budgets import Budget, SessionLimits, add_usage
+from .delegation_calls import CALL_NAMES, FUNCTION_TOOL_NAME, TOOL_NAME
 from .dispatch import DIRECT_SANDBOX
 from .turn import LiveSession, TurnResult
 
@@ -62,10 +63,6 @@ __all__ = [
     "run_agent",
 ]
 
-#: The host tool's name on the bridge (a Claude Code model sees ``mcp__harness__run_agent``).
-TOOL_NAME = "run_agent"
-#: Ledger tool name of a one-function harness's ``session.run_agent`` call.
-FUNCTION_TOOL_NAME = "run_agent"
 DEFAULT_MAX_DEPTH = 2
 DEFAULT_MAX_FAN_OUT = 4
 WORKSPACE_POLICIES = ("parent", "own")
@@ -465,16 +462,11 @@ async def run_agent_in_turn(
         )
 
 
-#: The ledger tool names of a delegation call: through the bridge (its ``bridge.`` prefix) and a
-#: one-function harness's ``session.run_agent``.
-_CALL_NAMES = frozenset({"bridge." + TOOL_NAME, FUNCTION_TOOL_NAME})
-
-
 def delegated(events: Sequence[Event]) -> bool:
     """Whether a session's events hold a delegation call: only then can it have children
     (so a resume or close looks for them in the ledger only then)."""
     return any(
-        event.type == "tool.started" and getattr(event.payload, "name", None) in _CALL_NAMES
+        event.type == "tool.started" and getattr(event.payload, "name", None) in CALL_NAMES
         for event in events
     )
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from harness_hookspecs import CheckpointCreated, Event, HarnessError
 
-from ..checkpoints import CheckpointSettings, CheckpointStore, store_directory
 from ..context import default_state_root
-from .errors import EXIT_OK, CliError
+from ..turn_diff import turn_diff
+from .errors import EXIT_OK
 from .ledger_read import open_for_reading, resolve_session
 from .output import print_json, print_json_lines
 
@@ -63,70 +63,21 @@ def cmd_checkpoints(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _turn_checkpoints(events: list[Event], turn: str | None) -> tuple[str, str, str]:
-    """The turn (an id, a unique prefix, or its number from 1; default the last with an end
-    checkpoint) and its start and end checkpoints."""
-    started = [event.turn_id for event in events if event.type == "turn.started"]
-    if turn is not None and turn.isdigit():
-        number = int(turn)
-        if not 1 <= number <= len(started):
-            raise CliError("turn-not-found", f"the session has {len(started)} turns")
-        turn = started[number - 1]
-    ends: dict[str, str] = {}
-    starts: dict[str, str] = {}
-    for event in _created(events):
-        payload = event.payload
-        assert isinstance(payload, CheckpointCreated)
-        if payload.turn_id is not None and payload.reason == "turn-end":
-            ends[payload.turn_id] = payload.checkpoint_id
-        elif payload.turn_id is not None and payload.reason == "turn-start":
-            starts[payload.turn_id] = payload.checkpoint_id
-    candidates = [t for t in ends if t in starts and (turn is None or t.startswith(turn))]
-    if turn is None and candidates:
-        candidates = candidates[-1:]
-    if len(candidates) != 1:
-        raise CliError("turn-not-found", "no single turn with checkpoints matches")
-    chosen = candidates[0]
-    return chosen, starts[chosen], ends[chosen]
-
-
 def cmd_diff(args: argparse.Namespace) -> int:
     record, events = _session_events(args)
-    turn_id, start, end = _turn_checkpoints(events, args.turn)
-    if record.workspace is None:
-        raise CliError("invalid-request", "the session has no workspace")
-    store = CheckpointStore(
-        store_directory(default_state_root(), args.session), record.workspace, CheckpointSettings()
-    )
-    changes = store.changes(start, end)
+    found = turn_diff(
+        default_state_root(), args.session, record.workspace, events, args.turn,
+        patch=not args.stat, max_patch=sys.maxsize,
+    )  # fmt: skip
     if args.json:
-        print_json(
-            {
-                "session_id": args.session,
-                "turn_id": turn_id,
-                "from": start,
-                "to": end,
-                "files": [_numstat(line) for line in changes],
-                **({} if args.stat else {"patch": store.diff(start, end)}),
-            }
-        )
+        print_json(found)
         return EXIT_OK
-    print(f"turn {turn_id}: {len(changes)} files changed")
-    for line in changes:
-        row = _numstat(line)
+    print(f"turn {found['turn_id']}: {len(found['files'])} files changed")
+    for row in found["files"]:
         print(f"  +{row['added']} -{row['removed']}  {row['path']}")
     if not args.stat:
-        sys.stdout.write(store.diff(start, end))
+        sys.stdout.write(found["patch"])
     return EXIT_OK
-
-
-def _numstat(line: str) -> dict[str, Any]:
-    added, removed, path = line.split("\t", 2)
-    return {
-        "path": path,
-        "added": int(added) if added.isdigit() else None,
-        "removed": int(removed) if removed.isdigit() else None,
-    }
 
 
 def cmd_rewind(args: argparse.Namespace) -> int:

@@ -1,6 +1,7 @@
 """``harness import BUNDLE`` and ``harness replay ID``: bring a session back, and watch it again.
 
-``import`` loads an exported bundle into a ledger with its ids kept (refused, nothing written, if
+``import`` loads an exported bundle (ours, or a SuperQode Harness Protocol v1 one: see
+:mod:`harness_core.superqode_bundle`) into a ledger with its ids kept (refused, nothing written, if
 the session id is already there or the bundle is unusable). ``replay`` prints a session's events
 as they happened, each with its offset from the first; ``--pace`` also waits the recorded gaps
 (each capped) so the session plays back in time.
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 def cmd_import(args: argparse.Namespace) -> int:
     import os
 
-    from ..bundle_import import import_bundle, load_bundle_file, spool, summary
+    from ..bundle_import import import_bundle, load_any_bundle, spool, summary
     from ..context import default_state_root
     from ..ledger import open_ledger
     from ..plugins import get_plugins
@@ -34,7 +35,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
     spooled = spool(sys.stdin.buffer) if args.bundle == "-" else None
     try:
-        bundle = load_bundle_file(spooled or args.bundle)
+        bundle = load_any_bundle(spooled or args.bundle)
         plugins = get_plugins()
         # the host's redaction, as a live session of this host would get it
         redactor = Redactor()

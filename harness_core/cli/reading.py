@@ -164,6 +164,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 def _add_totals(store: Any, rows: list[dict[str, Any]]) -> None:
     """A session that delegated (:mod:`harness_core.delegation`) gets ``total_usage``: its own
     usage and every descendant session's (``usage`` stays its own)."""
+    ids = [row["ref"]["session_id"] for row in rows]
     children = getattr(store, "children", None)  # the SQLite reader answers in SQL
     if children is None:
         index: dict[str, list[str]] = {}
@@ -171,13 +172,27 @@ def _add_totals(store: Any, rows: list[dict[str, Any]]) -> None:
             if record.parent_session_id is not None:
                 index.setdefault(record.parent_session_id, []).append(record.session_id)
         children = lambda ids: {i: index[i] for i in ids if i in index}  # noqa: E731
+        roots = ids
+    else:
+        from ..delegation_calls import CALL_NAMES
+
+        # Finding children scans the sessions table: only for a listed session that delegated
+        # (a few of its own events say so), and one query per level for all of them.
+        delegating = store.delegating(ids, CALL_NAMES)
+        roots = [sid for sid in ids if sid in delegating]
+    kids_of: dict[str, list[str]] = {}
+    level, seen = roots, set(roots)
+    while level:
+        below = children(level)
+        kids_of.update(below)
+        level = [kid for kids in below.values() for kid in kids if kid not in seen]
+        seen.update(level)
     descendants: dict[str, list[str]] = {}
-    for row in rows:
-        session_id = row["ref"]["session_id"]
-        level, found = [session_id], []
-        while level:
-            below = children(level)
-            level = [child for ids in below.values() for child in ids]
+    for session_id in roots:
+        level, found, met = [session_id], [], {session_id}
+        while level:  # level by level, as the tree is drawn (a hostile ledger's loop once)
+            level = [kid for parent in level for kid in kids_of.get(parent, ()) if kid not in met]
+            met.update(level)
             found.extend(level)
         if found:
             descendants[session_id] = found
@@ -362,7 +377,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     with _reading(args.ledger) as store:
         if store is None:
             raise HarnessError("session-not-found")
-        bundle = export_session(store, args.session)
+        if args.format == "superqode":
+            bundle = _superqode_export(store, args.session)
+        else:
+            bundle = export_session(store, args.session)
     # --json keeps the one-object-per-line convention; without it the bundle is indented.
     text = json.dumps(bundle, ensure_ascii=False, indent=None if args.json else 2) + "\n"
     if args.output and args.output != "-":
@@ -379,6 +397,27 @@ def cmd_export(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _superqode_export(store: Any, session_id: str) -> dict[str, Any]:
+    """The v1 bundle, its descriptor's capabilities from the harness's declared features
+    (none claimed when the harness is not installed here)."""
+    from ..superqode_bundle import export_superqode
+
+    record = store.get_session(session_id)
+    features = None
+    if record is not None:
+        from ..plugins import get_plugins
+
+        plugins = get_plugins()
+        descriptor = None
+        if record.ref.harness in plugins.harness_names():
+            try:
+                descriptor = plugins.describe(record.ref.harness)
+            except Exception:  # a broken harness: export without claiming capabilities
+                descriptor = None
+        features = None if descriptor is None else frozenset(descriptor.features)
+    return export_superqode(store, session_id, features)
 
 
 def session_log_path(url: str | None, session_id: str) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 from harness_hookspecs import Event, HarnessError, SessionRecord
@@ -125,6 +126,22 @@ class ReadOnlySqlite:
             "lower(coalesce(json_extract(payload, '$.prompt'), json_extract(payload, '$.text'), "
             "'')) LIKE ? ESCAPE '\\'",
             (*SEARCHED_TYPES, pattern + "%"),
+        )
+        return {row[0] for row in rows}
+
+    def delegating(self, session_ids: list[str], tool_names: Iterable[str]) -> set[str]:
+        """Those of ``session_ids`` whose events start a tool named one of ``tool_names`` (a
+        delegation call): read through each session's own events (the primary key), never a
+        scan of the ledger."""
+        names = tuple(tool_names)
+        if not session_ids or not names:
+            return set()
+        ids = ", ".join("?" for _ in session_ids)
+        marks = ", ".join("?" for _ in names)
+        rows = self._rows(
+            f"SELECT DISTINCT session_id FROM events WHERE session_id IN ({ids}) "
+            f"AND type = 'tool.started' AND json_extract(payload, '$.name') IN ({marks})",
+            (*session_ids, *names),
         )
         return {row[0] for row in rows}
 

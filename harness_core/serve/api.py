@@ -1,5 +1,6 @@
 """The JSON API under ``/api/``: harnesses, sessions, turns (as server-sent events), events
-with live follow, cancel, approve, close, export; steer, fork, checkpoints and rewind.
+with live follow, cancel, approve, close, export; steer, fork, checkpoints and rewind, and a turn's
+diff (its files and full patch, token required).
 
 Errors are ``{"error": {"reason", "message", "hint"}}`` with the contract's fixed reasons and an
 HTTP status per reason; nothing raw (provider text, tracebacks) reaches a response.
@@ -13,6 +14,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio.to_thread
 from harness_hookspecs import HarnessError, PermissionDecision
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -21,6 +23,7 @@ from starlette.routing import Route
 from ..export import session_state
 from ..number_checks import positive_number
 from ..serialize import descriptor_to_dict, event_to_dict, record_to_dict
+from ..turn_diff import turn_diff as read_turn_diff
 from .auth import bearer_matches
 from .runner import Server
 from .sse import HEADERS, follow
@@ -453,12 +456,31 @@ async def rewind(request: Request) -> Response:
     )
 
 
+async def turn_diff(request: Request) -> Response:
+    """The files a turn changed and its full patch, from the session's checkpoint store (the
+    workspace's content, which the ledger never holds: the bearer token is required)."""
+    server = server_of(request)
+    session_id = request.path_params["id"]
+    record = await server.record(session_id)
+    events = await server.events(session_id, after=0, limit=None)
+    state_root = server.controller.checkpoints.state_root
+    found = await anyio.to_thread.run_sync(
+        lambda: read_turn_diff(
+            state_root, session_id, record.workspace, events, request.path_params["turn"]
+        )
+    )
+    return JSONResponse(found)
+
+
 def routes() -> list[Route]:
     def read(path: str, handler: Handler) -> Route:
         return Route(path, guarded(handler, changes_state=False), methods=["GET"])
 
     def change(path: str, handler: Handler) -> Route:
         return Route(path, guarded(handler, changes_state=True), methods=["POST"])
+
+    def private(path: str, handler: Handler) -> Route:  # a read that needs the token
+        return Route(path, guarded(handler, changes_state=True), methods=["GET"])
 
     return [
         read("/api/harnesses", list_harnesses),
@@ -477,4 +499,5 @@ def routes() -> list[Route]:
         read("/api/sessions/{id}/checkpoints", checkpoints),
         change("/api/sessions/{id}/checkpoints", create_checkpoint),
         change("/api/sessions/{id}/rewind", rewind),
+        private("/api/sessions/{id}/turns/{turn}/diff", turn_diff),
     ]

@@ -1,7 +1,7 @@
 """The viewer's branching controls per turn: "fork from here" (at the turn's terminal event),
 "rewind to before this turn" (its ``turn-start`` checkpoint) and the files the turn changed
 (its ``turn-end`` checkpoint's ``--numstat`` lines; ``checkpoint.skipped`` says why there are
-none). Values go through :func:`~.viewer.esc`-style escaping; ``static/viewer.js`` posts the
+none), whose full patch the page fetches when they are opened. Values go through :func:`~.viewer.esc`-style escaping; ``static/viewer.js`` posts the
 buttons' actions to the API (``/fork``, ``/rewind``) with the page's token."""
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ def _change(line: str) -> str:
     )
 
 
-def render_branch(point: BranchPoint | None, closed: bool) -> str:
-    """The turn's controls and changed files (nothing for a turn that has not ended)."""
+def render_branch(point: BranchPoint | None, closed: bool, turn_id: str | None = None) -> str:
+    """The turn's controls and changed files (nothing for a turn that has not ended); with
+    ``turn_id``, opening the files shows the turn's full patch (``viewer.js`` reads it from
+    the diff endpoint)."""
     if point is None or point.end_event is None:
         return ""
     buttons = ""
@@ -83,8 +85,9 @@ def render_branch(point: BranchPoint | None, closed: bool) -> str:
     if point.changes:
         more = f"<li>and {point.changes_omitted} more</li>" if point.changes_omitted else ""
         count = len(point.changes) + point.changes_omitted
+        turn = "" if turn_id is None else f' data-turn="{_esc(turn_id)}"'
         files = (
-            f'<details class="changes"><summary>{count} file{"" if count == 1 else "s"} '
+            f'<details class="changes"{turn}><summary>{count} file{"" if count == 1 else "s"} '
             f"changed</summary><ul>{''.join(_change(line) for line in point.changes)}{more}"
             "</ul></details>"
         )

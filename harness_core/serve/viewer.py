@@ -247,7 +247,7 @@ async def session_page(request: Request) -> Response:
             timed.turns.get(turn.turn_id),
             timed.tools,
             nested,
-            render_branch(points.get(turn.turn_id), conversation.closed),
+            render_branch(points.get(turn.turn_id), conversation.closed, turn.turn_id),
         )
         for number, turn in enumerate(conversation.turns, start=1)
     )

@@ -41,6 +41,27 @@ SEED_001_NAMES: Mapping[str, str] = {
     "approval_resumed": "permission.resolved",
 }
 
+#: our event type -> its Harness Protocol v1 name, where v1 has one (what a v1 bundle or a v1
+#: adapter is given; a type not listed has no v1 counterpart and goes out as ``adapter.<type>``)
+V1_NAMES: Mapping[str, str] = {
+    "turn.started": "run.started",
+    "turn.completed": "run.completed",
+    "turn.failed": "run.failed",
+    "turn.cancelled": "run.cancelled",
+    "message.completed": "message.created",
+    "message.delta": "message.delta",
+    "model.requested": "model.requested",
+    "model.completed": "model.completed",
+    "thinking.completed": "model.thinking",
+    "tool.started": "tool.requested",
+    "tool.completed": "tool.completed",
+    "permission.requested": "approval.requested",
+    "permission.resolved": "approval.resolved",
+    "artifact": "artifact.created",
+    "checkpoint.created": "checkpoint.created",
+    "output.validated": "validation.completed",
+}
+
 #: seed 001 field name -> ours, applied to a renamed event's fields (a field ours already
 #: has wins over its seed-001 synonym)
 SEED_001_FIELDS: Mapping[str, str] = {

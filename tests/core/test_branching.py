@@ -4,7 +4,6 @@ workspace checkpoints)."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from harness_hookspecs import HarnessError
 
 from harness_core import harness
 from harness_core.checkpoints import CheckpointSettings
+from harness_core.testing.branching import shaped_reply, tree_hash
 
 FEATURES = ("resume", "cancel", "steer", "fork", "checkpoint")
 
@@ -21,17 +21,7 @@ FEATURES = ("resume", "cancel", "steer", "fork", "checkpoint")
 @harness("shaped", features=FEATURES)
 async def shaped(message, session):
     """Answers with the conversation it sees; a prompt "wait" waits for a steer first."""
-    if message.content == "wait":
-        steered = await session.wait_steering()
-        return "steered: " + " | ".join(steered) + " // " + _seen(session)
-    if message.content.startswith("write "):
-        _, name, text = message.content.split(" ", 2)
-        Path(session.workspace, name).write_text(text)
-    return _seen(session)
-
-
-def _seen(session) -> str:
-    return ";".join(f"{role}={text}" for role, text in session.history)
+    return await shaped_reply(message, session)
 
 
 @harness("plain")
@@ -40,17 +30,6 @@ async def plain(message, session):
         _, name, text = message.content.split(" ", 2)
         Path(session.workspace, name).write_text(text)
     return "ok"
-
-
-def tree_hash(root: str) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(Path(root).rglob("*")):
-        relative = path.relative_to(root).as_posix()
-        mode = os.lstat(path).st_mode
-        digest.update(f"{relative}\0{mode:o}\0".encode())
-        if path.is_file() and not path.is_symlink():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def types(events, *wanted):

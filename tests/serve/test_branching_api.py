@@ -103,3 +103,39 @@ def test_fork_checkpoint_and_rewind_over_http(server):
     assert not Path(server.workspace, "a.txt").exists()
     status, error = server.call("POST", f"/api/sessions/{session_id}/fork", {"at": "ev_nope_9"})
     assert status == 400 and error["error"]["reason"] == "invalid-request"
+
+
+def test_a_turns_diff_over_http_needs_the_token(tmp_path):
+    from harness_core.testing.serve import ServeThread
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "kept.txt").write_text("one\ntwo\n")
+    with ServeThread(
+        shaper,
+        ledger=f"sqlite:///{tmp_path}/serve.sqlite",
+        state_dir=tmp_path / "state",
+        checkpoints=True,
+    ) as server:
+        server.workspace = str(workspace)
+        session_id = _open(server)
+        first = _turn(server, session_id, "write a.txt alpha\nbeta\n")
+        second = _turn(server, session_id, "write kept.txt one\nTWO\n")
+        base = f"/api/sessions/{session_id}/turns"
+        anonymous = server.call("GET", f"{base}/{first}/diff", token=None)
+        one = server.call("GET", f"{base}/{first}/diff")
+        two = server.call("GET", f"{base}/2/diff")  # a turn's number works too
+        unknown = server.call("GET", f"{base}/turn_nope/diff")
+    status, refused = anonymous
+    assert status == 401 and refused["error"]["reason"] == "authentication-required"
+    status, diff = one
+    assert status == 200, diff
+    assert diff["turn_id"] == first and diff["truncated"] is False
+    assert diff["files"] == [{"path": "a.txt", "added": 2, "removed": 0}]
+    assert "+++ b/a.txt" in diff["patch"] and "+alpha\n+beta\n" in diff["patch"]
+    status, diff = two
+    assert status == 200 and diff["turn_id"] == second
+    assert diff["files"] == [{"path": "kept.txt", "added": 1, "removed": 1}]
+    assert "-two\n+TWO\n" in diff["patch"] and "a.txt" not in diff["patch"]
+    status, missing = unknown
+    assert status == 404 and missing["error"]["reason"] == "turn-not-found"

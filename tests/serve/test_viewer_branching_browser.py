@@ -85,3 +85,41 @@ def test_rewind_steer_and_fork_from_the_page(server, browser):
     )
     assert forked["payload"]["at_event_id"] == first_end
     assert "Fork from here" not in page.locator("#turns").inner_text()  # no turn yet
+
+
+def test_opening_a_turns_files_shows_its_full_patch(server, browser):
+    Path(server.workspace, "notes.txt").write_text("first\nsecond\n")
+    session_id = _open(server)
+    first = _turn(server, session_id, "write a.txt alpha\nbeta\n")
+    second = _turn(server, session_id, "write notes.txt first\nSECOND\n")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(f"{server.url}sessions/{session_id}#token={server.token}")
+    page.wait_for_selector("#token-state:has-text('token set')")
+
+    turn_two = page.locator(f"#turn-{second}")
+    assert turn_two.locator("pre.patch").count() == 0  # fetched only when opened
+    turn_two.locator(".changes summary").click()
+    patch = turn_two.locator("pre.patch")
+    patch.wait_for(timeout=15000)
+    assert [t.strip() for t in patch.locator(".line.del").all_inner_texts()] == ["-second"]
+    assert [t.strip() for t in patch.locator(".line.add").all_inner_texts()] == ["+SECOND"]
+    assert "+++ b/notes.txt" in patch.locator(".line.file").all_inner_texts()[-1]
+    assert "a.txt" not in patch.inner_text()  # turn 1's file is not turn 2's
+    keep_screenshot(page, "viewer-diff")
+
+    turn_one = page.locator(f"#turn-{first}")
+    turn_one.locator(".changes summary").click()
+    added = turn_one.locator("pre.patch .line.add")
+    added.first.wait_for(timeout=15000)
+    assert [t.strip() for t in added.all_inner_texts()] == ["+alpha", "+beta"]
+
+    # without the token the page cannot read a patch, and says why
+    reader = browser.new_page()
+    reader.goto(f"{server.url}sessions/{session_id}")
+    reader.evaluate("sessionStorage.clear()")
+    reader.reload()
+    reader.locator(f"#turn-{first} .changes summary").click()
+    reader.locator(f"#turn-{first} .patch-box:has-text('authentication-required')").wait_for(
+        timeout=15000
+    )
+    assert reader.locator("pre.patch").count() == 0

@@ -30,7 +30,11 @@ def register_commands(commands: Any) -> None:
 
 
 def _import_arguments(p: ArgumentParser) -> None:
-    p.add_argument("bundle", help="a file written by harness export (- = stdin)")
+    p.add_argument(
+        "bundle",
+        help="a file written by harness export (either --format), or a SuperQode Harness Protocol v1 "
+        "session export (- = stdin)",
+    )
     p.add_argument("--ledger", help=LEDGER_HELP)
 
 

@@ -68,3 +68,10 @@ def _export_arguments(p: ArgumentParser) -> None:
     p.add_argument("session", help="session id")
     p.add_argument("--ledger", help=LEDGER_HELP)
     p.add_argument("-o", "--output", help="write to this file (default: stdout)")
+    p.add_argument(
+        "--format",
+        choices=("harness-core", "superqode"),
+        default="harness-core",
+        help="harness-core (default: what harness import reads back whole) or superqode "
+        "(a SuperQode Harness Protocol v1 session bundle)",
+    )

@@ -31,13 +31,11 @@ function el(tag, className, text) {
   return node;
 }
 
-async function post(path, body) {
+// A call with the page's token; an API error becomes an Error saying its reason and hint.
+async function call(path, init) {
   const token = sessionStorage.getItem(TOKEN_KEY) || "";
-  const response = await fetch(path, {
-    method: "POST",
-    headers: { "Content-Type": "application/json", "Authorization": "Bearer " + token },
-    body: JSON.stringify(body || {}),
-  });
+  const headers = Object.assign({ "Authorization": "Bearer " + token }, init.headers || {});
+  const response = await fetch(path, Object.assign({}, init, { headers }));
   const data = await response.json().catch(() => ({}));
   if (!response.ok) {
     const error = data.error || {};
@@ -45,6 +43,31 @@ async function post(path, body) {
       + (error.hint ? " (" + error.hint + ")" : ""));
   }
   return data;
+}
+
+function post(path, body) {
+  return call(path, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body || {}) });
+}
+
+function get(path) {
+  return call(path, {});
+}
+
+
+// A unified diff as lines, each classed by its first character (textContent only).
+function renderPatch(text) {
+  const pre = el("pre", "patch");
+  for (const line of text.replace(/\n$/, "").split("\n")) {
+    let kind = "";
+    if (line.startsWith("diff --git") || line.startsWith("index ")) kind = "file";
+    else if (line.startsWith("+++") || line.startsWith("---")) kind = "file";
+    else if (line.startsWith("@@")) kind = "hunk";
+    else if (line.startsWith("+")) kind = "add";
+    else if (line.startsWith("-")) kind = "del";
+    pre.append(el("span", kind ? "line " + kind : "line", line + "\n"));
+  }
+  return pre;
 }
 
 function notice(text) {
@@ -469,6 +492,28 @@ class Live {
     const steer = document.getElementById("steer");
     if (steer) steer.addEventListener("submit", (e) => this.steer(e, steer));
     this.turns.addEventListener("click", (e) => this.branch(e));
+    // "toggle" does not bubble: listen in the capture phase for every turn's files
+    this.turns.addEventListener("toggle", (e) => this.showPatch(e.target), true);
+  }
+
+  async showPatch(details) {
+    if (!details.matches || !details.matches("details.changes[data-turn]")) return;
+    if (!details.open || details.dataset.patch) return;
+    details.dataset.patch = "loading";
+    const box = el("div", "patch-box muted", "loading the diff...");
+    details.append(box);
+    const path = "/api/sessions/" + encodeURIComponent(this.session) + "/turns/"
+      + encodeURIComponent(details.dataset.turn) + "/diff";
+    try {
+      const diff = await get(path);
+      box.replaceChildren(renderPatch(diff.patch || ""));
+      box.className = "patch-box";
+      if (diff.truncated) box.append(el("div", "muted", "the patch is cut here (too long to show)"));
+      details.dataset.patch = "shown";
+    } catch (error) {
+      box.textContent = "no diff: " + error.message;
+      delete details.dataset.patch;  // try again on the next opening
+    }
   }
 
   async steer(e, form) {

@@ -42,6 +42,7 @@ from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, LedgerStore, 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from harness_core.checkpoints import CheckpointSettings
 from harness_core.context import default_state_root, state_dir_for
 from harness_core.controller import Controller
 from harness_core.ledger import flush_async, open_ledger
@@ -52,11 +53,17 @@ from harness_core.retry import turn_ended
 from .approvals import LOCAL_TIMEOUT_GRACE, WorkflowApprover
 from .observability import Monitor, note
 from .shapes import (
+    CHECKPOINT,
     CLOSE_SESSION,
     DEFAULT_GRACE,
+    FORK_SESSION,
     NON_RETRYABLE,
     OPEN_SESSION,
+    REWIND,
     RUN_TURN,
+    ForkWork,
+    RewindSummary,
+    RewindWork,
     SessionRefShape,
     SessionSpec,
     SessionStart,
@@ -64,6 +71,7 @@ from .shapes import (
     TurnWork,
 )
 from .statesync import SharedStateDir
+from .steering import relaying_steers
 
 #: Seconds between heartbeats (the worker's throttle sends at most one per 0.5 s anyway).
 HEARTBEAT_EVERY = 0.2
@@ -91,6 +99,8 @@ class Attached:
     release: anyio.Event
     released: anyio.Event
     last_sequence: int = 0
+    #: the ids of the session's turns in the ledger as this worker knows it
+    turn_ids: set[str] = attrs.Factory(set)
 
 
 class SessionActivities:
@@ -106,9 +116,13 @@ class SessionActivities:
         env_passthrough: Sequence[str] = (),
         grace: float = DEFAULT_GRACE,
         monitor: Monitor | None = None,
+        checkpoints: CheckpointSettings | bool = False,
     ) -> None:
         """``grace``: seconds running turns get to finish once the worker drains;
-        ``monitor``: the worker's metrics (a fresh one when not given)."""
+        ``monitor``: the worker's metrics (a fresh one when not given); ``checkpoints``: the
+        workspace snapshots around each turn (``Controller(checkpoints=...)``; a checkpoint
+        store lives in this worker's ``state_dir``)."""
+        self.checkpoints = checkpoints
         self.plugins = plugins if plugins is not None else get_plugins()
         self.grace = grace
         self.monitor = monitor if monitor is not None else Monitor()
@@ -128,7 +142,14 @@ class SessionActivities:
         self._hosts: anyio.abc.TaskGroup | None = None
 
     def activities(self) -> list[Any]:
-        return [self.open_session, self.run_turn, self.close_session]
+        return [
+            self.open_session,
+            self.run_turn,
+            self.close_session,
+            self.fork_session,
+            self.checkpoint,
+            self.rewind,
+        ]
 
     def drain(self) -> None:
         """Take no new turn; running ones get ``grace`` seconds, then are handed over."""
@@ -167,6 +188,7 @@ class SessionActivities:
             if record is not None:  # an earlier attempt opened it before its worker was lost
                 await self._attach(start.session_id, spec)
                 return _shape(record.ref)
+            self.monitor.attaches.labels(how="opened").inc()
             attached = await self._new_controller(start.session_id, spec.harness)
             ref = await attached.controller.open_session(
                 session_id=start.session_id,
@@ -215,25 +237,43 @@ class SessionActivities:
         with _as_application_error():
             began = time.monotonic()
             await self._claim(work.session_id)
-            ended = await anyio.to_thread.run_sync(self._ended, work.session_id, work.turn_id)
+            now_at = await anyio.to_thread.run_sync(self.ledger.last_sequence, work.session_id)
+            attached = self._current(work.session_id, now_at)
+            # The session's events are read only when this worker does not hold the session
+            # as the ledger has it, or the turn id is one it saw: a retry, or a client sending
+            # an ended turn's id again (its result stands).
+            seen = None
+            if attached is None or attempt > 1 or work.turn_id in attached.turn_ids:
+                ended, seen = await anyio.to_thread.run_sync(
+                    self._turns, work.session_id, work.turn_id
+                )
+                if ended is not None:  # the lost attempt finished the turn: its result stands
+                    self.monitor.ledger_seconds.observe(time.monotonic() - began)
+                    return _summary_from_ledger(work.turn_id, ended, attempt)
             self.monitor.ledger_seconds.observe(time.monotonic() - began)
-            if ended is not None:  # the lost attempt finished the turn: its result stands
-                return _summary_from_ledger(work.turn_id, ended, attempt)
             if attempt > 1:  # nobody waits for what the lost attempt asked
                 await self.approver.attempt_started(work.session_id, work.turn_id)
-            attached = await self._attach(work.session_id, work.spec, retrying=work.turn_id)
+            if attached is None:
+                attached = await self._attach(
+                    work.session_id, work.spec, retrying=work.turn_id, turn_ids=seen
+                )
+            attached.turn_ids.add(work.turn_id)
             controller = attached.controller
             # the workflow's timer decides an unanswered request; this only bounds the wait
             controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
             last = [0]
             assert self._stopping is not None
-            async with controller.turn(
+            running = controller.turn(
                 work.session_id,
                 work.prompt,
                 turn_id=work.turn_id,
                 attempt=attempt,
                 timeout=work.turn_timeout,
-            ) as turn:
+            )
+            steers = relaying_steers(
+                self.approver.client, controller, work.session_id, work.turn_id
+            )
+            async with running as turn, steers:
                 handed = await _drive(controller, work.session_id, turn, last, self._stopping,
                                       self.grace, self.ledger)  # fmt: skip
             if handed:
@@ -267,6 +307,55 @@ class SessionActivities:
             await attached.controller.close_session(start.session_id)
             await self._detach(start.session_id)
 
+    # -- branching: the workflow runs these while no turn of the session runs ----------------
+
+    @activity.defn(name=FORK_SESSION)
+    async def fork_session(self, work: ForkWork) -> SessionRefShape:
+        """Fork the parent in a controller of the child's own: the child stays attached here;
+        the parent's attachment (here or elsewhere) is stale now and resumes at its next turn."""
+        parent, request = work.parent, work.request
+        with _as_application_error():
+            await self._claim(parent.session_id)
+            child = await anyio.to_thread.run_sync(self.ledger.get_session, request.child_id)
+            if child is not None:  # an earlier attempt forked before its worker was lost
+                if child.ref.harness != parent.spec.harness:
+                    raise HarnessError("invalid-request", "the child id names another session")
+                return _shape(child.ref)
+            held = self._attached.get(parent.session_id)
+            last = await anyio.to_thread.run_sync(self.ledger.last_sequence, parent.session_id)
+            if held is None or held.last_sequence != last:  # the parent ran elsewhere last
+                await self._restore_state(parent.session_id, parent.spec.harness)
+            attached = await self._new_controller(request.child_id, parent.spec.harness)
+            ref = await attached.controller.fork(
+                parent.session_id, at=request.at, session_id=request.child_id, **request.fields
+            )
+            await self._settled(attached, ref.session_id, parent.spec.harness)
+            return _shape(ref)
+
+    @activity.defn(name=CHECKPOINT)
+    async def checkpoint(self, start: SessionStart) -> str:
+        with _as_application_error():
+            await self._claim(start.session_id)
+            attached = await self._attach(start.session_id, start.spec)
+            checkpoint_id = await attached.controller.checkpoint(start.session_id)
+            await self._settled(attached, start.session_id, start.spec.harness)
+            return checkpoint_id
+
+    @activity.defn(name=REWIND)
+    async def rewind(self, work: RewindWork) -> RewindSummary:
+        start = work.session
+        with _as_application_error():
+            await self._claim(start.session_id)
+            attached = await self._attach(start.session_id, start.spec)
+            rewound = await attached.controller.rewind(start.session_id, work.checkpoint)
+            await self._settled(attached, start.session_id, start.spec.harness)
+            return RewindSummary(
+                checkpoint_id=rewound.checkpoint_id,
+                conversation=rewound.conversation,
+                turns_kept=rewound.turns_kept,
+                turn_id=rewound.turn_id,
+            )
+
     # -- attachment -------------------------------------------------------------------------
 
     async def _claim(self, session_id: str) -> None:
@@ -283,6 +372,7 @@ class SessionActivities:
             state_dir=self.state_root,
             env_passthrough=self.env_passthrough,
             permission_handler=self.approver,
+            checkpoints=self.checkpoints,
         )
         attached = Attached(controller, anyio.Event(), anyio.Event())
         if self._hosts is None:
@@ -305,23 +395,46 @@ class SessionActivities:
             attached.released.set()
 
     async def _attach(
-        self, session_id: str, spec: SessionSpec, *, retrying: str | None = None
+        self,
+        session_id: str,
+        spec: SessionSpec,
+        *,
+        retrying: str | None = None,
+        turn_ids: set[str] | None = None,
     ) -> Attached:
         """This worker's live session, resumed afresh when the ledger moved on without it
-        (``retrying``: the turn it runs next, kept open if a lost worker left it so)."""
+        (``retrying``: the turn it runs next, kept open if a lost worker left it so;
+        ``turn_ids``: the session's turn ids if just read)."""
         last = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
-        attached = self._attached.get(session_id)
-        if attached is not None and attached.last_sequence == last:
+        attached = self._current(session_id, last)
+        if attached is not None:
             return attached
+        self.monitor.attaches.labels(how="resumed").inc()
+        note("session.attached", session_id=session_id, how="resumed", last_sequence=last)
         attached = await self._new_controller(session_id, spec.harness)
-        if self.shared is not None:
-            local = state_dir_for(self.state_root, spec.harness, session_id)
-            await anyio.to_thread.run_sync(self.shared.restore, local, spec.harness, session_id)
+        if turn_ids is None:
+            turn_ids = (await anyio.to_thread.run_sync(self._turns, session_id, None))[1]
+        attached.turn_ids.update(turn_ids)
+        await self._restore_state(session_id, spec.harness)
         fields: dict[str, Any] = {"config": spec.config, "posture": spec.posture}
         for key in ("workspace", "model", "agent", "user"):
             if getattr(spec, key) is not None:
                 fields[key] = getattr(spec, key)
         await attached.controller.resume_session(session_id, retrying=retrying, **fields)
+        return attached
+
+    async def _restore_state(self, session_id: str, harness: str) -> None:
+        """The adapter's ``state_dir`` as the worker that last ran the session published it."""
+        if self.shared is not None:
+            local = state_dir_for(self.state_root, harness, session_id)
+            await anyio.to_thread.run_sync(self.shared.restore, local, harness, session_id)
+
+    def _current(self, session_id: str, last: int) -> Attached | None:
+        """The session as this worker holds it, if nobody wrote to it since (``last``: the
+        ledger's last sequence now): its next turn runs there without a resume."""
+        attached = self._attached.get(session_id)
+        if attached is None or attached.last_sequence != last:
+            return None
         return attached
 
     async def _settled(self, attached: Attached, session_id: str, harness: str) -> None:
@@ -352,9 +465,12 @@ class SessionActivities:
         except HarnessError:
             return None
 
-    def _ended(self, session_id: str, turn_id: str) -> list[Event] | None:
-        earlier = [e for e in self.ledger.events(session_id) if e.turn_id == turn_id]
-        return earlier if turn_ended(earlier) else None
+    def _turns(self, session_id: str, turn_id: str | None) -> tuple[list[Event] | None, set[str]]:
+        """One read of the session: the events of ``turn_id`` if it ended, and every turn id."""
+        events = self.ledger.events(session_id)
+        earlier = [e for e in events if e.turn_id == turn_id] if turn_id is not None else []
+        seen = {e.turn_id for e in events if e.turn_id is not None}
+        return (earlier if turn_ended(earlier) else None), seen
 
 
 async def _drive(
@@ -383,9 +499,12 @@ async def _drive(
             finished.set()
 
     async def heartbeat() -> None:
+        # The first one after HEARTBEAT_EVERY, not at once: a turn shorter than that costs
+        # the service no heartbeat (the heartbeat timeout counts from the start anyway; a
+        # cancel reaches the activity with the first heartbeat's answer).
         while True:
-            activity.heartbeat(last[0])
             await anyio.sleep(HEARTBEAT_EVERY)
+            activity.heartbeat(last[0])
 
     async def hand_over() -> None:
         nonlocal handed
@@ -436,7 +555,9 @@ def _as_application_error() -> Iterator[None]:
         yield
     except HarnessError as error:
         raise ApplicationError(
-            error.reason, type=error.reason, non_retryable=error.reason in NON_RETRYABLE
+            error.hint or error.reason,  # a safe summary by contract (see HarnessError)
+            type=error.reason,
+            non_retryable=error.reason in NON_RETRYABLE,
         ) from None
 
 

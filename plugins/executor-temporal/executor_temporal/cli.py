@@ -51,6 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"to other workers (default {DEFAULT_GRACE:g})",
     )
     p.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="snapshot each session's workspace before and after every turn (harness diff, "
+        "rewind); the checkpoint stores live in --state-dir",
+    )
+    p.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -107,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
             on_ready=ready,
             max_concurrent=args.max_concurrent,
             grace=args.grace,
+            checkpoints=args.checkpoints,
             http=args.http,
             connection=connection,
         )

@@ -6,6 +6,9 @@ instead of ``harness_core.Controller``: ``open_session`` / ``turn`` / ``run_turn
 shared ledger's live tail (never through Temporal); its result is the workflow's summary.
 Permission requests show up as ``permission.requested`` events (and in
 ``pending_permissions``); ``approve`` answers one with the contract's ``PermissionDecision``.
+``steer`` / ``fork`` / ``checkpoint`` / ``rewind`` keep the local controller's shapes too: they
+are workflow updates (a steer reaches the worker running the turn, the others run on a worker
+while no turn runs; see :mod:`.workflow`).
 
 **asyncio only.** ``temporalio``'s client runs on asyncio, so this controller does too (the
 local ``Controller`` also runs on trio). Used under trio it refuses with one line,
@@ -17,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from types import TracebackType
 from typing import Any
 
+import anyio.lowlevel
 import anyio.to_thread
 from harness_hookspecs import (
     TERMINAL_TYPES,
@@ -31,13 +35,16 @@ from harness_hookspecs import (
     PermissionHandler,
     PermissionRequest,
     SessionRef,
+    SessionRewound,
 )
+from harness_hookspecs.errors import MESSAGES
 from harness_hookspecs.permissions import request_from_dict
 from temporalio.client import (
     Client,
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.exceptions import ApplicationError
@@ -53,15 +60,25 @@ from .host_approvals import ASKED_GRACE, TurnApprovers
 from .shapes import (
     ANSWER_PERMISSION,
     NAMESPACE,
+    STEER,
     TASK_QUEUE,
     ExecutorOptions,
+    ForkRequest,
+    RewindSummary,
     SessionRefShape,
     SessionSpec,
     SessionStart,
+    SteerRequest,
     TurnRequest,
     TurnSummary,
 )
 from .workflow import SessionWorkflow
+
+#: Seconds a fork, checkpoint or rewind asked just after a turn's terminal waits for the turn
+#: to settle in its workflow (see ``TemporalController._between_turns``).
+SETTLE_GRACE = 10.0
+#: Seconds a cancelled caller waits for its turn's end on the worker before it leaves anyway.
+CANCEL_WAIT = 30.0
 
 
 class RemoteTurn:
@@ -232,12 +249,48 @@ class TemporalController:
         turn_id: str | None = None,
     ) -> TurnSummary:
         """Run a turn to its end; ``on_event`` sees its events as the ledger records them."""
+        if on_event is None and self.permission_handler is None:
+            return await self._run_unwatched(session, prompt, turn_id)
         async with self.turn(session, prompt, turn_id=turn_id) as turn:
             if on_event is None:
                 return await turn.result()
             async for event in turn:
                 on_event(event)
         return await turn.result()
+
+    async def _run_unwatched(
+        self, session: SessionRef | str, prompt: str, turn_id: str | None
+    ) -> TurnSummary:
+        """A turn nobody watches on the way: one update call that returns its summary (no
+        ledger read, no second round trip for the result). Cancelled, it cancels the turn
+        and waits for its end, as leaving :meth:`turn` early does."""
+        session_id = session if isinstance(session, str) else session.session_id
+        turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
+        handle = self._handle(session_id)
+        update_id = str(uuid.uuid4())
+        try:
+            with _refusals():
+                summary: TurnSummary = await handle.execute_update(
+                    "turn",
+                    TurnRequest(turn_id=turn_id, prompt=prompt),
+                    id=update_id,
+                    result_type=TurnSummary,
+                )
+            return summary
+        except (anyio.get_cancelled_exc_class(), WorkflowUpdateRPCTimeoutOrCancelledError):
+            # (the SDK turns the caller's cancellation into its own error)
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(CANCEL_WAIT),
+                suppress(HarnessError),
+                _refusals(),
+            ):
+                await self.cancel_turn(session_id, turn_id)
+                await handle.get_update_handle(update_id, result_type=TurnSummary).result()
+            await anyio.lowlevel.checkpoint()  # the caller's cancellation, as such
+            raise HarnessError(
+                "provider-unavailable", "the Temporal service did not answer in time"
+            ) from None
 
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         with _refusals():
@@ -294,6 +347,88 @@ class TemporalController:
     def events(self, session_id: str, *, after: int = 0, limit: int | None = None) -> list[Event]:
         return self.ledger.events(session_id, after=after, limit=limit)
 
+    # -- branching ----------------------------------------------------------------------------
+
+    async def steer(
+        self, session: SessionRef | str, text: str, *, turn_id: str | None = None
+    ) -> None:
+        """Add ``text`` to the session's running turn (``turn_id``: only if it is that one);
+        returns once the worker running it handed the text to the harness (``turn.steered``).
+        ``turn-not-found`` without a running turn, ``unsupported-feature`` without ``steer``."""
+        if not isinstance(text, str) or not text.strip():
+            raise HarnessError("invalid-request", "the steer text is empty")
+        with _refusals():
+            await self._handle(session).execute_update(STEER, SteerRequest(text, turn_id))
+
+    async def fork(
+        self,
+        session: SessionRef | str,
+        *,
+        at: str | None = None,
+        session_id: str | None = None,
+        **fields: Any,
+    ) -> SessionRef:
+        """A child of ``session`` whose conversation is the parent's up to its event ``at``
+        (default: its last), run by a workflow of its own; ``fields`` change the child's
+        workspace, model, posture, agent, user or config. Refused while a turn runs."""
+        child_id = session_id if session_id is not None else str(uuid.uuid4())
+        try:
+            uuid.UUID(child_id)
+        except (ValueError, TypeError, AttributeError):
+            raise HarnessError("invalid-request", "the session id is a UUID") from None
+        request = ForkRequest(child_id, at, dict(fields))
+        shape: SessionRefShape = await self._between_turns(
+            session, "fork", request, result_type=SessionRefShape
+        )
+        return SessionRef(provider=shape.provider, target=shape.target, session_id=shape.session_id)
+
+    async def checkpoint(self, session: SessionRef | str) -> str:
+        """Snapshot the session's workspace on a worker; the checkpoint id
+        (``checkpoint.created``). Refused while a turn runs."""
+        checkpoint_id: str = await self._between_turns(session, "checkpoint", result_type=str)
+        return checkpoint_id
+
+    async def _between_turns(self, session: SessionRef | str, name: str, *args: Any,
+                             result_type: type) -> Any:  # fmt: skip
+        """Run the update ``name``, refused (``turn-active``) while a turn runs. A turn whose
+        terminal is in the ledger may still be settling in its workflow: asked meanwhile, the
+        update is asked again for up to :data:`SETTLE_GRACE` seconds."""
+        session_id = session if isinstance(session, str) else session.session_id
+        deadline = anyio.current_time() + SETTLE_GRACE
+        while True:
+            try:
+                with _refusals():
+                    return await self._handle(session_id).execute_update(
+                        name, args=args, result_type=result_type
+                    )
+            except HarnessError as error:
+                if error.reason != "turn-active" or anyio.current_time() > deadline:
+                    raise
+                if not await anyio.to_thread.run_sync(self._last_turn_ended, session_id):
+                    raise
+            await anyio.sleep(0.05)
+
+    def _last_turn_ended(self, session_id: str) -> bool:
+        """The ledger's last turn has its terminal (its workflow update may not have returned)."""
+        events = self.ledger.events(session_id)
+        last = next((e.turn_id for e in reversed(events) if e.turn_id is not None), None)
+        return last is None or turn_ended([e for e in events if e.turn_id == last])
+
+    async def rewind(self, session: SessionRef | str, checkpoint: str) -> SessionRewound:
+        """Go back to ``checkpoint`` (an id of this session's, or a unique prefix) on a worker;
+        the ``session.rewound`` it recorded. Refused while a turn runs."""
+        if not isinstance(checkpoint, str) or not checkpoint:
+            raise HarnessError("invalid-request", "checkpoint (an id) is required")
+        summary: RewindSummary = await self._between_turns(
+            session, "rewind", checkpoint, result_type=RewindSummary
+        )
+        return SessionRewound(
+            checkpoint_id=summary.checkpoint_id,
+            turn_id=summary.turn_id,
+            conversation=summary.conversation,
+            turns_kept=summary.turns_kept,
+        )
+
 
 @contextmanager
 def _refusals() -> Iterator[None]:
@@ -304,8 +439,11 @@ def _refusals() -> Iterator[None]:
         cause: BaseException | None = error.cause
         while cause is not None and not isinstance(cause, ApplicationError):
             cause = cause.__cause__
-        reason = cause.type if isinstance(cause, ApplicationError) and cause.type else None
-        raise HarnessError(reason or "provider-failed") from None
+        if isinstance(cause, ApplicationError) and cause.type in MESSAGES:
+            # the workflow's and the activities' messages are safe summaries (HarnessError hints)
+            hint = cause.message if cause.message != cause.type else None
+            raise HarnessError(cause.type, hint) from None
+        raise HarnessError("provider-failed") from None
     except RPCError as error:
         if "already completed" in error.message:
             raise HarnessError("session-closed") from None  # the workflow ends at close

@@ -5,8 +5,8 @@
 turns run on workers (the events come from the shared ledger, as the viewer reads them),
 cancel is the workflow's signal, and approvals wait in the server's queue (the approve
 endpoint answers them, as locally). Names and descriptions come from this host's plugins, and
-exports from the ledger. Steer, fork, checkpoints and rewind are ``unsupported-feature`` here
-for now: they need the worker that holds the session.
+exports from the ledger. Steer, fork, checkpoints and rewind are the workflow's updates
+(:class:`~executor_temporal.client.TemporalController`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
-from harness_hookspecs import HarnessError, SessionRef
+from harness_hookspecs import HarnessError, SessionRef, SessionRewound
 
 from harness_core import Controller
 from harness_core.approvals import PendingApprovals
@@ -89,6 +89,12 @@ class ServedOnTemporal:
     def plugins(self) -> Any:
         return self.local.plugins
 
+    @property
+    def checkpoints(self) -> Any:
+        """This host's checkpoint stores (a turn's diff reads the store under this host's
+        state root: the one the workers write when they share it)."""
+        return self.local.checkpoints
+
     def describe(self, harness: str) -> Any:
         return self.local.describe(harness)
 
@@ -151,14 +157,18 @@ class ServedOnTemporal:
     async def close_session(self, session: SessionRef | str) -> None:
         await self.remote.close_session(session)
 
-    async def steer(self, *_: Any, **__: Any) -> Any:
-        raise HarnessError("unsupported-feature", "steer is not available on --temporal yet")
+    async def steer(self, session: SessionRef | str, text: str) -> None:
+        session_id = session if isinstance(session, str) else session.session_id
+        running = self._running.get(session_id)
+        if running is None:
+            raise HarnessError("turn-not-found", "no turn of this session runs in this server")
+        await self.remote.steer(session_id, text, turn_id=running.turn_id)
 
-    async def fork(self, *_: Any, **__: Any) -> Any:
-        raise HarnessError("unsupported-feature", "fork is not available on --temporal yet")
+    async def fork(self, session: SessionRef | str, *, at: str | None = None) -> SessionRef:
+        return await self.remote.fork(session, at=at)
 
-    async def checkpoint(self, *_: Any, **__: Any) -> Any:
-        raise HarnessError("unsupported-feature", "checkpoints are not available on --temporal yet")
+    async def checkpoint(self, session: SessionRef | str) -> str:
+        return await self.remote.checkpoint(session)
 
-    async def rewind(self, *_: Any, **__: Any) -> Any:
-        raise HarnessError("unsupported-feature", "rewind is not available on --temporal yet")
+    async def rewind(self, session: SessionRef | str, checkpoint: str) -> SessionRewound:
+        return await self.remote.rewind(session, checkpoint)

@@ -17,6 +17,10 @@ NAMESPACE = "default"
 OPEN_SESSION = "harness.open_session"
 RUN_TURN = "harness.run_turn"
 CLOSE_SESSION = "harness.close_session"
+#: Branching activities (:mod:`.branching`): run on a worker while no turn of the session runs.
+FORK_SESSION = "harness.fork_session"
+CHECKPOINT = "harness.checkpoint"
+REWIND = "harness.rewind"
 
 #: The approval updates: the worker asks (``PERMISSION_REQUESTED``, answered with the decision),
 #: the host answers (``ANSWER_PERMISSION``). Their arguments are the contract's
@@ -29,6 +33,11 @@ ANSWER_PERMISSION = "answer_permission"
 DEFAULT_MAX_CONCURRENT = 10
 #: Seconds a draining worker lets running turns finish before handing them over (``--grace``).
 DEFAULT_GRACE = 30.0
+#: Steering: the host's update ``STEER`` waits in the workflow until the worker running the
+#: turn took it through its long-polling update ``NEXT_STEER`` (which carries the previous
+#: steer's outcome back).
+STEER = "steer"
+NEXT_STEER = "next_steer"
 #: Signal from the worker starting a retry: the lost attempt's pending requests are void.
 ATTEMPT_STARTED = "attempt_started"
 
@@ -132,3 +141,72 @@ class TurnSummary:
     @property
     def ok(self) -> bool:
         return self.status == "completed"
+
+
+@dataclass(frozen=True)
+class SteerRequest:
+    """The host's steer: ``text`` for the running turn (``turn_id``: that turn, if named)."""
+
+    text: str
+    turn_id: str | None = None
+
+
+@dataclass(frozen=True)
+class SteerDone:
+    """What became of a steer the worker took: ``reason`` is the refusal, ``None`` delivered."""
+
+    steer_id: str
+    reason: str | None = None
+    hint: str | None = None
+
+
+@dataclass(frozen=True)
+class SteerPoll:
+    """The worker's long poll for the next steer of ``turn_id``; ``steerable=False``: the
+    session's harness has no ``steer`` (the workflow refuses every steer of the turn);
+    ``final``: only ``done`` to report, the turn ended (answered at once)."""
+
+    turn_id: str
+    steerable: bool = True
+    done: SteerDone | None = None
+    final: bool = False
+
+
+@dataclass(frozen=True)
+class SteerWork:
+    steer_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ForkRequest:
+    """The host's fork: the child's id (the host's), the parent's event ``at`` (``None``: its
+    last) and what the child changes of the parent's spec (``SessionSpec`` fields)."""
+
+    child_id: str
+    at: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ForkWork:
+    """What the ``fork_session`` activity gets: the parent's start and the host's request."""
+
+    parent: SessionStart
+    request: ForkRequest
+
+
+@dataclass(frozen=True)
+class RewindWork:
+    session: SessionStart
+    checkpoint: str
+
+
+@dataclass(frozen=True)
+class RewindSummary:
+    """A rewind as the ``session.rewound`` it recorded says it."""
+
+    checkpoint_id: str
+    conversation: bool
+    turns_kept: int
+    turn_id: str | None = None

@@ -5,6 +5,17 @@ the activity within about that, instead of ~7.5 s with the default throttle), an
 times out after 1 s (a session's next turn after a worker death is not held ~10 s for the dead
 worker's cache).
 
+**A session's turns stay on one worker** (its ``Controller`` stays attached; no resume, no
+re-read of the session per turn): the workflow's tasks go to the worker that has it cached
+(Temporal's sticky queue), and the turn activity the workflow schedules there starts on that
+same worker, returned with the workflow task's answer (eager activity start: no queue, no
+poll). When that worker is gone (the sticky queue times out) or full (no free activity slot),
+the task goes to the shared queue and whichever worker takes it resumes the session; a retried
+attempt always goes there. Eager start needs the service's dynamic config
+``system.enableActivityEagerExecution: true`` (on in the dev server; some server releases
+default it to false: deploy/ sets it). Without it every turn goes through the shared queue and
+may land on any worker, which then resumes the session.
+
 SIGTERM (SIGINT too) drains: the worker stops polling, running turns get ``grace`` seconds to
 finish, then the rest are handed over to other workers (see :mod:`.activities`); then it
 releases every session and exits. ``max_concurrent``: turns (activities) it runs at once.
@@ -54,6 +65,7 @@ def build_worker(
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         graceful_shutdown_timeout=timedelta(seconds=shutdown),
+        disable_eager_activity_execution=False,  # session-sticky turns: see the module doc
     )
 
 
@@ -69,6 +81,7 @@ async def run_worker(
     on_ready: Callable[[], None] | None = None,
     max_concurrent: int = DEFAULT_MAX_CONCURRENT,
     grace: float = DEFAULT_GRACE,
+    checkpoints: bool = False,
     http: tuple[str, int] | None = None,
     connection: TemporalConnection | None = None,
 ) -> None:
@@ -77,7 +90,7 @@ async def run_worker(
     ``http``: (host, port) of ``/healthz``, ``/readyz`` and ``/metrics`` (see
     :mod:`.observability`); port 0 picks a free one (logged in ``worker.started``).
     ``connection``: TLS and an API key (:mod:`.connection`; it names the address and namespace
-    itself)."""
+    itself). ``checkpoints``: snapshot workspaces around each turn (in ``state_dir``)."""
     if connection is None:
         connection = TemporalConnection(address, namespace)
     client = await connection.client()
@@ -91,6 +104,7 @@ async def run_worker(
         env_passthrough=env_passthrough,
         grace=grace,
         monitor=monitor,
+        checkpoints=checkpoints,
     )
     try:
         async with anyio.create_task_group() as beats:

@@ -14,17 +14,24 @@ shared ledger. History holds only the records of :mod:`.shapes`.
   handler there, see :mod:`.approvals`) waits for update ``answer_permission`` (from the host;
   its validator refuses unknown ids) or a workflow timer that denies (``source="timeout"``);
   both carry the contract's ``PermissionRequest`` / ``PermissionDecision`` as plain dicts;
+- update ``steer`` (host) waits until the worker running the turn took the text through its
+  long-polling update ``next_steer`` and says what became of it; refused without a running turn;
+- updates ``fork``, ``checkpoint``, ``rewind`` (host) run an activity on a worker while no turn
+  runs (turns wait for none of them: a turn asked meanwhile is refused ``session-busy``); a fork
+  starts the child's own workflow (its id the child session's), which outlives this one;
 - continue-as-new between turns when the history grows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     import attrs
@@ -34,13 +41,25 @@ with workflow.unsafe.imports_passed_through():
     from .shapes import (
         ANSWER_PERMISSION,
         ATTEMPT_STARTED,
+        CHECKPOINT,
         CLOSE_SESSION,
+        FORK_SESSION,
+        NEXT_STEER,
         NON_RETRYABLE,
         OPEN_SESSION,
         PERMISSION_REQUESTED,
+        REWIND,
         RUN_TURN,
+        STEER,
+        ForkRequest,
+        ForkWork,
+        RewindSummary,
+        RewindWork,
         SessionRefShape,
         SessionStart,
+        SteerPoll,
+        SteerRequest,
+        SteerWork,
         TurnRequest,
         TurnSummary,
         TurnWork,
@@ -49,6 +68,10 @@ with workflow.unsafe.imports_passed_through():
 #: Short control activities (open / close): a few attempts, then the error stands.
 CONTROL_TIMEOUT = timedelta(seconds=120)
 CONTROL_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=list(NON_RETRYABLE))
+#: A fork, checkpoint or rewind: git over a whole workspace (its own timeouts are shorter).
+BRANCH_TIMEOUT = timedelta(seconds=900)
+#: What a fork may change of the parent's spec (the harness stays).
+FORK_FIELDS = frozenset({"workspace", "model", "posture", "agent", "user", "config"})
 
 
 @workflow.defn(name="SessionWorkflow")
@@ -66,11 +89,20 @@ class SessionWorkflow:
         self._cancel: str | None = None  # the turn id a cancel was asked for
         self._pending: dict[str, PermissionRequest] = {}  # asked, not yet answered
         self._answers: dict[str, PermissionDecision] = {}  # answered, not yet collected
+        self._operation: str | None = None  # a fork / checkpoint / rewind runs on a worker
+        self._steers: list[tuple[str, str, str]] = []  # (steer id, turn id, text) not yet taken
+        self._taken: dict[str, str] = {}  # steer id -> turn id, taken by the worker, not done
+        self._steered: dict[str, tuple[str | None, str | None]] = {}  # id -> (reason, hint)
+        self._unsteerable: str | None = None  # the running turn's harness has no steer
+        self._steer_count = 0
 
     @workflow.run
     async def run(self, start: SessionStart) -> int:
         await workflow.wait_condition(
-            lambda: self._closed or (self._active is None and self._history_is_long())
+            lambda: (
+                self._closed
+                or (self._active is None and self._operation is None and self._history_is_long())
+            )
         )
         await workflow.wait_condition(workflow.all_handlers_finished)
         if not self._closed:
@@ -166,6 +198,11 @@ class SessionWorkflow:
         finally:
             self._active, self._cancel = None, None
             self._turns += 1
+            # a steer an abandoned poll took after the worker's turn had ended never arrived
+            for steer_id, turn_id in list(self._taken.items()):
+                if turn_id == request.turn_id:
+                    del self._taken[steer_id]
+                    self._steered[steer_id] = ("turn-not-found", "the turn ended before it took it")
 
     @turn.validator
     def _validate_turn(self, request: TurnRequest) -> None:
@@ -178,6 +215,8 @@ class SessionWorkflow:
             raise ApplicationError("the session is not open yet", type="session-not-found")
         if self._active is not None:
             raise ApplicationError("a turn is running", type="turn-active")
+        if self._operation is not None:
+            raise ApplicationError(f"a {self._operation} runs", type="session-busy")
 
     @workflow.signal(name="cancel")
     def cancel(self, turn_id: str | None = None) -> None:
@@ -199,6 +238,7 @@ class SessionWorkflow:
         if self._active is not None:
             self._cancel = self._active
             await workflow.wait_condition(lambda: self._active is None)
+        await workflow.wait_condition(lambda: self._operation is None)
         if self._opened:
             await workflow.execute_activity(
                 CLOSE_SESSION,
@@ -255,6 +295,10 @@ class SessionWorkflow:
                 self._answers[key] = PermissionDecision(
                     "deny", reason="the attempt that asked was lost"
                 )
+        for steer_id, taken_by in list(self._taken.items()):
+            if taken_by == turn_id:  # it may or may not have reached the lost attempt
+                del self._taken[steer_id]
+                self._steered[steer_id] = ("provider-unavailable", "the worker was lost")
 
     def _refuse_request(self, request: PermissionRequest) -> ApplicationError | None:
         if request.turn_id is None or request.turn_id != self._active:
@@ -286,6 +330,155 @@ class SessionWorkflow:
     def pending_permissions(self) -> list[dict[str, Any]]:
         waiting = (r for key, r in self._pending.items() if key not in self._answers)
         return [request_to_dict(request) for request in waiting]
+
+    # -- steer: the host asks, the worker running the turn takes it (long poll) ---------------
+
+    @workflow.update(name=STEER)
+    async def steer(self, request: SteerRequest) -> None:
+        """Returns once the running turn's worker handed ``text`` to the harness; fails with
+        the worker's refusal (``unsupported-feature``...), or ``turn-not-found`` when the turn
+        ended first."""
+        self._refuse_steer(request)  # validators do not run on replay
+        turn_id = self._active
+        assert turn_id is not None
+        self._steer_count += 1
+        steer_id = f"steer-{self._steer_count}"
+        self._steers.append((steer_id, turn_id, request.text))
+        await workflow.wait_condition(
+            lambda: (
+                steer_id in self._steered
+                or (self._active != turn_id and steer_id not in self._taken)
+            )
+        )
+        self._steers = [queued for queued in self._steers if queued[0] != steer_id]
+        reason, hint = self._steered.pop(
+            steer_id, ("turn-not-found", "the turn ended before it took the steer")
+        )
+        if reason is not None:
+            raise ApplicationError(hint or reason, type=reason)
+
+    @steer.validator
+    def _validate_steer(self, request: SteerRequest) -> None:
+        self._refuse_steer(request)
+
+    def _refuse_steer(self, request: SteerRequest) -> None:
+        if self._closing or self._closed:
+            raise ApplicationError("the session is closed", type="session-closed")
+        if self._active is None or request.turn_id not in (None, self._active):
+            raise ApplicationError("no such running turn", type="turn-not-found")
+        if self._unsteerable == self._active:
+            raise ApplicationError("the harness cannot steer a turn", type="unsupported-feature")
+        if not isinstance(request.text, str) or not request.text.strip():
+            raise ApplicationError("the steer text is empty", type="invalid-request")
+
+    @workflow.update(name=NEXT_STEER)
+    async def next_steer(self, poll: SteerPoll) -> SteerWork | None:
+        """The worker running ``poll.turn_id``: the outcome of the steer it took last, and the
+        next steer for the turn once one is asked (``None``: the turn ended, stop polling)."""
+        if poll.done is not None and self._taken.pop(poll.done.steer_id, None) is not None:
+            self._steered[poll.done.steer_id] = (poll.done.reason, poll.done.hint)
+        if poll.final or self._active != poll.turn_id:
+            return None
+        if not poll.steerable:
+            self._unsteerable = poll.turn_id
+            for steer_id, turn_id, _ in self._steers:
+                if turn_id == poll.turn_id:
+                    self._steered[steer_id] = ("unsupported-feature", "the harness cannot steer")
+            return None
+        await workflow.wait_condition(
+            lambda: (
+                self._active != poll.turn_id
+                or any(turn_id == poll.turn_id for _, turn_id, _ in self._steers)
+            )
+        )
+        for index, (steer_id, turn_id, text) in enumerate(self._steers):
+            if turn_id == poll.turn_id and self._active == turn_id:
+                del self._steers[index]
+                self._taken[steer_id] = turn_id
+                return SteerWork(steer_id, text)
+        return None
+
+    # -- fork, checkpoint, rewind: an activity on a worker while no turn runs ------------------
+
+    @workflow.update(name="fork")
+    async def fork(self, request: ForkRequest) -> SessionRefShape:
+        """Fork the session on a worker (``session.forked`` in both ledgers) and start the
+        child's workflow; returns the child's ref."""
+        self._refuse_fork(request)
+        assert self._ref is not None
+        start = SessionStart(
+            session_id=self._start.session_id,
+            spec=self._start.spec,
+            options=self._start.options,
+            ref=self._ref,
+        )
+        child: SessionRefShape = await self._operate(
+            "fork", FORK_SESSION, ForkWork(start, request), SessionRefShape
+        )
+        spec = dataclasses.replace(self._start.spec, **request.fields)
+        await workflow.start_child_workflow(
+            SessionWorkflow.run,
+            SessionStart(
+                session_id=child.session_id, spec=spec, options=self._start.options, ref=child
+            ),
+            id=child.session_id,
+            task_queue=workflow.info().task_queue,
+            parent_close_policy=ParentClosePolicy.ABANDON,
+        )
+        return child
+
+    @fork.validator
+    def _validate_fork(self, request: ForkRequest) -> None:
+        self._refuse_fork(request)
+
+    def _refuse_fork(self, request: ForkRequest) -> None:
+        self._refuse_turn()
+        if not isinstance(request.fields, dict) or not set(request.fields) <= FORK_FIELDS:
+            raise ApplicationError("a fork changes only " + ", ".join(sorted(FORK_FIELDS)),
+                                   type="invalid-request")  # fmt: skip
+
+    @workflow.update(name="checkpoint")
+    async def checkpoint(self) -> str:
+        """Snapshot the session's workspace on a worker; the checkpoint id."""
+        self._refuse_turn()
+        checkpoint_id: str = await self._operate("checkpoint", CHECKPOINT, self._start, str)
+        return checkpoint_id
+
+    @checkpoint.validator
+    def _validate_checkpoint(self) -> None:
+        self._refuse_turn()
+
+    @workflow.update(name="rewind")
+    async def rewind(self, checkpoint: str) -> RewindSummary:
+        """Go back to ``checkpoint`` on a worker (files, and the conversation where the harness
+        can); the ``session.rewound`` it recorded."""
+        self._refuse_turn()
+        summary: RewindSummary = await self._operate(
+            "rewind", REWIND, RewindWork(self._start, checkpoint), RewindSummary
+        )
+        return summary
+
+    @rewind.validator
+    def _validate_rewind(self, checkpoint: str) -> None:
+        self._refuse_turn()
+
+    async def _operate(self, name: str, activity: str, work: Any, result_type: type) -> Any:
+        self._operation = name
+        try:
+            return await workflow.execute_activity(
+                activity,
+                work,
+                result_type=result_type,
+                start_to_close_timeout=BRANCH_TIMEOUT,
+                retry_policy=CONTROL_RETRY,
+            )
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, ApplicationError) and cause.type:
+                raise ApplicationError(cause.message, type=cause.type) from None
+            raise ApplicationError(f"the {name} failed", type="provider-failed") from None
+        finally:
+            self._operation = None
 
 
 def _request(data: Any) -> PermissionRequest | None:

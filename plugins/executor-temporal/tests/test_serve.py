@@ -1,6 +1,7 @@
 """``harness serve --temporal``: the same HTTP API, turns on a Temporal worker. A session is
 opened, a turn streamed (server-sent events from the shared ledger), another started and
-cancelled, the session closed as a workflow; steer is ``unsupported-feature`` in one line."""
+cancelled, the session closed as a workflow; a steer of a harness without ``steer`` (stdio-jsonl)
+is ``unsupported-feature`` in one line (test_serve_branching steers one that has it)."""
 
 from __future__ import annotations
 

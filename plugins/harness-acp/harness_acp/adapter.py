@@ -21,7 +21,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import AsyncIterator, Mapping
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,8 @@ from harness_cli_kit.tools import ToolCalls, call_id_of
 from harness_hookspecs import (
     CancelTurnRequest,
     CloseSessionRequest,
+    ConversationTurn,
+    ForkSessionRequest,
     HarnessDescriptor,
     HarnessError,
     MessageCompleted,
@@ -76,6 +79,10 @@ if TYPE_CHECKING:
 #: keeps them equal), known without importing the SDK.
 ACP_PROTOCOL_VERSION = 1
 STATE_FILE = "acp-session.json"
+#: Seconds a fork waits for an agent that saves its sessions lazily (see ``AgentSpec.saved``).
+SAVE_WAIT = 10.0
+#: The turns the agent's conversation holds, oldest first (a fork checks its point against it).
+TURNS_FILE = "acp-turns.json"
 INIT_TIMEOUT = 60.0
 KIND_SUMMARIES = {
     "read": "read a file",
@@ -113,6 +120,43 @@ def classify_error(error: BaseException) -> str:
         text = f"{error} {json.dumps(error.data, default=str) if error.data else ''}"
         return reason_from(None, text, auth=_AUTH, unreachable=_UNREACHABLE)
     return "provider-failed"  # the connection dropped, or anything else
+
+
+def _ran_turns(state_dir: str) -> list[str]:
+    """The turn ids the session's agent ran, oldest first (:data:`TURNS_FILE`)."""
+    try:
+        turns = json.loads((Path(state_dir) / TURNS_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return [t for t in turns if isinstance(t, str)] if isinstance(turns, list) else []
+
+
+def _save_turns(state_dir: str, turns: list[str]) -> None:
+    path = Path(state_dir) / TURNS_FILE
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(turns))
+    tmp.replace(path)
+
+
+async def _saved(
+    saved: Callable[[Path, str, str, str | None], bool],
+    home: Path,
+    native_id: str,
+    turn: ConversationTurn,
+) -> None:
+    """Wait (up to :data:`SAVE_WAIT` s) until the agent saved the parent's last turn; past
+    that, the fork goes on with what it saved."""
+    with anyio.move_on_after(SAVE_WAIT):
+        while not await anyio.to_thread.run_sync(saved, home, native_id, turn.prompt, turn.answer):
+            await anyio.sleep(0.1)
+
+
+def _copy_home(parent_state: Path, child_state: Path) -> None:
+    """The parent's agent home (its config and transcripts) as the child's, before its agent
+    starts: the agent forks what it finds there."""
+    source = parent_state / "home"
+    if source.is_dir():
+        shutil.copytree(source, child_state / "home", symlinks=True, dirs_exist_ok=True)
 
 
 class ProcessTransport:
@@ -166,6 +210,7 @@ class _Session:
         self.conn: Connection | None = None
         self.native_id: str | None = None
         self.can_load = False
+        self.can_fork = False
         self.mcp_http = False
         self.turn: _Turn | None = None
         self.scopes: list[anyio.CancelScope] = []
@@ -298,6 +343,8 @@ class AcpAdapter:
         details = {"protocol": f"ACP v{ACP_PROTOCOL_VERSION}"}
         if self.agent.tested:
             details["tested_agent"] = self.agent.tested
+        if self.agent.fork:  # ACP's session/fork carries the whole conversation
+            details["fork"] = "at the session's last turn only"
         if self.agent.command:  # where the agent is (ACP agents have no common --version)
             path = find_cli({}, self.agent.command[0])
             if path is None:
@@ -308,7 +355,8 @@ class AcpAdapter:
             provider=self.name,
             targets=["local"],
             features=["resume", "cancel", "permissions", "usage"]
-            + (["mcp"] if self.agent.mcp else []),
+            + (["mcp"] if self.agent.mcp else [])
+            + (["fork"] if self.agent.fork else []),
             version="0.1.0",
             vendor=self.agent.vendor,
             display_name=self.agent.display_name,
@@ -397,6 +445,8 @@ class AcpAdapter:
         result = await self._request(session, "initialize", _dump(request), INIT_TIMEOUT)
         caps = result.get("agentCapabilities") if isinstance(result, Mapping) else None
         session.can_load = bool(isinstance(caps, Mapping) and caps.get("loadSession"))
+        branching = caps.get("sessionCapabilities") if isinstance(caps, Mapping) else None
+        session.can_fork = isinstance(branching, Mapping) and "fork" in branching
         mcp = caps.get("mcpCapabilities") if isinstance(caps, Mapping) else None
         session.mcp_http = bool(isinstance(mcp, Mapping) and mcp.get("http"))
         return result if isinstance(result, dict) else {}
@@ -451,31 +501,45 @@ class AcpAdapter:
 
     # -- lifecycle --------------------------------------------------------------------------
 
+    async def _start(
+        self, context: SessionContext, establish: Callable[[_Session], Awaitable[str]]
+    ) -> _Session:
+        """A new agent for the session whose native session ``establish`` makes (new, load or
+        fork; it returns the native id); the agent is stopped when anything fails."""
+        session = _Session(context)
+        try:
+            await self._connect(session, context)
+            session.native_id = await establish(session)
+            context.report_vendor_session_id(session.native_id)
+            await self._set_mode(session, context)
+        except BaseException:
+            await self._teardown(session)
+            raise
+        return session
+
+    def _created(self, context: SessionContext, result: Any) -> str:
+        """The native id the agent answered ``session/new`` or ``session/fork`` with, saved."""
+        native = result.get("sessionId") if isinstance(result, Mapping) else None
+        if not isinstance(native, str) or not native:
+            raise HarnessError("provider-failed", "the agent returned no session id")
+        NativeSession(context.state_dir, STATE_FILE, native_id=native).save(agent=self.agent.name)
+        return native
+
     async def open_session(
         self, request: OpenSessionRequest, context: SessionContext
     ) -> SessionRef:
         assert_supported(self.describe(), request.target)
         workspace = require_workspace(context, "an ACP session")
-        session = _Session(context)
-        try:
-            await self._connect(session, context)
+
+        async def new(session: _Session) -> str:
             from acp.schema import NewSessionRequest
 
             servers = self._mcp_servers(session, context)
             new = NewSessionRequest(cwd=workspace, mcp_servers=servers)
             result = await self._request(session, "session/new", _dump(new), INIT_TIMEOUT)
-            native = result.get("sessionId") if isinstance(result, Mapping) else None
-            if not isinstance(native, str) or not native:
-                raise HarnessError("provider-failed", "the agent returned no session id")
-            session.native_id = native
-            NativeSession(context.state_dir, STATE_FILE, native_id=native).save(
-                agent=self.agent.name
-            )
-            context.report_vendor_session_id(native)
-            await self._set_mode(session, context)
-        except BaseException:
-            await self._teardown(session)
-            raise
+            return self._created(context, result)
+
+        session = await self._start(context, new)
         ref = SessionRef(provider=self.name, target=request.target, session_id=context.session_id)
         self._sessions[ref.session_id] = session
         return ref
@@ -488,9 +552,8 @@ class AcpAdapter:
         native = NativeSession.load(context.state_dir, STATE_FILE, what="no ACP state").native_id
         if native is None:
             raise HarnessError("session-not-found", "no ACP state for this session")
-        session = _Session(context)
-        try:
-            await self._connect(session, context)
+
+        async def load(session: _Session) -> str:
             if not session.can_load:
                 raise HarnessError("unsupported-feature", "the agent cannot load sessions")
             from acp.schema import LoadSessionRequest
@@ -500,14 +563,53 @@ class AcpAdapter:
             # The agent replays the history as session/update notifications: no turn is
             # active, so they are dropped.
             await self._request(session, "session/load", _dump(load), INIT_TIMEOUT)
-            session.native_id = native
-            context.report_vendor_session_id(native)
-            await self._set_mode(session, context)
-        except BaseException:
-            await self._teardown(session)
-            raise
-        self._sessions[request.session.session_id] = session
+            return native
+
+        self._sessions[request.session.session_id] = await self._start(context, load)
         return request.session
+
+    async def fork_session(
+        self, request: ForkSessionRequest, context: SessionContext
+    ) -> SessionRef:
+        """ACP's ``session/fork`` (unstable; ``claude-code-acp`` advertises it) in the child's
+        own agent, over a copy of the parent's agent home (its transcripts): the child holds the
+        parent's whole conversation, so a fork before the parent's last turn is refused
+        (``unsupported-feature``, nothing opened)."""
+        assert_supported(self.describe(), request.open.target, "fork")
+        workspace = require_workspace(context, "an ACP session")
+        parent_dir = request.parent_state_dir
+        if parent_dir is None:
+            raise HarnessError("invalid-request", "the parent has no ACP state to fork")
+        parent = NativeSession.load(parent_dir, STATE_FILE, what="no ACP state").native_id
+        if parent is None:
+            raise HarnessError("invalid-request", "the parent has no ACP session to fork")
+        kept = [turn.turn_id for turn in request.turns]
+        if kept != _ran_turns(parent_dir):
+            raise HarnessError(
+                "unsupported-feature", f"acp:{self.agent.name} forks at the last turn only"
+            )
+        if request.turns and self.agent.saved is not None:
+            await _saved(self.agent.saved, Path(parent_dir) / "home", parent, request.turns[-1])
+        await anyio.to_thread.run_sync(_copy_home, Path(parent_dir), Path(context.state_dir))
+
+        async def fork(session: _Session) -> str:
+            if not session.can_fork:
+                raise HarnessError("unsupported-feature", "the agent does not advertise fork")
+            from acp.schema import ForkSessionRequest as AcpFork
+
+            servers = self._mcp_servers(session, context)
+            fork = AcpFork(session_id=parent, cwd=workspace, mcp_servers=servers)
+            result = await self._request(session, "session/fork", _dump(fork), INIT_TIMEOUT)
+            native = self._created(context, result)
+            _save_turns(context.state_dir, kept)
+            return native
+
+        session = await self._start(context, fork)
+        ref = SessionRef(
+            provider=self.name, target=request.open.target, session_id=context.session_id
+        )
+        self._sessions[ref.session_id] = session
+        return ref
 
     async def run_turn(
         self, request: RunTurnRequest, context: SessionContext
@@ -515,6 +617,10 @@ class AcpAdapter:
         session = self._sessions.get(request.session.session_id)
         if session is None or session.conn is None or session.native_id is None:
             raise HarnessError("session-not-found")
+        # the turn is in the agent's conversation from here (a fork's point is checked on it)
+        await anyio.to_thread.run_sync(
+            _save_turns, context.state_dir, [*_ran_turns(context.state_dir), request.turn_id]
+        )
         unreachable = await preflight(context, session.base_url)
         if unreachable is not None:
             yield unreachable

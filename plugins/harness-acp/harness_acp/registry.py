@@ -40,6 +40,11 @@ class AgentSpec:
     key_var: str | None = None
     #: Whose model it calls: credentials-env's vendor fallback injects that vendor's key.
     vendor: str | None = None
+    #: Advertises ``sessionCapabilities.fork`` (ACP's ``session/fork``), verified to fork.
+    fork: bool = False
+    #: Whether the agent saved a turn (prompt, answer) of its native session under its home:
+    #: a fork copies that home, and an agent that saves asynchronously is waited for.
+    saved: Callable[[Path, str, str, str | None], bool] | None = None
 
 
 def _command(context: SessionContext, default: tuple[str, ...]) -> list[str]:
@@ -68,6 +73,37 @@ def claude_code(context: SessionContext, home: Path) -> Launch:
         env["ANTHROPIC_MODEL"] = context.model
     env.update(extra_env(context.config))
     return Launch(_command(context, ("claude-code-acp",)), env, url)
+
+
+def claude_saved(home: Path, native_id: str, prompt: str, answer: str | None) -> bool:
+    """Whether Claude Code's transcript of ``native_id`` holds the turn ``prompt`` and its whole
+    ``answer`` (the assistant's text after it): Claude Code writes its transcript lazily, a
+    moment after the turn's answer."""
+    for path in (home / ".claude" / "projects").glob(f"*/{native_id}.jsonl"):
+        said: list[str] | None = None  # the assistant's text since the prompt
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            message = entry.get("message") if isinstance(entry, dict) else None
+            if not isinstance(message, dict):
+                continue
+            texts = _texts(message.get("content"))
+            if entry.get("type") == "user" and prompt in texts:
+                said = []
+            elif entry.get("type") == "assistant" and said is not None:
+                said += texts
+        if said and (answer is None or "".join(said) == answer):
+            return True
+    return False
+
+
+def _texts(content: object) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    blocks = content if isinstance(content, list) else []
+    return [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)]
 
 
 def codex(context: SessionContext, home: Path) -> Launch:
@@ -181,6 +217,8 @@ AGENTS: dict[str, AgentSpec] = {
             mcp=True,
             key_var="ANTHROPIC_API_KEY",
             vendor="anthropic",
+            fork=True,
+            saved=claude_saved,
         ),
         AgentSpec(
             "codex",
