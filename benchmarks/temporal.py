@@ -5,24 +5,38 @@ Starts a throwaway PostgreSQL server (the shared ledger, fsync on), a Temporal d
 harness (in-process, so the figures are the control plane's, not a CLI's):
 
 - ``temporal.turn.local`` / ``temporal.turn.temporal``: median wall time of one turn (submit ->
-  terminal), sequential turns in one session: the local Controller on the same ledger, and the
-  TemporalController (update -> activity on a worker -> ledger -> summary). Consecutive turns
-  may land on different workers (activities go to any worker), which then resume the session;
+  terminal), sequential turns in one session each: the local Controller on the same ledger, and
+  the TemporalController (update -> activity on a worker -> ledger -> summary). The two
+  sessions' turns alternate (local, Temporal, Temporal, local, ...), so both see the same load
+  on a shared machine;
 - ``temporal.turn.overhead``: the difference of the two medians, against the target (issue 33:
-  at most +25 ms), split from the workflow's history into ``temporal.turn.activity`` (median
-  time from the run_turn activity's start to its completion: the worker's own part - claim,
-  attach, the turn, settle) and ``temporal.turn.orchestration`` (the rest: the update, workflow
-  tasks, activity dispatch and the answer's way back);
+  at most +25 ms), with the median of the paired differences beside it, split from the
+  workflow's history into ``temporal.turn.activity`` (median time from the run_turn activity's
+  start to its completion: the worker's own part - claim, the turn, settle) and
+  ``temporal.turn.orchestration`` (the rest: the update, workflow tasks, activity dispatch and
+  the answer's way back);
+- ``temporal.turn.cpu.*``: CPU seconds per turn (user + system, all threads), which a loaded
+  machine inflates much less than wall time: ``local`` (this process during local turns),
+  ``host`` (this process during Temporal turns: the client), ``workers`` (both worker
+  processes) and ``server`` (the dev server);
+- ``temporal.turn.moves``: how many of the timed session's consecutive turns ran on the other
+  worker than the turn before (from the workers' logs; each move costs a resume): 0 when its
+  turns stay on one worker;
 - ``temporal.sessions.100``: 100 concurrent sessions x (open + 1 turn + close) over the 2
   workers: wall time, sessions/s, median and p95 per-session latency.
 
     python benchmarks/temporal.py [--turns 30] [--sessions 100]
+
+For a before/after, run this same script with the other code first on ``PYTHONPATH`` (the
+workers inherit it), e.g. ``PYTHONPATH=OLD/plugins/executor-temporal:OLD/plugins/ledger-postgresql``.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -63,29 +77,54 @@ async def activity_seconds(client, session_id: str) -> list[float]:
     return spans
 
 
-async def local_turns(ledger_url: str, workspace: str, turns: int) -> list[float]:
-    from harness_core import Controller
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    async with Controller(ledger=ledger_url, state_dir=tempfile.mkdtemp()) as controller:
-        return await timed_turns(controller, workspace, turns)
+
+def children_named(word: str) -> list[int]:
+    """This process's children whose command name holds ``word`` (the dev server)."""
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if word in Path(f"/proc/{child}/comm").read_text():
+                found.append(int(child))
+    return found
 
 
-async def timed_turns(
-    controller, workspace: str, turns: int, sessions: list[str] | None = None
-) -> list[float]:
-    """Wall time of each of ``turns`` echo turns in one session (either controller: the
-    TemporalController looks like the local one); the session's id goes to ``sessions``."""
-    walls = []
-    ref = await controller.open_session(harness="echo", workspace=workspace)
-    if sessions is not None:
-        sessions.append(ref.session_id)
-    for n in range(turns):
-        started = time.perf_counter()
+async def paired_turns(
+    local, remote, workspace: str, turns: int, worker_pids: list[int], server_pids: list[int]
+) -> dict[str, list[float]]:
+    """``turns`` echo turns in a local session and in a Temporal session, alternating which
+    goes first; each turn's wall time and CPU (see the module doc). The Temporal session's id
+    goes to ``measured["session"]``."""
+    local_ref = await local.open_session(harness="echo", workspace=workspace)
+    remote_ref = await remote.open_session(harness="echo", workspace=workspace)
+    measured: dict[str, list] = {key: [] for key in (
+        "local", "temporal", "cpu.local", "cpu.host", "cpu.workers", "cpu.server")}  # fmt: skip
+    measured["session"] = [remote_ref.session_id]
+
+    async def one(controller, ref, n: int, name: str) -> None:
+        others = worker_pids + server_pids if name == "temporal" else []
+        before = [cpu_seconds(pid) for pid in others]
+        own, started = time.process_time(), time.perf_counter()
         result = await controller.run_turn(ref, f"turn {n}")
-        walls.append(time.perf_counter() - started)
+        measured[name].append(time.perf_counter() - started)
         assert result.ok, result
-    await controller.close_session(ref)
-    return walls
+        measured["cpu.local" if name == "local" else "cpu.host"].append(time.process_time() - own)
+        if others:
+            spent = [cpu_seconds(pid) - was for pid, was in zip(others, before, strict=True)]
+            measured["cpu.workers"].append(sum(spent[: len(worker_pids)]))
+            measured["cpu.server"].append(sum(spent[len(worker_pids) :]))
+
+    for n in range(turns):
+        pair = [(local, local_ref, "local"), (remote, remote_ref, "temporal")]
+        for controller, ref, name in pair if n % 2 == 0 else reversed(pair):
+            await one(controller, ref, n, name)
+    await local.close_session(local_ref)
+    await remote.close_session(remote_ref)
+    return measured
 
 
 async def concurrent_sessions(controller, workspace: str, count: int) -> tuple[float, list[float]]:
@@ -138,37 +177,64 @@ def main() -> int:
             while "worker ready" not in (root / f"worker-{name}.log").read_text():
                 time.sleep(0.05)
 
-        local = anyio.run(local_turns, postgres.url, str(workspace), args.turns)
+        servers = children_named("temporal")
+        worker_pids = [worker.pid for worker in workers]
 
-        async def on_temporal():
+        async def on_both():
+            from harness_core import Controller
+
             client = await Client.connect(temporal.address)
-            async with TemporalController(client, ledger=postgres.url, task_queue=queue) as c:
-                timed: list[str] = []
-                walls = await timed_turns(c, str(workspace), args.turns, timed)
-                spans = await activity_seconds(client, timed[0])
-                return walls, spans, await concurrent_sessions(c, str(workspace), args.sessions)
+            async with (
+                Controller(ledger=postgres.url, state_dir=tempfile.mkdtemp()) as local,
+                TemporalController(client, ledger=postgres.url, task_queue=queue) as remote,
+            ):
+                measured = await paired_turns(local, remote, str(workspace), args.turns,
+                                              worker_pids, servers)  # fmt: skip
+                session_id = measured["session"][0]
+                spans = await activity_seconds(client, session_id)
+                measured["turn_ids"] = [event.turn_id for event in remote.events(session_id)
+                                        if event.type == "turn.started"]  # fmt: skip
+                return measured, spans, await concurrent_sessions(remote, str(workspace),
+                                                                  args.sessions)  # fmt: skip
 
-        remote, spans, (wall, latencies) = anyio.run(on_temporal)
+        measured, spans, (wall, latencies) = anyio.run(on_both)
+        ran_on = {}  # turn id -> the worker whose log shows it finished
+        for name in ("a", "b"):
+            log = (root / f"worker-{name}.log").read_text()
+            ran_on.update(dict.fromkeys(re.findall(r"turn\.finished .*turn_id=(\S+)", log), name))
+        order = [ran_on.get(turn_id) for turn_id in measured["turn_ids"]]
+        moves = sum(1 for before, now in itertools.pairwise(order) if before != now)
     finally:
         for worker in workers:
             worker.terminate()
             worker.wait(timeout=30)
         temporal.stop()
         postgres.stop()
+    local, remote = measured["local"], measured["temporal"]
     local_ms = statistics.median(local) * 1000
     remote_ms = statistics.median(remote) * 1000
     figure("temporal.turn.local", local_ms, "ms", note=f"median of {args.turns}, PostgreSQL ledger")
     figure("temporal.turn.temporal", remote_ms, "ms", note=f"median of {args.turns}, 2 workers")
     overhead = remote_ms - local_ms
+    paired = statistics.median(r - lo for r, lo in zip(remote, local, strict=True)) * 1000
     verdict = "met" if overhead <= TARGET_MS else "not met"
     figure("temporal.turn.overhead", overhead, "ms",
-           note=f"Temporal - local; target <= +{TARGET_MS:g} ms: {verdict}")  # fmt: skip
+           note=f"Temporal - local (median of the paired differences {paired:+.1f} ms); "
+           f"target <= +{TARGET_MS:g} ms: {verdict}")  # fmt: skip
     if spans:
         activity_ms = statistics.median(spans) * 1000
         figure("temporal.turn.activity", activity_ms, "ms",
                note=f"median of {len(spans)} run_turn activities (history: started -> completed)")  # fmt: skip
         figure("temporal.turn.orchestration", remote_ms - activity_ms, "ms",
                note="Temporal turn - its activity: update, workflow tasks, dispatch, answer")  # fmt: skip
+    for part, what in (("local", "this process, local turns"),
+                       ("host", "this process, Temporal turns (the client)"),
+                       ("workers", "both worker processes"), ("server", "the dev server")):  # fmt: skip
+        # a mean: /proc counts other processes' CPU in 10 ms ticks
+        figure(f"temporal.turn.cpu.{part}", statistics.fmean(measured[f"cpu.{part}"]) * 1000,
+               "ms", note=f"CPU per turn, mean of {args.turns}: {what}")  # fmt: skip
+    figure("temporal.turn.moves", moves, "",
+           note=f"of {len(order) - 1} consecutive turns ran on the other worker (each: a resume)")  # fmt: skip
     latencies.sort()
     p95 = latencies[int(len(latencies) * 0.95) - 1] * 1000
     figure(f"temporal.sessions.{args.sessions}", wall, "s",

@@ -47,6 +47,51 @@ class Hub:
 
 
 @define
+class SharedRead:
+    """One read of a session's events that every follower woken together shares."""
+
+    done: anyio.Event = field(factory=anyio.Event)
+    #: what the ledger gave (``None`` while reading, or when the read failed or was cancelled)
+    events: list[Event] | None = None
+    #: the events' server-sent-event frames, encoded once for every follower (:mod:`.sse`)
+    frames: list[str] | None = None
+
+
+class SharedReads:
+    """Followers of a session are woken together (the :class:`Hub`) and then ask for the same
+    events at once: one ledger read - and one encoding - serves all of them (100 followers
+    were 100 reads, each in a worker thread, per wake-up).
+
+    A follower joins a read only when it holds the same hub waiter as the follower that
+    started it: no event was recorded here between that read's start and the join (a
+    notification replaces the waiter), so what the read returns is what the joiner's own read
+    would have; an event recorded during the read sets the shared waiter and everyone reads
+    again."""
+
+    def __init__(self) -> None:
+        self._reads: dict[tuple[str, int, int, anyio.Event], SharedRead] = {}
+
+    async def events(
+        self, server: Server, session_id: str, after: int, limit: int, waiter: anyio.Event
+    ) -> SharedRead:
+        key = (session_id, after, limit, waiter)
+        read = self._reads.get(key)
+        if read is not None:
+            await read.done.wait()
+            if read.events is not None:
+                return read
+            # the read that was shared failed or its follower left: read alone
+            return SharedRead(events=await server.events(session_id, after=after, limit=limit))
+        read = self._reads[key] = SharedRead()
+        try:
+            read.events = await server.events(session_id, after=after, limit=limit)
+            return read
+        finally:
+            del self._reads[key]
+            read.done.set()
+
+
+@define
 class Summary:
     """A session's totals for the list view, kept up to date from the events read so far."""
 
@@ -93,6 +138,8 @@ class Server:
     #: the permission requests waiting for an answer from the approve endpoint
     approvals: PendingApprovals | None = None
     summaries: dict[str, Summary] = field(factory=dict)
+    #: followers' reads of the same events at the same moment, shared (:mod:`.sse`)
+    shared_reads: SharedReads = field(factory=SharedReads)
     #: the largest request body read, in bytes (``harness serve --max-body``); 413 past it
     max_body: int = DEFAULT_MAX_BODY
 

@@ -2,7 +2,8 @@
 
 A follower reads ``ledger.events(after=N)`` in batches and sleeps until the server records more
 (the :class:`~harness_core.serve.runner.Hub` wakes it) or :data:`POLL_SECONDS` pass (events
-written by another process sharing the ledger). Every frame carries the event's sequence as its
+written by another process sharing the ledger). Followers woken together share one read and its
+frames (:class:`~harness_core.serve.runner.SharedReads`). Every frame carries the event's sequence as its
 ``id``, so a browser's ``EventSource`` reconnects where it stopped (``Last-Event-ID``).
 """
 
@@ -49,10 +50,13 @@ async def follow(
     quiet = 0.0
     while True:
         waiter = server.hub.waiter(session_id)  # before reading: no wake-up is lost
-        batch = await server.events(session_id, after=last, limit=BATCH)
+        read = await server.shared_reads.events(server, session_id, last, BATCH, waiter)
+        batch = read.events or []
+        if read.frames is None:
+            read.frames = [event_frame(event) for event in batch]
         chunk: list[str] = []
-        for event in batch:
-            chunk.append(event_frame(event))
+        for event, frame in zip(batch, read.frames, strict=True):
+            chunk.append(frame)
             last = event.sequence
             if turn_id is not None and event.turn_id == turn_id and event.terminal:
                 yield "".join(chunk) + end_frame("turn-finished", status=event.type)

@@ -92,6 +92,13 @@ def test_the_compose_file_holds_together() -> None:
             assert source in compose["secrets"], (name, source)
         for volume in service.get("volumes", []):
             assert volume.split(":")[0] in compose.get("volumes", {}), (name, volume)
+        for config in service.get("configs", []):
+            assert (DEPLOY / compose["configs"][config["source"]]["file"]).is_file(), name
+    # a session's turns stay on one worker only where the service starts activities eagerly
+    dynamic = services["temporal"]["configs"][0]["target"]
+    assert dynamic.endswith(services["temporal"]["environment"]["DYNAMIC_CONFIG_FILE_PATH"])
+    eager = yaml.safe_load((DEPLOY / "temporal-dynamicconfig.yaml").read_text())
+    assert eager["system.enableActivityEagerExecution"] == [{"value": True}]
     worker = services["worker"]
     args = worker_arguments(worker["command"])
     grace = float(worker["stop_grace_period"].rstrip("s"))

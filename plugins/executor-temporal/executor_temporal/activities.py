@@ -99,6 +99,8 @@ class Attached:
     release: anyio.Event
     released: anyio.Event
     last_sequence: int = 0
+    #: the ids of the session's turns in the ledger as this worker knows it
+    turn_ids: set[str] = attrs.Factory(set)
 
 
 class SessionActivities:
@@ -186,6 +188,7 @@ class SessionActivities:
             if record is not None:  # an earlier attempt opened it before its worker was lost
                 await self._attach(start.session_id, spec)
                 return _shape(record.ref)
+            self.monitor.attaches.labels(how="opened").inc()
             attached = await self._new_controller(start.session_id, spec.harness)
             ref = await attached.controller.open_session(
                 session_id=start.session_id,
@@ -234,13 +237,27 @@ class SessionActivities:
         with _as_application_error():
             began = time.monotonic()
             await self._claim(work.session_id)
-            ended = await anyio.to_thread.run_sync(self._ended, work.session_id, work.turn_id)
+            now_at = await anyio.to_thread.run_sync(self.ledger.last_sequence, work.session_id)
+            attached = self._current(work.session_id, now_at)
+            # The session's events are read only when this worker does not hold the session
+            # as the ledger has it, or the turn id is one it saw: a retry, or a client sending
+            # an ended turn's id again (its result stands).
+            seen = None
+            if attached is None or attempt > 1 or work.turn_id in attached.turn_ids:
+                ended, seen = await anyio.to_thread.run_sync(
+                    self._turns, work.session_id, work.turn_id
+                )
+                if ended is not None:  # the lost attempt finished the turn: its result stands
+                    self.monitor.ledger_seconds.observe(time.monotonic() - began)
+                    return _summary_from_ledger(work.turn_id, ended, attempt)
             self.monitor.ledger_seconds.observe(time.monotonic() - began)
-            if ended is not None:  # the lost attempt finished the turn: its result stands
-                return _summary_from_ledger(work.turn_id, ended, attempt)
             if attempt > 1:  # nobody waits for what the lost attempt asked
                 await self.approver.attempt_started(work.session_id, work.turn_id)
-            attached = await self._attach(work.session_id, work.spec, retrying=work.turn_id)
+            if attached is None:
+                attached = await self._attach(
+                    work.session_id, work.spec, retrying=work.turn_id, turn_ids=seen
+                )
+            attached.turn_ids.add(work.turn_id)
             controller = attached.controller
             # the workflow's timer decides an unanswered request; this only bounds the wait
             controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
@@ -378,15 +395,26 @@ class SessionActivities:
             attached.released.set()
 
     async def _attach(
-        self, session_id: str, spec: SessionSpec, *, retrying: str | None = None
+        self,
+        session_id: str,
+        spec: SessionSpec,
+        *,
+        retrying: str | None = None,
+        turn_ids: set[str] | None = None,
     ) -> Attached:
         """This worker's live session, resumed afresh when the ledger moved on without it
-        (``retrying``: the turn it runs next, kept open if a lost worker left it so)."""
+        (``retrying``: the turn it runs next, kept open if a lost worker left it so;
+        ``turn_ids``: the session's turn ids if just read)."""
         last = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
-        attached = self._attached.get(session_id)
-        if attached is not None and attached.last_sequence == last:
+        attached = self._current(session_id, last)
+        if attached is not None:
             return attached
+        self.monitor.attaches.labels(how="resumed").inc()
+        note("session.attached", session_id=session_id, how="resumed", last_sequence=last)
         attached = await self._new_controller(session_id, spec.harness)
+        if turn_ids is None:
+            turn_ids = (await anyio.to_thread.run_sync(self._turns, session_id, None))[1]
+        attached.turn_ids.update(turn_ids)
         await self._restore_state(session_id, spec.harness)
         fields: dict[str, Any] = {"config": spec.config, "posture": spec.posture}
         for key in ("workspace", "model", "agent", "user"):
@@ -400,6 +428,14 @@ class SessionActivities:
         if self.shared is not None:
             local = state_dir_for(self.state_root, harness, session_id)
             await anyio.to_thread.run_sync(self.shared.restore, local, harness, session_id)
+
+    def _current(self, session_id: str, last: int) -> Attached | None:
+        """The session as this worker holds it, if nobody wrote to it since (``last``: the
+        ledger's last sequence now): its next turn runs there without a resume."""
+        attached = self._attached.get(session_id)
+        if attached is None or attached.last_sequence != last:
+            return None
+        return attached
 
     async def _settled(self, attached: Attached, session_id: str, harness: str) -> None:
         """Remember where this worker left the session; publish its state_dir."""
@@ -429,9 +465,12 @@ class SessionActivities:
         except HarnessError:
             return None
 
-    def _ended(self, session_id: str, turn_id: str) -> list[Event] | None:
-        earlier = [e for e in self.ledger.events(session_id) if e.turn_id == turn_id]
-        return earlier if turn_ended(earlier) else None
+    def _turns(self, session_id: str, turn_id: str | None) -> tuple[list[Event] | None, set[str]]:
+        """One read of the session: the events of ``turn_id`` if it ended, and every turn id."""
+        events = self.ledger.events(session_id)
+        earlier = [e for e in events if e.turn_id == turn_id] if turn_id is not None else []
+        seen = {e.turn_id for e in events if e.turn_id is not None}
+        return (earlier if turn_ended(earlier) else None), seen
 
 
 async def _drive(
@@ -460,9 +499,12 @@ async def _drive(
             finished.set()
 
     async def heartbeat() -> None:
+        # The first one after HEARTBEAT_EVERY, not at once: a turn shorter than that costs
+        # the service no heartbeat (the heartbeat timeout counts from the start anyway; a
+        # cancel reaches the activity with the first heartbeat's answer).
         while True:
-            activity.heartbeat(last[0])
             await anyio.sleep(HEARTBEAT_EVERY)
+            activity.heartbeat(last[0])
 
     async def hand_over() -> None:
         nonlocal handed

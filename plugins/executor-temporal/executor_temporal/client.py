@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from types import TracebackType
 from typing import Any
 
+import anyio.lowlevel
 import anyio.to_thread
 from harness_hookspecs import (
     TERMINAL_TYPES,
@@ -43,6 +44,7 @@ from temporalio.client import (
     WorkflowHandle,
     WorkflowUpdateFailedError,
     WorkflowUpdateHandle,
+    WorkflowUpdateRPCTimeoutOrCancelledError,
     WorkflowUpdateStage,
 )
 from temporalio.exceptions import ApplicationError
@@ -75,6 +77,8 @@ from .workflow import SessionWorkflow
 #: Seconds a fork, checkpoint or rewind asked just after a turn's terminal waits for the turn
 #: to settle in its workflow (see ``TemporalController._between_turns``).
 SETTLE_GRACE = 10.0
+#: Seconds a cancelled caller waits for its turn's end on the worker before it leaves anyway.
+CANCEL_WAIT = 30.0
 
 
 class RemoteTurn:
@@ -245,12 +249,48 @@ class TemporalController:
         turn_id: str | None = None,
     ) -> TurnSummary:
         """Run a turn to its end; ``on_event`` sees its events as the ledger records them."""
+        if on_event is None and self.permission_handler is None:
+            return await self._run_unwatched(session, prompt, turn_id)
         async with self.turn(session, prompt, turn_id=turn_id) as turn:
             if on_event is None:
                 return await turn.result()
             async for event in turn:
                 on_event(event)
         return await turn.result()
+
+    async def _run_unwatched(
+        self, session: SessionRef | str, prompt: str, turn_id: str | None
+    ) -> TurnSummary:
+        """A turn nobody watches on the way: one update call that returns its summary (no
+        ledger read, no second round trip for the result). Cancelled, it cancels the turn
+        and waits for its end, as leaving :meth:`turn` early does."""
+        session_id = session if isinstance(session, str) else session.session_id
+        turn_id = turn_id or "turn_" + uuid.uuid4().hex[:24]
+        handle = self._handle(session_id)
+        update_id = str(uuid.uuid4())
+        try:
+            with _refusals():
+                summary: TurnSummary = await handle.execute_update(
+                    "turn",
+                    TurnRequest(turn_id=turn_id, prompt=prompt),
+                    id=update_id,
+                    result_type=TurnSummary,
+                )
+            return summary
+        except (anyio.get_cancelled_exc_class(), WorkflowUpdateRPCTimeoutOrCancelledError):
+            # (the SDK turns the caller's cancellation into its own error)
+            with (
+                anyio.CancelScope(shield=True),
+                anyio.move_on_after(CANCEL_WAIT),
+                suppress(HarnessError),
+                _refusals(),
+            ):
+                await self.cancel_turn(session_id, turn_id)
+                await handle.get_update_handle(update_id, result_type=TurnSummary).result()
+            await anyio.lowlevel.checkpoint()  # the caller's cancellation, as such
+            raise HarnessError(
+                "provider-unavailable", "the Temporal service did not answer in time"
+            ) from None
 
     async def cancel_turn(self, session: SessionRef | str, turn_id: str | None = None) -> None:
         with _refusals():

@@ -95,6 +95,13 @@ class Monitor:
             "running turns this worker handed over when it stopped",
             registry=self.registry,
         )
+        self.attaches = Counter(
+            "harness_worker_session_attaches",
+            "sessions this worker took up: opened here, or resumed (another worker ran the "
+            "session last, or this one never held it)",
+            ["how"],
+            registry=self.registry,
+        )
         self.ledger_seconds = Histogram(
             "harness_worker_ledger_seconds",
             "ledger latency around each turn (claim, commit and read back)",

@@ -17,6 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+#: The service setting that lets a session's turn start on the worker holding the session
+#: (see :mod:`.worker`).
+EAGER_ACTIVITIES = "system.enableActivityEagerExecution=true"
+
 
 class TemporalUnavailable(Exception):
     """No dev server can start here (the message says why)."""
@@ -89,6 +93,8 @@ class DevServer:
                     ip="127.0.0.1",
                     port=self.port,
                     dev_server_log_level="error",
+                    # on in the CLI's dev server already; said here so that no default moves it
+                    dev_server_extra_args=["--dynamic-config-value", EAGER_ACTIVITIES],
                 )
         except BaseException as error:  # reported by start()
             self._error = error

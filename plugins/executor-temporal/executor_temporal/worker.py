@@ -5,6 +5,17 @@ the activity within about that, instead of ~7.5 s with the default throttle), an
 times out after 1 s (a session's next turn after a worker death is not held ~10 s for the dead
 worker's cache).
 
+**A session's turns stay on one worker** (its ``Controller`` stays attached; no resume, no
+re-read of the session per turn): the workflow's tasks go to the worker that has it cached
+(Temporal's sticky queue), and the turn activity the workflow schedules there starts on that
+same worker, returned with the workflow task's answer (eager activity start: no queue, no
+poll). When that worker is gone (the sticky queue times out) or full (no free activity slot),
+the task goes to the shared queue and whichever worker takes it resumes the session; a retried
+attempt always goes there. Eager start needs the service's dynamic config
+``system.enableActivityEagerExecution: true`` (on in the dev server; some server releases
+default it to false: deploy/ sets it). Without it every turn goes through the shared queue and
+may land on any worker, which then resumes the session.
+
 SIGTERM (SIGINT too) drains: the worker stops polling, running turns get ``grace`` seconds to
 finish, then the rest are handed over to other workers (see :mod:`.activities`); then it
 releases every session and exits. ``max_concurrent``: turns (activities) it runs at once.
@@ -54,6 +65,7 @@ def build_worker(
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
         graceful_shutdown_timeout=timedelta(seconds=shutdown),
+        disable_eager_activity_execution=False,  # session-sticky turns: see the module doc
     )
 
 

@@ -179,3 +179,36 @@ def test_a_session_that_cannot_open_is_refused_and_its_workflow_ends(
         assert [w.status.name for w in runs if w.status] == ["COMPLETED"]
 
     anyio.run(with_worker, temporal_address, postgresql_ledger_url, tmp_path, body)
+
+
+def test_a_cancelled_run_turn_cancels_the_turn_and_returns_once_it_ended(in_steps_session):
+    """run_turn with nobody watching is one update call; cancelling its caller cancels the turn
+    on the worker and waits for the terminal, as leaving ``turn()`` early does."""
+
+    async def body(controller, client, ref):
+        with anyio.move_on_after(1.0) as scope:
+            await controller.run_turn(ref, "steps 60 0.05")
+        assert scope.cancelled_caught
+        events = controller.events(ref.session_id)
+        assert events[-1].type == "turn.cancelled" and events[-1].payload.by == "host", events[-1]
+        following = await controller.run_turn(ref, "hello again")
+        assert following.status == "completed", following
+        await controller.close_session(ref)
+
+    in_steps_session(body)
+
+
+def test_a_turn_id_sent_again_gets_the_ended_turns_result_and_runs_nothing(in_steps_session):
+    """The worker holds the session between turns and reads it only for a turn id it has seen:
+    an ended turn's id sent again (a client's retry) gets that turn's result, nothing reruns."""
+
+    async def body(controller, client, ref):
+        first = await controller.run_turn(ref, "first", turn_id="turn_again")
+        await controller.run_turn(ref, "second")
+        before = controller.events(ref.session_id)
+        again = await controller.run_turn(ref, "first once more", turn_id="turn_again")
+        assert (again.status, again.last_sequence) == ("completed", first.last_sequence), again
+        assert controller.events(ref.session_id) == before
+        await controller.close_session(ref)
+
+    in_steps_session(body)

@@ -38,8 +38,9 @@ def test_sigkill_of_the_running_worker_completes_the_turn_on_the_other(
           f"after {restarted_after:.2f} s, completed after {took:.2f} s")  # fmt: skip
     assert summary.status == "completed" and summary.attempt == 2, summary
     # the other worker took the turn over and completed it (running the whole 10-step turn
-    # again) within the heartbeat timeout + 3 s of the SIGKILL
-    assert restarted_after <= took <= HEARTBEAT_TIMEOUT + 3.0, (restarted_after, took)
+    # again) soon after the heartbeat timeout (~3.5 s here when quiet; the margin is for a
+    # loaded CI machine): the heartbeat noticed the loss, not a minutes-long activity timeout
+    assert restarted_after <= took <= HEARTBEAT_TIMEOUT + 8.0, (restarted_after, took)
     assert program_gone_after is not None and program_gone_after <= 1.0, program_gone_after
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))  # gap-free
     turn = [e for e in events if e.turn_id is not None]

@@ -55,6 +55,7 @@ SETTINGS = (
     "SELECT set_config(name, '0', false) FROM pg_settings WHERE name = 'idle_session_timeout'",
 )
 UNWRITABLE = "the PostgreSQL ledger could not be written"
+_EPOCH_AND_LAST = "SELECT writer_epoch, last_sequence FROM ledger_sessions WHERE session_id = %s"
 
 
 class Claims:
@@ -85,16 +86,19 @@ class Claims:
     def _claim(
         self, connection: psycopg.Connection[Any], session_id: str, held: int | None, take: bool
     ) -> tuple[int, int]:
+        if held is not None and (session_id, held) in self._locked:
+            # Still ours if nobody bumped the epoch: one read, no row lock, no commit to wait
+            # for (a worker claims before every turn). A take-over racing this read fences
+            # our appends from its commit on, as it would right after a full claim.
+            row = connection.execute(_EPOCH_AND_LAST, (session_id,)).fetchone()
+            if row is not None and int(row[0]) == held:
+                return held, int(row[1])
         with connection.transaction():
             connection.execute(
                 "INSERT INTO ledger_sessions (session_id) VALUES (%s) ON CONFLICT DO NOTHING",
                 (session_id,),
             )
-            row = connection.execute(
-                "SELECT writer_epoch, last_sequence FROM ledger_sessions "
-                "WHERE session_id = %s FOR UPDATE",
-                (session_id,),
-            ).fetchone()
+            row = connection.execute(_EPOCH_AND_LAST + " FOR UPDATE", (session_id,)).fetchone()
             assert row is not None
             epoch, last = int(row[0]), int(row[1])
             if held == epoch and self._try_lock(connection, session_id, epoch):

@@ -213,6 +213,11 @@ class HarnessplaneAdapter:
                 if error.reason != "turn-not-found":  # it ended meanwhile
                     raise
 
+    def is_running(self, session_id: str) -> bool:
+        """Whether a turn of ``session_id`` runs in this adapter now (steer and cancel reach
+        it)."""
+        return session_id in self._running
+
     def _live(self, session_id: str) -> tuple[Controller, SessionRef]:
         running = self._running.get(session_id)
         if running is None:
@@ -250,7 +255,7 @@ async def _forward(turn: Any, queue: asyncio.Queue[Any]) -> None:
         elif kind == "message.created" and data.get("role") == "assistant":
             answered = True
         elif kind == "run.completed" and not answered:
-            text = data.get("text") if data.get("text") is not None else "".join(deltas)
+            text = str(data["text"]) if data.get("text") is not None else "".join(deltas)
             queue.put_nowait(_assistant(HarnessEvent, event, text))
         queue.put_nowait(HarnessEvent(type=kind, data=data, event_id=event.event_id))
 

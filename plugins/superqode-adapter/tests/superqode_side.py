@@ -150,6 +150,97 @@ async def conformance(spec_path: str) -> dict:
     return {"reports": reports}
 
 
+async def cancel(workspace: str, ledger: str, state_dir: str) -> dict:
+    """superqode's controller cancels an echo turn sleeping 30 s; steer is refused (echo does
+    not declare it)."""
+    import time
+
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+    from superqode.harness.protocol import HarnessCapabilityError
+
+    adapter = HarnessplaneAdapter("echo", workspace=workspace, ledger=ledger, state_dir=state_dir)
+    controller = HarnessProtocolController([adapter])
+    session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    events = []
+
+    async def consume():
+        async for event in controller.send(session, "sleep 30"):
+            events.append(event.type)
+
+    started = time.monotonic()
+    task = asyncio.ensure_future(consume())
+    while not adapter.is_running(session.session_id):  # the turn is under way
+        await asyncio.sleep(0.05)
+    try:
+        await controller.steer(session, "faster")
+        steer = "accepted"
+    except HarnessCapabilityError:
+        steer = "unsupported"
+    await controller.cancel(session)
+    await asyncio.wait_for(task, 20)
+    stored = controller.store.list_runs(session_id=session.session_id)
+    return {
+        "events": events,
+        "seconds": time.monotonic() - started,
+        "steer": steer,
+        "status": [run.status for run in stored],
+        "stored": [e.type for run in stored for e in run.events],
+        "session_id": session.session_id,
+    }
+
+
+async def send(spec_path: str, store_path: str, prompt: str, session_id: str = "") -> dict:
+    """One turn in this process on superqode's SQLite store: a new session, or (``session_id``)
+    one another process made, resumed by superqode's controller from its store alone."""
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+    from superqode.harness.store import SQLiteHarnessStore
+
+    (item,) = json.loads(Path(spec_path).read_text())
+    adapter = HarnessplaneAdapter(
+        item["harness"],
+        model=item.get("model"),
+        config=item.get("config") or {},
+        workspace=item["workspace"],
+        **dict(item.get("options") or {}),
+    )
+    controller = HarnessProtocolController([adapter], store=SQLiteHarnessStore(store_path))
+    if session_id:
+        session = await controller.resume(session_id)
+    else:
+        session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    events = [event async for event in controller.send(session, prompt)]
+    answer = [e.data.get("content") for e in events if e.type == "message.created"]
+    return {"session_id": session.session_id, "types": [e.type for e in events], "answer": answer}
+
+
+async def steer(spec_path: str, text: str, go: str) -> dict:
+    """superqode's controller steers a running turn once the test says the model has its
+    first request (the file ``go`` exists); the turn's events as superqode recorded them."""
+    from harness_superqode import HarnessplaneAdapter
+    from superqode.harness import HarnessCreateRequest, HarnessProtocolController
+
+    (item,) = json.loads(Path(spec_path).read_text())
+    adapter = HarnessplaneAdapter(
+        item["harness"],
+        model=item.get("model"),
+        config=item.get("config") or {},
+        workspace=item["workspace"],
+        **dict(item.get("options") or {}),
+    )
+    controller = HarnessProtocolController([adapter])
+    session = await controller.create(HarnessCreateRequest(harness_id=adapter.descriptor.id))
+    types = []
+    async for event in controller.send(session, "say hi"):
+        types.append(event.type)
+        if len(types) == 3 and "adapter.turn.steered" not in types:
+            while not Path(go).exists():  # the model's first answer is on its way (3 s)
+                await asyncio.sleep(0.05)
+            await controller.steer(session, text)
+    return {"session_id": session.session_id, "types": types}
+
+
 async def discover() -> dict:
     from superqode.harness.discovery import discover_harness_adapters
 
@@ -162,6 +253,9 @@ COMMANDS = {
     "read-bundle": read_bundle,
     "conformance": conformance,
     "discover": discover,
+    "cancel": cancel,
+    "send": send,
+    "steer": steer,
 }
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,137 @@ def test_conformance_of_a_real_cli_against_the_fake_model(superqode_python, tmp_
         report = _conformance(superqode_python, tmp_path, item)
         assert server.model_requests(), "the CLI never reached the fake model"
     assert report["capabilities"]["resume"] and report["capabilities"]["cancel"]
+
+
+def test_superqode_cancels_a_running_turn_and_steer_is_refused(superqode_python, tmp_path):
+    ledger = f"sqlite:///{tmp_path}/ledger.sqlite"
+    (tmp_path / "ws").mkdir()
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
+    done = side(
+        superqode_python, "cancel", str(tmp_path / "ws"), ledger, str(tmp_path / "st"), env=env
+    )
+    assert done["steer"] == "unsupported"  # echo declares no steer: not claimed
+    assert done["seconds"] < 20  # not the 30 s the turn would sleep
+    assert done["status"] == ["cancelled"]
+    assert done["stored"][-1] == "run.cancelled"
+    from harness_core.ledger import open_ledger
+
+    store = open_ledger(ledger)
+    try:
+        ours = [e.type for e in store.events(done["session_id"])]
+    finally:
+        store.close()
+    assert ours[-1] == "turn.cancelled" and ours.count("turn.started") == 1
+
+
+@pytest.mark.cli
+def test_a_claude_code_session_resumes_in_another_superqode_process(superqode_python, tmp_path):
+    from harness_cli_kit.testing import installed_cli
+
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step
+
+    (tmp_path / "ws").mkdir()
+    options = {"ledger": f"sqlite:///{tmp_path}/ledger.sqlite", "state_dir": str(tmp_path / "st")}
+    env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
+    steps = [
+        Step(text="Noted the plums.", match=Match(tools=None, contains="plums")),
+        Step(text="You said plums.", match=Match(tools=None, contains="what did I say")),
+    ]
+    with FakeModelServer(steps) as server:
+        spec = tmp_path / "spec.json"
+        config = {
+            "cli_path": installed_cli("claude"),
+            "base_url": str(server.base_url),
+            "api_key": "sk-superqode-test",
+        }
+        spec.write_text(
+            json.dumps(
+                [
+                    {
+                        "harness": "claude-code",
+                        "model": "claude-test",
+                        "config": config,
+                        "workspace": str(tmp_path / "ws"),
+                        "options": options,
+                    }
+                ]
+            )
+        )
+        store = str(tmp_path / "superqode.sqlite3")
+        first = side(superqode_python, "send", str(spec), store, "remember plums", env=env)
+        again = side(
+            superqode_python,
+            "send",
+            str(spec),
+            store,
+            "what did I say?",
+            first["session_id"],
+            env=env,
+        )
+        requests = server.model_requests()
+    assert first["answer"][-1] == "Noted the plums."
+    assert again["session_id"] == first["session_id"]
+    assert again["types"][-1] == "run.completed"
+    assert again["answer"][-1] == "You said plums."
+    # the second process's request carried the first turn: the conversation went on
+    assert "Noted the plums." in json.dumps(requests[-1].body)
+
+
+@pytest.mark.cli
+def test_superqode_steers_a_running_claude_code_turn(superqode_python, tmp_path):
+    from harness_cli_kit.testing import installed_cli
+
+    from harness_core.ledger import open_ledger
+    from harness_core.testing.fake_model import FakeModelServer, Match, Step, ToolCall
+
+    (tmp_path / "ws").mkdir()
+    ledger = f"sqlite:///{tmp_path}/ledger.sqlite"
+    text = "also mention the colour teal"
+    script = [
+        Step(text="Looking.", tool_calls=[ToolCall("Bash", {"command": "echo hi"})], delay=3),
+        Step(text="Done, teal.", match=Match(tool_result=True)),
+    ]
+    with FakeModelServer(script) as server:
+        spec = tmp_path / "spec.json"
+        item = {
+            "harness": "claude-code",
+            "model": "claude-test",
+            "config": {
+                "cli_path": installed_cli("claude"),
+                "base_url": str(server.base_url),
+                "api_key": "sk-superqode-test",
+            },
+            "workspace": str(tmp_path / "ws"),
+            "options": {"ledger": ledger, "state_dir": str(tmp_path / "st")},
+        }
+        spec.write_text(json.dumps([item]))
+        env = {**os.environ, "HARNESS_CACHE_DIR": str(tmp_path / "cache")}
+        go = tmp_path / "go"
+        process = subprocess.Popen(
+            [superqode_python, str(SIDE), "steer", str(spec), text, str(go)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not server.model_requests() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            go.touch()  # the first request is in: steer now, while its answer waits
+            out, err = process.communicate(timeout=120)
+        finally:
+            process.kill()
+        assert process.returncode == 0, err[-4000:]
+        done = json.loads(out.splitlines()[-1])
+        requests = server.model_requests()
+    assert done["types"].count("adapter.turn.steered") == 1, done["types"]
+    assert done["types"][-1] == "run.completed"
+    assert text not in json.dumps(requests[0].body)
+    assert text in json.dumps(requests[-1].body)
+    store = open_ledger(ledger)
+    try:
+        ours = [e.type for e in store.events(done["session_id"])]
+    finally:
+        store.close()
+    assert ours.count("turn.steered") == 1 and ours[-1] == "turn.completed"
