@@ -23,7 +23,7 @@ from harness_hookspecs import HarnessError, MessageDelta
 import harness_core.ledger.sqlite as sqlite_module
 from harness_core.ledger import open_ledger
 from harness_core.ledger.base import LEASE
-from harness_core.ledger.sqlite import HERE_MAX, SqliteStore
+from harness_core.ledger.sqlite import CHECKPOINT_EVERY, HERE_MAX, SqliteStore
 from harness_core.ledger.sqlite_schema import unchanged
 
 from .ledger_samples import make_event, make_record, wait_unclaimed
@@ -498,3 +498,31 @@ def test_flush_notify_calls_back_only_when_it_says_so(tmp_path):
     called.clear()
     assert store.flush_notify(called.set) is False  # closed: nothing to wait for
     assert not called.wait(0.05)
+
+
+def test_flushes_that_commit_themselves_get_a_checkpoint_every_so_often(tmp_path):
+    """Commits made by flushes never checkpoint (no fsync on the caller); after
+    ``CHECKPOINT_EVERY`` of them the writer thread runs one: the file itself then holds the
+    events (before, they are only in the WAL), and flushes go on committing."""
+    path = tmp_path / "l.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.create_session(make_record("s"))
+        store.claim("s")
+        store.flush()
+        empty = path.stat().st_size
+        for sequence in range(1, CHECKPOINT_EVERY + 1):
+            store.append([make_event(sequence, MessageDelta(text="x" * 2000), session_id="s")])
+            store.flush()
+        _eventually(lambda: path.stat().st_size > empty + 100 * 2000, "the checkpoint")
+        for sequence in range(CHECKPOINT_EVERY + 1, 2 * CHECKPOINT_EVERY + 2):
+            store.append([make_event(sequence, session_id="s")])
+            store.flush()
+        assert store.last_sequence("s") == 2 * CHECKPOINT_EVERY + 1
+    finally:
+        store.close()
+    reopened = SqliteStore(str(path))
+    try:
+        assert len(reopened.events("s")) == 2 * CHECKPOINT_EVERY + 1
+    finally:
+        reopened.close()
