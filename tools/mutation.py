@@ -138,6 +138,10 @@ GUARDS: dict[str, Guard] = {
 KILLED = {"killed", "caught by type check"}
 TIMEOUT = {"timeout", "segfault"}
 SURVIVED = {"survived", "no tests"}
+#: The exit code of a fork-server child whose test run raised (mutmut lists it as "timeout"):
+#: e.g. pytest could not find the node ids it was given (exit 4), as happens when pytest runs
+#: a second time in one process. No verdict: neither a kill nor a survivor.
+ERRORED = 255
 
 
 @dataclass(frozen=True)
@@ -251,13 +255,14 @@ class Score:
     killed: int = 0
     timeout: int = 0
     pending: int = 0
+    errored: int = 0  # mutmut's child raised (exit 255): no verdict, re-check these
     survived: list[str] = field(default_factory=list)
     excluded: list[tuple[str, str]] = field(default_factory=list)  # (mutant, reason)
     diffs: dict[str, str] = field(default_factory=dict)
 
     @property
     def counted(self) -> int:
-        return self.mutants - len(self.excluded) - self.pending
+        return self.mutants - len(self.excluded) - self.pending - self.errored
 
     @property
     def percent(self) -> float:
@@ -281,6 +286,9 @@ def score(name: str, guard: Guard, exclusions: list[Exclusion]) -> Score | None:
         for mutant, code in sorted(exit_codes.items()):
             status = status_by_exit_code[code]
             result.mutants += 1
+            if code == ERRORED:
+                result.errored += 1
+                continue
             if status in KILLED:
                 result.killed += 1
                 continue
@@ -330,6 +338,7 @@ def table(scores: list[Score]) -> str:
             f"| `{s.guard.path}` | {tests} | {s.mutants} | {len(s.excluded)} | {s.killed} | "
             f"{s.timeout} | {len(s.survived)} | {s.percent:.1f} % | {s.guard.target:.0f} % |"
             + (f" ({s.pending} not checked yet)" if s.pending else "")
+            + (f" ({s.errored} errored, no verdict: re-check)" if s.errored else "")
         )
     return "\n".join(rows)
 
