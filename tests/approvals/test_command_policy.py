@@ -83,6 +83,9 @@ def test_delete_outside_workspace_and_its_neighbours():
     assert judge("find build -delete").verdict == "allow"
     assert judge("find /opt -delete").rule == "delete-outside-workspace"
     assert judge("find -delete").verdict == "allow"  # find's default start is .
+    assert judge("find /opt -name '*.log'").verdict == "allow"  # no -delete: a search
+    # the start paths end at the expression: an option's value is not a start
+    assert judge("find build -newer /etc/passwd -delete").verdict == "allow"
     assert judge("rm -rf /x", workspace=None).rule == "delete-outside-workspace"
 
 
@@ -251,6 +254,12 @@ def test_the_raw_input_is_judged_not_the_one_line_summary():
         "shell", kind="shell", command="x", input={"cmd": ["rm", "-rf", "/"]}
     )
     assert CommandPolicy().judge(argv, WORKSPACE).rule == "delete-outside-workspace"
+    # raw input that holds no command (an empty argv, a non-string word): the one line is judged
+    for raw in ([], ["rm", 1]):
+        empty = PermissionRequest.for_tool(
+            "shell", kind="shell", command="rm -rf /", input={"cmd": raw}
+        )
+        assert CommandPolicy().judge(empty, WORKSPACE).rule == "delete-outside-workspace", raw
     # a string action with no kind is still a command
     action = PermissionRequest.for_tool("action", command="rm -rf /")
     assert CommandPolicy().verdict(action, WORKSPACE) == (
