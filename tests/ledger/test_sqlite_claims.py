@@ -526,3 +526,28 @@ def test_flushes_that_commit_themselves_get_a_checkpoint_every_so_often(tmp_path
         assert len(reopened.events("s")) == 2 * CHECKPOINT_EVERY + 1
     finally:
         reopened.close()
+
+
+def test_a_path_that_cannot_hold_a_ledger_or_a_foreign_file_is_refused_untouched(tmp_path):
+    """Open refuses with one fixed line: a path below a regular file, a directory, a SQLite
+    database that is not a ledger - the last left byte for byte as it was (no WAL switch)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+        connection.execute("INSERT INTO notes VALUES ('mine')")
+    connection.close()
+    before = foreign.read_bytes()
+    for path in (blocker / "l.sqlite", tmp_path):
+        with pytest.raises(HarnessError) as refused:
+            SqliteStore(str(path))
+        assert (refused.value.reason, refused.value.hint) == (
+            "ledger-failed",
+            "the SQLite ledger could not be opened",
+        ), path
+    with pytest.raises(HarnessError) as not_a_ledger:
+        SqliteStore(str(foreign))
+    assert not_a_ledger.value.reason == "ledger-failed"
+    assert foreign.read_bytes() == before
+    assert not Path(str(foreign) + "-wal").exists()
