@@ -381,6 +381,7 @@ class Controller:
             ),
         )
         live.limits.budget = limits
+        live.turn_ids = set()  # a new session: no turn yet
         if request.instructions is not None and "instructions" not in descriptor.features:
             live.instructions_pending = request.instructions
         create_record(
@@ -495,6 +496,7 @@ class Controller:
             live.limits.budget = limits
             events = self.ledger.events(ref.session_id)
             live.limits.load(events)
+            live.turn_ids = {event.turn_id for event in events if event.turn_id is not None}
             # what its children spent counts against its budget too (delegation)
             from .delegation import count_children
 

@@ -68,12 +68,17 @@ def recovered(dangling: str | None, retrying: str | None) -> tuple[str | None, s
     return dangling, None
 
 
+def check_attempt(attempt: int) -> None:
+    """``invalid-request`` unless ``attempt`` is a whole number from 1."""
+    if type(attempt) is not int or attempt < 1:
+        raise HarnessError("invalid-request", "the attempt is a number from 1")
+
+
 def opening_event(
     ledger: LedgerStore, session_id: str, turn_id: str, attempt: int, prompt: str
 ) -> Payload:
     """The event that opens this attempt of ``turn_id``: ``turn.started`` or ``turn.restarted``."""
-    if type(attempt) is not int or attempt < 1:
-        raise HarnessError("invalid-request", "the attempt is a number from 1")
+    check_attempt(attempt)
     earlier = [event for event in ledger.events(session_id) if event.turn_id == turn_id]
     if not earlier:
         return TurnStarted(prompt=prompt)

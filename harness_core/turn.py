@@ -166,6 +166,8 @@ class LiveSession:
     depth: int = 0
     #: the ids of the child sessions this session opened, in order
     children: list[str] = field(factory=list)
+    #: every turn id the session has recorded (``None``: not known here; the ledger is read)
+    turn_ids: set[str] | None = None
 
 
 class Turn:

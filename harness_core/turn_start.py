@@ -16,7 +16,7 @@ from harness_hookspecs import HarnessError, Payload, RunTurnRequest, Status, Tur
 from .branching import Checkpoints
 from .budgets import DEFAULT_OUTPUT_RETRIES
 from .request_checks import safe_hint
-from .retry import opening_event
+from .retry import check_attempt, opening_event
 from .turn import LiveSession, NotStarted, Turn, TurnOwner, end_unretried
 
 
@@ -81,7 +81,9 @@ async def begin_turn(
     except (TypeError, ValueError) as error:
         raise HarnessError("invalid-request", safe_hint(error)) from None
     opening: Payload = TurnStarted(prompt=prompt)
-    if retried:
+    if retried and live.turn_ids is not None and turn_id not in live.turn_ids:
+        check_attempt(options.attempt)  # a new id: this live session knows every turn it holds
+    elif retried:  # (a Temporal worker names every turn: no read of the whole session each)
         opening = await anyio.to_thread.run_sync(
             opening_event, controller.ledger, live.ref.session_id, turn_id, options.attempt, prompt
         )
@@ -103,6 +105,8 @@ async def begin_turn(
         options.max_events if options.max_events is not None else controller.max_events_per_turn,
     )
     live.active = turn
+    if live.turn_ids is not None:
+        live.turn_ids.add(turn_id)
     if start is not None:
         turn.after_end = partial(controller.checkpoints.turn_end, live, turn_id, start)
     turn.limit_hint = limit_hint

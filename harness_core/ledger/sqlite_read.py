@@ -15,12 +15,14 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Any
 
-from harness_hookspecs import Event, HarnessError, SessionRecord
+from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, SessionRecord
 
 from ..serialize import loads_record
 from .base import event_from_row
 from .sqlite import SCHEMA_VERSION, SELECT_EVENTS
 
+#: A turn's start and its terminals: the last of them says whether a turn is open.
+TURN_TYPES = ("turn.started", *sorted(TERMINAL_TYPES))
 #: Event types whose text ``harness sessions -q`` searches (prompts and answers).
 SEARCHED_TYPES = ("turn.started", "message.delta", "message.completed", "turn.completed")
 
@@ -34,10 +36,12 @@ class ReadOnlySqlite:
         self._empty = empty
 
     @classmethod
-    def open(cls, path: str) -> Any:
+    def open(cls, path: str, *, live: bool = False) -> Any:
+        """The ledger at ``path`` read-only; ``live``: a writer has it open (it is never read
+        as immutable, so every later commit is seen)."""
         # A ledger no writer has open has no -wal file; reading it as immutable keeps SQLite
         # from creating -wal/-shm files beside it. With a writer about, read through its WAL.
-        quiet = not os.path.exists(path + "-wal")
+        quiet = not live and not os.path.exists(path + "-wal")
         # POSIX keeps a leading "//" (sqlite:////abs); in a URI that would be an authority.
         uri = "file:/" + urllib.parse.quote(os.path.abspath(path).lstrip("/"))
         uri += "?immutable=1" if quiet else "?mode=ro"
@@ -128,6 +132,45 @@ class ReadOnlySqlite:
             (*SEARCHED_TYPES, pattern + "%"),
         )
         return {row[0] for row in rows}
+
+    def data_version(self) -> int:
+        """A number that changes whenever another connection has committed to the ledger since
+        the last call (SQLite's ``PRAGMA data_version``): an answer read before is still good
+        while it stays the same."""
+        rows = self._rows("PRAGMA data_version", ())
+        return int(rows[0][0]) if rows else 0
+
+    def catalog_rows(self) -> list[tuple[Any, ...]]:
+        """Every session, newest first, as ``(session_id, harness, status, created_at,
+        last_turn_type, claim_owner, claim_renewed_at)``: what the viewer's sessions page needs
+        to filter, count and order without decoding a record or an event. ``last_turn_type`` is
+        the type of an open session's last ``turn.*`` start or terminal (``None`` when closed
+        or turnless), read backwards through the session's own events (the primary key)."""
+        marks = ", ".join("?" for _ in TURN_TYPES)
+        return self._rows(
+            "SELECT s.session_id, s.provider, s.status, s.created_at, CASE WHEN s.status = "
+            "'closed' THEN NULL ELSE (SELECT e.type FROM events e WHERE e.session_id = "
+            f"s.session_id AND e.type IN ({marks}) ORDER BY e.sequence DESC LIMIT 1) END, "
+            "c.owner, c.renewed_at FROM sessions s LEFT JOIN claims c "
+            "ON c.session_id = s.session_id ORDER BY s.created_at DESC, s.session_id",
+            TURN_TYPES,
+        )
+
+    def turn_states(self, session_ids: list[str]) -> dict[str, tuple[str | None, int]]:
+        """Per session of ``session_ids``: the type of its last ``turn.*`` start or terminal
+        (``None`` without a turn) and its last sequence, in one query."""
+        if not session_ids:
+            return {}
+        ids = ", ".join("?" for _ in session_ids)
+        marks = ", ".join("?" for _ in TURN_TYPES)
+        rows = self._rows(
+            f"SELECT s.session_id, (SELECT e.type FROM events e WHERE e.session_id = "
+            f"s.session_id AND e.type IN ({marks}) ORDER BY e.sequence DESC LIMIT 1), "
+            "(SELECT MAX(e.sequence) FROM events e WHERE e.session_id = s.session_id) "
+            f"FROM sessions s WHERE s.session_id IN ({ids})",
+            (*TURN_TYPES, *session_ids),
+        )
+        return {sid: (kind, int(last or 0)) for sid, kind, last in rows}
 
     def delegating(self, session_ids: list[str], tool_names: Iterable[str]) -> set[str]:
         """Those of ``session_ids`` whose events start a tool named one of ``tool_names`` (a

@@ -8,11 +8,19 @@ and the query run in one worker thread (:meth:`Catalog.page`), never on the even
 
 Only the ledger's public store members are used (``list_sessions``, ``events``, ``claimed``), so
 any store works; the ledger stays the one source of truth (the index is a cache of it).
+
+A SQLite ledger is asked in SQL instead (:class:`SqlCatalog`): keeping an entry per session
+means decoding every record and reading every open session's events on each look, 23 s a look
+over 100,000 sessions. There one query gives each session's harness, status, creation time and
+last turn (no record or event decoded), the filters and counts run over those rows, the text
+search is ``LIKE`` over the searched events, and only the page's own sessions are read whole;
+what was read is kept while nobody commits to the ledger.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,6 +30,7 @@ from harness_hookspecs import Event, HarnessError, SessionRecord
 from harness_hookspecs import events as ev
 
 from ..export import session_state
+from ..ledger.base import holder_alive
 from .runner import Summary
 
 #: The states a session can be in (see :func:`harness_core.export.session_state`).
@@ -167,6 +176,17 @@ class Catalog:
     def __init__(self) -> None:
         self._entries: dict[str, Entry] = {}
         self._lock = threading.Lock()
+        self._sql: SqlCatalog | None = None
+
+    def _sql_of(self, store: Any) -> SqlCatalog | None:
+        """The SQL side for a SQLite ledger (opened once), ``None`` for any other store."""
+        with self._lock:
+            if self._sql is None or self._sql.path != _sqlite_path(store):
+                path = _sqlite_path(store)
+                if path is None:
+                    return None
+                self._sql = SqlCatalog(path)
+            return self._sql
 
     def refresh(self, store: Any) -> list[Entry]:
         """Bring every entry up to date; return them newest first. Call from a worker thread."""
@@ -190,11 +210,11 @@ class Catalog:
 
     def page(self, store: Any, query: Query, now: datetime | None = None) -> Page:
         """The page ``query`` asks for, after a refresh. Call from a worker thread."""
+        sql = self._sql_of(store)
+        if sql is not None:
+            return sql.page(store, query, now)
         entries = self.refresh(store)
-        since = ""
-        if query.since:
-            moment = (now or datetime.now(UTC)) - SINCE[query.since]
-            since = moment.strftime("%Y-%m-%dT%H:%M:%S")
+        since = _since(query, now)
         words = query.words()
 
         def keep(entry: Entry, *, harness: bool = True, state: bool = True) -> bool:
@@ -217,6 +237,139 @@ class Catalog:
             state_counts={state: state_counts.get(state, 0) for state in STATES},
             all_sessions=len(entries),
         )
+
+
+def _since(query: Query, now: datetime | None) -> str:
+    """The oldest ``created_at`` the query's ``since`` keeps (``""``: any)."""
+    if not query.since:
+        return ""
+    moment = (now or datetime.now(UTC)) - SINCE[query.since]
+    return moment.strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _sqlite_path(store: Any) -> str | None:
+    from ..ledger.sqlite import SqliteStore
+
+    return store.path if isinstance(store, SqliteStore) else None
+
+
+class SqlCatalog:
+    """The sessions page over the SQLite ledger at ``path``, asked in SQL: the same pages,
+    counts and search results as :class:`Catalog`. What it read is kept until anyone commits
+    to the ledger (SQLite's data version), so paging and facets of a quiet ledger read nothing.
+    """
+
+    def __init__(self, path: str) -> None:
+        from ..ledger.sqlite_read import ReadOnlySqlite
+
+        self.path = path
+        # The writing store's reads share one connection with its writer's flushes; the page
+        # reads through a read-only connection of its own (WAL: it sees every commit).
+        self._reader: Any = ReadOnlySqlite.open(path, live=True)
+        # What was read at one data version: every session's row and the sessions per
+        # searched word. A ledger nobody wrote to since is not read again (paging, facets).
+        self._version: int | None = None
+        self._rows: list[tuple[Any, ...]] = []
+        self._searched: dict[str, set[str]] = {}
+        self._lock = threading.Lock()
+
+    def page(self, store: Any, query: Query, now: datetime | None = None) -> Page:
+        store.flush()  # what a caller recorded is committed before it is looked for
+        reader = self._reader
+        with self._lock:
+            version = reader.data_version()
+            if version != self._version:
+                self._version, self._searched = None, {}
+                self._rows = reader.catalog_rows()
+                self._version = version
+            found: set[str] | None = None
+            for word in query.words():
+                if word not in self._searched:
+                    self._searched[word] = reader.search(word)
+                hits = self._searched[word]
+                found = hits if found is None else found & hits
+            raw = self._rows
+        since = _since(query, now)
+        wall = time.time()
+        alive: dict[str, bool] = {}
+
+        def state_of(status: str, last: str | None, owner: str | None, renewed: float) -> str:
+            open_turn = None
+            if status != "closed" and last == "turn.started":
+                if owner not in alive:
+                    alive[owner] = holder_alive(owner, renewed, wall)  # type: ignore[index]
+                open_turn = "running" if alive[owner] else "interrupted"  # type: ignore[index]
+            return session_state(status, open_turn)
+
+        rows = [
+            (sid, harness, state_of(status, last, owner, renewed or 0.0), created)
+            for sid, harness, status, created, last, owner, renewed in raw
+        ]
+
+        def keep(
+            row: tuple[str, str, str, str], *, harness: bool = True, state: bool = True
+        ) -> bool:
+            sid, name, row_state, created = row
+            return (
+                (not harness or not query.harness or name == query.harness)
+                and (not state or not query.state or row_state == query.state)
+                and (not since or created >= since)
+                and (found is None or sid in found)
+            )
+
+        harness_counts = Counter(row[1] for row in rows if keep(row, harness=False))
+        state_counts = Counter(row[2] for row in rows if keep(row, state=False))
+        matching = [row for row in rows if keep(row)]
+        start = (query.page - 1) * query.per_page
+        shown = matching[start : start + query.per_page]
+        return Page(
+            entries=self._entries(reader, shown),
+            total=len(matching),
+            query=query,
+            harness_counts=dict(sorted(harness_counts.items())),
+            state_counts={state: state_counts.get(state, 0) for state in STATES},
+            all_sessions=len(rows),
+        )
+
+    @staticmethod
+    def _entries(reader: Any, rows: list[tuple[str, str, str, str]]) -> list[Entry]:
+        """The page's sessions read whole: record, totals, last prompt (a few queries)."""
+        ids = [row[0] for row in rows]
+        summed = reader.summaries(ids)
+        turns = reader.turn_states(ids)
+        entries = []
+        for sid, _, state, _ in rows:
+            record = reader.get_session(sid)
+            if record is None:  # pruned between the two reads
+                continue
+            totals, (last_type, last_sequence) = summed[sid], turns.get(sid, (None, 0))
+            usage = totals["usage"]
+            summary = Summary(
+                last_sequence=last_sequence,
+                turns=totals["turns"],
+                input_tokens=usage["input_tokens"],
+                output_tokens=usage["output_tokens"],
+                cost_usd=usage["cost_usd"],
+                last_turn=_turn_status(last_type),
+                updated_at=totals["last_event_at"] or None,
+            )
+            entries.append(
+                Entry(
+                    record,
+                    summary=summary,
+                    last_prompt=totals["last_prompt"],
+                    state=state,
+                    ended=record.status == "closed",
+                )
+            )
+        return entries
+
+
+def _turn_status(last_type: str | None) -> str | None:
+    """:attr:`Summary.last_turn` from the type of a session's last turn start or terminal."""
+    if last_type is None:
+        return None
+    return "running" if last_type == "turn.started" else last_type.split(".", 1)[1]
 
 
 def catalog_of(app_state: Any) -> Catalog:

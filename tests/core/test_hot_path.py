@@ -333,3 +333,41 @@ def test_a_refused_write_in_a_small_flush_keeps_the_good_ones(tmp_path: Path) ->
         assert [e.sequence for e in store.events("hot-session")] == [1, 2]
     finally:
         store.close()
+
+
+async def test_a_named_turn_on_a_live_session_reads_no_events_unless_the_id_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A caller naming each turn (a Temporal worker does) paid a read of the whole session per
+    turn to tell a new turn from a retry; the live session knows its turn ids (from the open,
+    or the resume's one read), and only a known id is looked up."""
+    reads: list[str] = []
+    real = SqliteStore.events
+
+    def counted(self: SqliteStore, session_id: str, **kwargs: Any) -> list[Event]:
+        reads.append(session_id)
+        return real(self, session_id, **kwargs)
+
+    monkeypatch.setattr(SqliteStore, "events", counted)
+    store = SqliteStore(str(tmp_path / "l.sqlite"))
+    async with Controller(plugins=plugins_from([reply]), ledger=store) as controller:
+        ref = await controller.open_session(harness="hot-reply", workspace=str(tmp_path))
+        for number in range(3):
+            assert (await controller.run_turn(ref, "hi", turn_id=f"turn_{number}")).ok
+        assert reads == []
+        with pytest.raises(HarnessError) as ended:  # a known id: the ledger says it ended
+            await controller.run_turn(ref, "again", turn_id="turn_1", attempt=2)
+        assert ended.value.reason == "invalid-request" and "already ended" in str(ended.value)
+        assert reads == [ref.session_id]
+        with pytest.raises(HarnessError) as bad:  # a new id still has its attempt checked
+            await controller.run_turn(ref, "hi", turn_id="turn_new", attempt=0)
+        assert bad.value.reason == "invalid-request"
+    async with Controller(plugins=plugins_from([reply]), ledger=store) as controller:
+        await controller.resume_session(ref.session_id)
+        reads.clear()
+        assert (await controller.run_turn(ref, "hi", turn_id="turn_3")).ok
+        assert reads == []  # the resume's read told it the turns
+        with pytest.raises(HarnessError) as ended:
+            await controller.run_turn(ref, "again", turn_id="turn_0", attempt=2)
+        assert "already ended" in str(ended.value)
+    store.close()

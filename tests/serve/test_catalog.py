@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import attrs
 import pytest
 from harness_hookspecs import Event, HarnessError
 from harness_hookspecs import events as ev
@@ -23,11 +24,25 @@ COUNT = 120
 NOW = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture
-def store(tmp_path):
+def in_memory(sqlite):
+    """A memory store holding what ``sqlite`` holds (the in-memory catalog's store)."""
+    memory = open_ledger("memory:")
+    for record in reversed(sqlite.list_sessions()):
+        memory.create_session(record)
+        memory.append(sqlite.events(record.session_id))
+    return memory
+
+
+# Every behaviour below holds for both catalogs: the SQL one a SQLite ledger gets, and the
+# in-memory one every other store gets.
+@pytest.fixture(params=["sqlite", "memory"])
+def store(request, tmp_path):
     url = f"sqlite:///{tmp_path}/ledger.sqlite"
     fill_ledger(url, COUNT, now=NOW)
     opened = open_ledger(url)
+    if request.param == "memory":
+        sqlite, opened = opened, in_memory(opened)
+        sqlite.close()
     yield opened
     opened.close()
 
@@ -118,6 +133,88 @@ def test_new_events_and_sessions_are_found_on_the_next_look(store):
     assert entry.summary.turns == 2 and entry.state == "interrupted"
     store.claim(session_id)  # a live writer holds it: the turn is running
     assert catalog.page(store, Query(state="running"), now=NOW).total == 1
+
+
+QUERIES = [
+    Query(),
+    Query(page=2, per_page=7),
+    Query(harness="pi"),
+    Query(state="interrupted", per_page=500),
+    Query(state="idle", harness="codex", since="1h"),
+    Query(since="24h", page=3),
+    Query(text="parser"),
+    Query(text="Session 4: PARSER", per_page=500),
+    Query(text="n17x", state="idle"),
+    Query(text="no-such-word"),
+    Query(harness="no-such-harness"),
+]
+
+
+def view(page):
+    """All a page shows: every row's fields, the totals and the counts beside the filters."""
+    rows = [
+        (
+            e.record,
+            e.state,
+            e.last_prompt,
+            e.summary.turns,
+            e.summary.last_turn,
+            e.summary.input_tokens,
+            e.summary.output_tokens,
+            e.summary.cost_usd,
+            e.summary.last_sequence,
+            e.summary.updated_at,
+        )
+        for e in page.entries
+    ]
+    return rows, page.total, page.pages, page.harness_counts, page.state_counts, page.all_sessions
+
+
+def test_the_sql_catalog_shows_what_the_in_memory_one_shows(tmp_path):
+    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    fill_ledger(url, COUNT, now=NOW)
+    sqlite = open_ledger(url)
+    memory = in_memory(sqlite)
+    try:
+        sqlite.claim(session_id_of(11))  # an interrupted session taken up again: running
+        memory.claim(session_id_of(11))
+        sql_catalog, memory_catalog = Catalog(), Catalog()
+        for query in QUERIES:
+            shown = view(sql_catalog.page(sqlite, query, now=NOW))
+            assert shown == view(memory_catalog.page(memory, query, now=NOW)), query
+            assert shown[0] or not shown[1]
+        assert sql_catalog.page(sqlite, Query(state="running"), now=NOW).total == 1
+    finally:
+        sqlite.close()
+        memory.close()
+
+
+def test_what_another_writer_commits_is_seen_on_the_next_look(tmp_path):
+    url = f"sqlite:///{tmp_path}/ledger.sqlite"
+    fill_ledger(url, COUNT, now=NOW)
+    store = open_ledger(url)
+    try:
+        catalog = Catalog()
+        assert catalog.page(store, Query(text="n17x"), now=NOW).total == 1
+        assert catalog.page(store, Query(), now=NOW).all_sessions == COUNT
+        # another store (another connection, as another process would have) records a session
+        other = open_ledger(url)
+        record = store.get_session(session_id_of(17))
+        other.create_session(attrs.evolve(record, ref=attrs.evolve(record.ref, session_id="new")))
+        other.append(
+            [
+                attrs.evolve(event, session_id="new", event_id=f"new-{event.sequence}")
+                for event in store.events(session_id_of(17))
+            ]
+        )
+        other.close()
+        assert catalog.page(store, Query(), now=NOW).all_sessions == COUNT + 1
+        assert {e.record.session_id for e in catalog.page(store, Query(text="n17x")).entries} == {
+            session_id_of(17),
+            "new",
+        }
+    finally:
+        store.close()
 
 
 @pytest.mark.parametrize(
