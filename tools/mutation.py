@@ -124,6 +124,7 @@ GUARDS: dict[str, Guard] = {
             "tests/ledger/test_ownership.py",
             "tests/ledger/test_tail.py",
             "tests/ledger/test_sqlite_claims.py",
+            "tests/ledger/test_sqlite_open_check.py",
         ),
         target=80.0,
     ),
