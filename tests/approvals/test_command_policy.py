@@ -83,6 +83,13 @@ def test_delete_outside_workspace_and_its_neighbours():
     assert judge("find build -delete").verdict == "allow"
     assert judge("find /opt -delete").rule == "delete-outside-workspace"
     assert judge("find -delete").verdict == "allow"  # find's default start is .
+    assert judge("find /opt -name '*.log'").verdict == "allow"  # no -delete: a search
+    assert judge("rm --recursive /opt/x").rule == "delete-outside-workspace"
+    assert judge('rm "$X" -rf /opt/x').rule == "delete-outside-workspace"  # past an unknown word
+    assert judge("cd /etc && rm -rf -").rule == "delete-outside-workspace"  # "-" is a file
+    assert judge("cd /etc && rm -f").verdict == "allow"  # a flag is not a file: nothing to delete
+    # the start paths end at the expression: an option's value is not a start
+    assert judge("find build -newer /etc/passwd -delete").verdict == "allow"
     assert judge("rm -rf /x", workspace=None).rule == "delete-outside-workspace"
 
 
@@ -251,6 +258,12 @@ def test_the_raw_input_is_judged_not_the_one_line_summary():
         "shell", kind="shell", command="x", input={"cmd": ["rm", "-rf", "/"]}
     )
     assert CommandPolicy().judge(argv, WORKSPACE).rule == "delete-outside-workspace"
+    # raw input that holds no command (an empty argv, a non-string word): the one line is judged
+    for raw in ([], ["rm", 1]):
+        empty = PermissionRequest.for_tool(
+            "shell", kind="shell", command="rm -rf /", input={"cmd": raw}
+        )
+        assert CommandPolicy().judge(empty, WORKSPACE).rule == "delete-outside-workspace", raw
     # a string action with no kind is still a command
     action = PermissionRequest.for_tool("action", command="rm -rf /")
     assert CommandPolicy().verdict(action, WORKSPACE) == (
@@ -308,6 +321,14 @@ def test_host_rules_extend_disable_and_replace():
     assert judge("rm -rf /", replaced).verdict == "allow"
     assert judge("terraform destroy", replaced).verdict == "deny"
     assert [r.name for r in replaced.all_rules] == ["tf-destroy"]
+
+
+def test_a_long_flag_matches_with_its_value_after_an_equals_sign():
+    policy = CommandPolicy(rules=(Rule("exec-flag", "ask", programs=("tool",), flags=("--exec",)),))
+    assert judge("tool --exec=a=b", policy).rule == "exec-flag"
+    assert judge("tool --exec", policy).rule == "exec-flag"
+    assert judge("tool --execute=a", policy).verdict == "allow"
+    assert judge("tool -- --exec=a", policy).verdict == "allow"  # an operand after --
 
 
 def test_a_rule_without_reason_says_its_name():

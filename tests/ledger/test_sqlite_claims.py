@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from harness_hookspecs import HarnessError, MessageDelta
 import harness_core.ledger.sqlite as sqlite_module
 from harness_core.ledger import open_ledger
 from harness_core.ledger.base import LEASE
-from harness_core.ledger.sqlite import SqliteStore
+from harness_core.ledger.sqlite import CHECKPOINT_EVERY, HERE_MAX, SqliteStore
 from harness_core.ledger.sqlite_schema import unchanged
 
 from .ledger_samples import make_event, make_record, wait_unclaimed
@@ -455,3 +456,98 @@ def test_an_import_the_database_refuses_is_one_fixed_line_and_stores_nothing(tmp
         )
     finally:
         store.close()
+
+
+def test_close_gives_up_the_stores_claims(tmp_path):
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    first = open_ledger(url)
+    first.create_session(make_record("s"))
+    first.claim("s")
+    first.close()
+    second = open_ledger(
+        url
+    )  # same process: the claim's owner is alive, so only a release frees it
+    try:
+        assert not second.claimed("s")
+        assert second.claim("s") == 2
+    finally:
+        second.close()
+
+
+def test_flush_notify_calls_back_only_when_it_says_so(tmp_path):
+    """``flush_notify``: False when the flush committed the stage itself (or the store is
+    closed) - no callback comes; True when the writer thread has it - the callback comes once
+    everything appended before it is committed."""
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    store, reader = open_ledger(url), open_ledger(url)
+    called = threading.Event()
+    try:
+        store.create_session(make_record("s"))
+        store.claim("s")
+        store.append([make_event(1, session_id="s")])
+        assert store.flush_notify(called.set) is False  # a few writes: committed in the call
+        assert [e.sequence for e in reader.events("s")] == [1]
+        for sequence in range(2, 2 + 2 * HERE_MAX):  # more writes than a caller commits
+            store.append([make_event(sequence, session_id="s")])
+        assert store.flush_notify(called.set) is True  # the writer thread commits them
+        assert called.wait(10)
+        assert reader.last_sequence("s") == 1 + 2 * HERE_MAX
+    finally:
+        store.close()
+        reader.close()
+    called.clear()
+    assert store.flush_notify(called.set) is False  # closed: nothing to wait for
+    assert not called.wait(0.05)
+
+
+def test_flushes_that_commit_themselves_get_a_checkpoint_every_so_often(tmp_path):
+    """Commits made by flushes never checkpoint (no fsync on the caller); after
+    ``CHECKPOINT_EVERY`` of them the writer thread runs one: the file itself then holds the
+    events (before, they are only in the WAL), and flushes go on committing."""
+    path = tmp_path / "l.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.create_session(make_record("s"))
+        store.claim("s")
+        store.flush()
+        empty = path.stat().st_size
+        for sequence in range(1, CHECKPOINT_EVERY + 1):
+            store.append([make_event(sequence, MessageDelta(text="x" * 2000), session_id="s")])
+            store.flush()
+        _eventually(lambda: path.stat().st_size > empty + 100 * 2000, "the checkpoint")
+        for sequence in range(CHECKPOINT_EVERY + 1, 2 * CHECKPOINT_EVERY + 2):
+            store.append([make_event(sequence, session_id="s")])
+            store.flush()
+        assert store.last_sequence("s") == 2 * CHECKPOINT_EVERY + 1
+    finally:
+        store.close()
+    reopened = SqliteStore(str(path))
+    try:
+        assert len(reopened.events("s")) == 2 * CHECKPOINT_EVERY + 1
+    finally:
+        reopened.close()
+
+
+def test_a_path_that_cannot_hold_a_ledger_or_a_foreign_file_is_refused_untouched(tmp_path):
+    """Open refuses with one fixed line: a path below a regular file, a directory, a SQLite
+    database that is not a ledger - the last left byte for byte as it was (no WAL switch)."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE notes (text TEXT)")
+        connection.execute("INSERT INTO notes VALUES ('mine')")
+    connection.close()
+    before = foreign.read_bytes()
+    for path in (blocker / "l.sqlite", tmp_path):
+        with pytest.raises(HarnessError) as refused:
+            SqliteStore(str(path))
+        assert (refused.value.reason, refused.value.hint) == (
+            "ledger-failed",
+            "the SQLite ledger could not be opened",
+        ), path
+    with pytest.raises(HarnessError) as not_a_ledger:
+        SqliteStore(str(foreign))
+    assert not_a_ledger.value.reason == "ledger-failed"
+    assert foreign.read_bytes() == before
+    assert not Path(str(foreign) + "-wal").exists()
