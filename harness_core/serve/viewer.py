@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
 from .branch_view import branch_points, render_branch
-from .runner import Server
+from .runner import Server, Summary
 from .timing import ToolCall, TurnTiming, duration_text, timings
 
 #: form-action 'self': the sessions page's search form is a plain GET to this server.
@@ -226,19 +226,59 @@ def render_turn(
     )
 
 
+#: Turns a session page renders at first, the latest ones: a 1,000-turn session's page paints
+#: as fast as a short one's; the earlier turns come on demand (``?turns=N`` or ``all``).
+TURNS_SHOWN = 50
+#: How many more turns "show earlier turns" adds.
+TURNS_MORE = 200
+
+
+def turns_wanted(request: Request) -> int | None:
+    """How many of the latest turns the page renders (``None``: all of them)."""
+    raw = request.query_params.get("turns")
+    if raw is None or raw == "":
+        return TURNS_SHOWN
+    if raw == "all":
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 10**9:
+        raise HarnessError("invalid-request", "turns must be a whole number from 1, or all")
+    return int(raw)
+
+
+def earlier_turns(session_id: str, hidden: int, shown: int) -> str:
+    """The line above a page's first rendered turn when earlier turns are left out."""
+    if not hidden:
+        return ""
+    base = f"/sessions/{esc(session_id)}?turns="
+    more = min(hidden, TURNS_MORE)
+    return (
+        f'<p class="earlier muted" id="earlier-turns">{hidden:,} earlier '
+        f"turn{'' if hidden == 1 else 's'} not shown · "
+        f'<a id="show-earlier" href="{base}{shown + more}">show {more:,} more</a> · '
+        f'<a id="show-all" href="{base}all">show all</a></p>'
+    )
+
+
 async def session_page(request: Request) -> Response:
     server: Server = server_of(request)
     session_id = request.path_params["id"]
     try:
+        wanted = turns_wanted(request)
+        await server.record(session_id)
+        events = await server.events(session_id, after=0)
+        # the session's totals from the events just read, not from a second read of them
+        summary = server.summaries.setdefault(session_id, Summary())
+        for event in events:
+            summary.add(event)
         view = await session_view(server, session_id)
     except HarnessError as error:
         return error_response(error)
-    events = await server.events(session_id, after=0)
     conversation = fold(events)
     timed = timings(events)
     harness = view["ref"]["provider"]
     nested = await child_sessions(server, session_id, events, 0)
     points = branch_points(events)
+    hidden = 0 if wanted is None else max(0, len(conversation.turns) - wanted)
     turns = "".join(
         render_turn(
             turn,
@@ -249,8 +289,9 @@ async def session_page(request: Request) -> Response:
             nested,
             render_branch(points.get(turn.turn_id), conversation.closed, turn.turn_id),
         )
-        for number, turn in enumerate(conversation.turns, start=1)
+        for number, turn in enumerate(conversation.turns[hidden:], start=hidden + 1)
     )
+    turns = earlier_turns(session_id, hidden, len(conversation.turns) - hidden) + turns
     status = status_of(view)
     head = (
         f'<h1>{esc(harness)} <span class="muted">session</span> <code>{esc(session_id)}</code></h1>'
@@ -276,7 +317,7 @@ async def session_page(request: Request) -> Response:
     )
     return page(
         session_id,
-        f'{head}<section id="turns">{turns}</section>{composer}',
+        f'{head}<section id="turns" data-first="{hidden + 1}">{turns}</section>{composer}',
         page="session",
         session=session_id,
         harness=harness,
