@@ -17,6 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
 from .branch_view import branch_points, render_branch
+from .catalog import catalog_of
 from .runner import Server, Summary
 from .timing import ToolCall, TurnTiming, duration_text, timings
 
@@ -259,17 +260,42 @@ def earlier_turns(session_id: str, hidden: int, shown: int) -> str:
     )
 
 
+async def shown_from(
+    request: Request, server: Server, session_id: str, wanted: int | None
+) -> tuple[int, int]:
+    """Where the page's events start (the sequence before its first shown turn; 0: all) and
+    how many turns come before it. A SQLite ledger says where the last ``wanted`` turns begin
+    without decoding an event, so a long session's page reads only what it shows; its totals
+    are then computed in SQL too (unless it is being written, when they are read as before).
+    Any other store: ``(0, 0)``, the page reads everything and counts itself."""
+    sql = catalog_of(request.app.state).sql(server.ledger)
+    if sql is None or wanted is None:
+        return 0, 0
+    starts: list[int] = await server.read(sql.turn_starts, session_id)
+    if len(starts) <= wanted:
+        return 0, 0
+    if (
+        session_id not in server.summaries
+        and server.running_turn(session_id) is None
+        and not await server.read(server.ledger.claimed, session_id)
+    ):
+        summary: Summary = await server.read(sql.summary, session_id)
+        server.summaries.setdefault(session_id, summary)
+    return starts[-wanted] - 1, len(starts) - wanted
+
+
 async def session_page(request: Request) -> Response:
     server: Server = server_of(request)
     session_id = request.path_params["id"]
     try:
         wanted = turns_wanted(request)
         await server.record(session_id)
-        events = await server.events(session_id, after=0)
-        # the session's totals from the events just read, not from a second read of them
-        summary = server.summaries.setdefault(session_id, Summary())
-        for event in events:
-            summary.add(event)
+        after, hidden = await shown_from(request, server, session_id, wanted)
+        events = await server.events(session_id, after=after)
+        if not after:  # the session's totals from these events, not from a second read
+            summary = server.summaries.setdefault(session_id, Summary())
+            for event in events:
+                summary.add(event)
         view = await session_view(server, session_id)
     except HarnessError as error:
         return error_response(error)
@@ -278,7 +304,10 @@ async def session_page(request: Request) -> Response:
     harness = view["ref"]["provider"]
     nested = await child_sessions(server, session_id, events, 0)
     points = branch_points(events)
-    hidden = 0 if wanted is None else max(0, len(conversation.turns) - wanted)
+    shown = conversation.turns
+    if not after:  # every turn was read: leave out all but the last ``wanted``
+        hidden = 0 if wanted is None else max(0, len(shown) - wanted)
+        shown = shown[hidden:]
     turns = "".join(
         render_turn(
             turn,
@@ -289,9 +318,9 @@ async def session_page(request: Request) -> Response:
             nested,
             render_branch(points.get(turn.turn_id), conversation.closed, turn.turn_id),
         )
-        for number, turn in enumerate(conversation.turns[hidden:], start=hidden + 1)
+        for number, turn in enumerate(shown, start=hidden + 1)
     )
-    turns = earlier_turns(session_id, hidden, len(conversation.turns) - hidden) + turns
+    turns = earlier_turns(session_id, hidden, len(shown)) + turns
     status = status_of(view)
     head = (
         f'<h1>{esc(harness)} <span class="muted">session</span> <code>{esc(session_id)}</code></h1>'

@@ -1,16 +1,21 @@
-"""A long session's page renders its latest turns; the earlier ones come on demand."""
+"""A long session's page renders its latest turns; the earlier ones come on demand. On a
+SQLite ledger the page reads only the events of the turns it shows (its totals are computed in
+SQL); any other store (JSONL here) reads them all: the page is the same."""
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
 
-from harness_hookspecs import Event, SessionRecord, SessionRef
+import pytest
+from harness_hookspecs import Event, SessionRecord, SessionRef, Usage
 from harness_hookspecs import events as ev
 
+from harness_core import harness
 from harness_core.ledger import open_ledger
 from harness_core.serve.viewer import TURNS_MORE, TURNS_SHOWN
 from harness_core.testing.many_sessions import stamp
+from harness_core.testing.serve import ServeThread
 
 TURNS = TURNS_SHOWN + TURNS_MORE + 7
 SESSION = "long-session"
@@ -36,6 +41,7 @@ def record_long_session(url: str) -> None:
             payloads += [
                 (turn, ev.TurnStarted(prompt=f"prompt number {number}")),
                 (turn, ev.MessageDelta(text=f"answer number {number}")),
+                (turn, ev.UsageReported(usage=Usage(input_tokens=10, output_tokens=2))),
                 (turn, ev.TurnCompleted(text=f"answer number {number}")),
             ]
         store.append(
@@ -57,13 +63,28 @@ def record_long_session(url: str) -> None:
         store.close()
 
 
+@harness("long-page")
+async def long_page(message, session):
+    yield "unused: the session is recorded before the server starts"
+
+
+@pytest.fixture(params=["sqlite", "jsonl"])
+def serve_long(request, tmp_path):
+    url = (
+        f"sqlite:///{tmp_path}/serve.sqlite"
+        if request.param == "sqlite"
+        else f"jsonl:///{tmp_path}/ledger"
+    )
+    record_long_session(url)
+    return lambda: ServeThread(long_page, ledger=url, state_dir=tmp_path / "state")
+
+
 def shown_turns(html: str) -> list[int]:
     return [int(n) for n in re.findall(r"prompt number (\d+)</div>", html)]
 
 
-def test_the_page_renders_the_latest_turns_and_links_to_the_earlier_ones(serve, tmp_path):
-    record_long_session(f"sqlite:///{tmp_path}/serve.sqlite")
-    with serve() as server:
+def test_the_page_renders_the_latest_turns_and_links_to_the_earlier_ones(serve_long):
+    with serve_long() as server:
         status, html = server.call("GET", f"/sessions/{SESSION}")
         assert status == 200
         assert shown_turns(html) == list(range(TURNS - TURNS_SHOWN + 1, TURNS + 1))
@@ -74,6 +95,10 @@ def test_the_page_renders_the_latest_turns_and_links_to_the_earlier_ones(serve, 
         assert f'href="/sessions/{SESSION}?turns={more}"' in html
         # the totals count every turn, not the rendered ones
         assert f'<span id="session-turns">{TURNS} turns</span>' in html
+        assert f'<span id="session-tokens">{TURNS * 10} / {TURNS * 2}</span>' in html
+        status, body = server.call("GET", f"/api/sessions/{SESSION}")
+        assert (body["turns"], body["last_turn"], body["state"]) == (TURNS, "completed", "idle")
+        assert body["last_sequence"] == 1 + 4 * TURNS
 
         _, html = server.call("GET", f"/sessions/{SESSION}?turns={more}")
         assert shown_turns(html) == list(range(TURNS - more + 1, TURNS + 1))
@@ -85,9 +110,8 @@ def test_the_page_renders_the_latest_turns_and_links_to_the_earlier_ones(serve, 
         assert 'id="earlier-turns"' not in html and 'data-first="1"' in html
 
 
-def test_a_bad_turns_parameter_is_invalid_request(serve, tmp_path):
-    record_long_session(f"sqlite:///{tmp_path}/serve.sqlite")
-    with serve() as server:
+def test_a_bad_turns_parameter_is_invalid_request(serve_long):
+    with serve_long() as server:
         for bad in ("0", "-3", "many"):
             status, body = server.call("GET", f"/sessions/{SESSION}?turns={bad}")
             assert status == 400, bad
