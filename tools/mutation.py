@@ -198,6 +198,11 @@ def prepare(name: str, guard: Guard) -> Path:
             # no output capture games: the tests use capsys/capfd themselves
             'pytest_add_cli_args = ["-p", "no:cacheprovider"]',
             'process_isolation = "forkserver"',
+            # A mutant's tests get this many times their clean run's time before mutmut calls
+            # it a timeout (its default is 15). On a loaded machine (other jobs, `nice`) a
+            # survivor that runs every selected test can take longer than 15 times the clean
+            # run measured earlier, and would be counted as a timeout - a kill - instead.
+            "timeout_multiplier = 60.0",
             "use_git_change_detection = false",
             "",
         ]

@@ -23,14 +23,14 @@ class WorkerProcess:
         ledger: str,
         root: Path,
         env: dict[str, str] | None = None,
-        **extra: str,
+        **extra: str | bool,
     ):
         self.name = name
         self.log = root / f"{name}.log"
         argv = [HARNESS, "worker", "--address", address, "--task-queue", queue,
                 "--ledger", ledger, "--state-dir", str(root / f"state-{name}")]  # fmt: skip
-        for key, value in extra.items():
-            argv += ["--" + key.replace("_", "-"), value]
+        for key, value in extra.items():  # a flag: True
+            argv += ["--" + key.replace("_", "-")] + ([] if value is True else [value])
         with open(self.log, "w") as log:
             self.process = subprocess.Popen(
                 argv, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}

@@ -22,7 +22,7 @@ import json
 import math
 import re
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -122,20 +122,34 @@ def classify_error(error: BaseException) -> str:
     return "provider-failed"  # the connection dropped, or anything else
 
 
-def _ran_turns(state_dir: str) -> list[str]:
-    """The turn ids the session's agent ran, oldest first (:data:`TURNS_FILE`)."""
+def _ran_turns(state_dir: str) -> list[ConversationTurn]:
+    """The turns the session's agent ran, oldest first (:data:`TURNS_FILE`): each one's id,
+    prompt and, once it completed, answer."""
     try:
-        turns = json.loads((Path(state_dir) / TURNS_FILE).read_text())
+        saved = json.loads((Path(state_dir) / TURNS_FILE).read_text())
     except (OSError, ValueError):
         return []
-    return [t for t in turns if isinstance(t, str)] if isinstance(turns, list) else []
+    turns = []
+    for entry in saved if isinstance(saved, list) else []:
+        try:
+            turns.append(ConversationTurn(entry["turn_id"], entry["prompt"], entry.get("answer")))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return turns
 
 
-def _save_turns(state_dir: str, turns: list[str]) -> None:
+def _save_turns(state_dir: str, turns: Sequence[ConversationTurn]) -> None:
     path = Path(state_dir) / TURNS_FILE
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(turns))
+    tmp.write_text(json.dumps([attrs.asdict(turn) for turn in turns]))
     tmp.replace(path)
+
+
+def _answered(state_dir: str, turn_id: str, answer: str | None) -> None:
+    """Note the answer of the agent's last turn ``turn_id``."""
+    turns = _ran_turns(state_dir)
+    if turns and turns[-1].turn_id == turn_id:
+        _save_turns(state_dir, [*turns[:-1], attrs.evolve(turns[-1], answer=answer)])
 
 
 async def _saved(
@@ -144,8 +158,8 @@ async def _saved(
     native_id: str,
     turn: ConversationTurn,
 ) -> None:
-    """Wait (up to :data:`SAVE_WAIT` s) until the agent saved the parent's last turn; past
-    that, the fork goes on with what it saved."""
+    """Wait (up to :data:`SAVE_WAIT` s) until the agent saved ``turn`` of its native session
+    (and so every turn before it); past that, the fork goes on with what it saved."""
     with anyio.move_on_after(SAVE_WAIT):
         while not await anyio.to_thread.run_sync(saved, home, native_id, turn.prompt, turn.answer):
             await anyio.sleep(0.1)
@@ -343,7 +357,7 @@ class AcpAdapter:
         details = {"protocol": f"ACP v{ACP_PROTOCOL_VERSION}"}
         if self.agent.tested:
             details["tested_agent"] = self.agent.tested
-        if self.agent.fork:  # ACP's session/fork carries the whole conversation
+        if self.agent.fork and self.agent.fork_meta is None:  # ACP forks whole sessions
             details["fork"] = "at the session's last turn only"
         if self.agent.command:  # where the agent is (ACP agents have no common --version)
             path = find_cli({}, self.agent.command[0])
@@ -572,9 +586,10 @@ class AcpAdapter:
         self, request: ForkSessionRequest, context: SessionContext
     ) -> SessionRef:
         """ACP's ``session/fork`` (unstable; ``claude-code-acp`` advertises it) in the child's
-        own agent, over a copy of the parent's agent home (its transcripts): the child holds the
-        parent's whole conversation, so a fork before the parent's last turn is refused
-        (``unsupported-feature``, nothing opened)."""
+        own agent, over a copy of the parent's agent home (its transcripts). ACP forks a whole
+        session; a fork after an earlier turn needs the agent's own cut (``AgentSpec.fork_meta``:
+        Claude Code's ``resumeSessionAt``), else it is refused (``unsupported-feature``, nothing
+        opened). A fork before the agent's first turn is a new session."""
         assert_supported(self.describe(), request.open.target, "fork")
         workspace = require_workspace(context, "an ACP session")
         parent_dir = request.parent_state_dir
@@ -583,13 +598,28 @@ class AcpAdapter:
         parent = NativeSession.load(parent_dir, STATE_FILE, what="no ACP state").native_id
         if parent is None:
             raise HarnessError("invalid-request", "the parent has no ACP session to fork")
-        kept = [turn.turn_id for turn in request.turns]
-        if kept != _ran_turns(parent_dir):
-            raise HarnessError(
-                "unsupported-feature", f"acp:{self.agent.name} forks at the last turn only"
+        ran = _ran_turns(parent_dir)
+        wanted = {turn.turn_id for turn in request.turns}
+        kept = [turn for turn in ran if turn.turn_id in wanted]
+        if kept != ran[: len(kept)]:
+            raise HarnessError("unsupported-feature", "the agent cannot fork at that point")
+        if not kept:
+            return await self.open_session(request.open, context)
+        home = Path(parent_dir) / "home"
+        if self.agent.saved is not None and ran[-1].answer is not None:
+            await _saved(self.agent.saved, home, parent, ran[-1])  # the copy holds every turn
+        meta: dict[str, Any] | None = None
+        if len(kept) < len(ran):
+            cut = self.agent.fork_meta
+            meta = (
+                None
+                if cut is None
+                else await anyio.to_thread.run_sync(cut, home, parent, len(kept))
             )
-        if request.turns and self.agent.saved is not None:
-            await _saved(self.agent.saved, Path(parent_dir) / "home", parent, request.turns[-1])
+            if meta is None:
+                raise HarnessError(
+                    "unsupported-feature", f"acp:{self.agent.name} forks at the last turn only"
+                )
         await anyio.to_thread.run_sync(_copy_home, Path(parent_dir), Path(context.state_dir))
 
         async def fork(session: _Session) -> str:
@@ -598,7 +628,7 @@ class AcpAdapter:
             from acp.schema import ForkSessionRequest as AcpFork
 
             servers = self._mcp_servers(session, context)
-            fork = AcpFork(session_id=parent, cwd=workspace, mcp_servers=servers)
+            fork = AcpFork(session_id=parent, cwd=workspace, mcp_servers=servers, field_meta=meta)
             result = await self._request(session, "session/fork", _dump(fork), INIT_TIMEOUT)
             native = self._created(context, result)
             _save_turns(context.state_dir, kept)
@@ -617,10 +647,6 @@ class AcpAdapter:
         session = self._sessions.get(request.session.session_id)
         if session is None or session.conn is None or session.native_id is None:
             raise HarnessError("session-not-found")
-        # the turn is in the agent's conversation from here (a fork's point is checked on it)
-        await anyio.to_thread.run_sync(
-            _save_turns, context.state_dir, [*_ran_turns(context.state_dir), request.turn_id]
-        )
         unreachable = await preflight(context, session.base_url)
         if unreachable is not None:
             yield unreachable
@@ -647,6 +673,9 @@ class AcpAdapter:
             except ConnectionError:
                 turn.put(("error", "provider-failed"))
 
+        # the turn is in the agent's conversation from here (a fork's point is found by it)
+        ran = [*_ran_turns(context.state_dir), ConversationTurn(request.turn_id, request.prompt)]
+        await anyio.to_thread.run_sync(_save_turns, context.state_dir, ran)
         scope = session.start(run_prompt)
         finished = False
         try:
@@ -675,7 +704,11 @@ class AcpAdapter:
                     elif stop == "refusal":
                         yield TurnFailed(reason="provider-failed", hint="the agent refused")
                     else:
-                        yield TurnCompleted(text="".join(turn.text) or None)
+                        answer = "".join(turn.text) or None
+                        await anyio.to_thread.run_sync(
+                            _answered, context.state_dir, request.turn_id, answer
+                        )
+                        yield TurnCompleted(text=answer)
                     return
         finally:
             session.turn = None

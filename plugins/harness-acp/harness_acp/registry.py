@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from attrs import frozen
 from harness_cli_kit import api_key, base_url, command_of, extra_env
@@ -45,6 +46,9 @@ class AgentSpec:
     #: Whether the agent saved a turn (prompt, answer) of its native session under its home:
     #: a fork copies that home, and an agent that saves asynchronously is waited for.
     saved: Callable[[Path, str, str, str | None], bool] | None = None
+    #: The ``_meta`` of a ``session/fork`` that keeps only the first N turns of a native session
+    #: saved under the agent's home (``None``: the agent forks whole sessions only).
+    fork_meta: Callable[[Path, str, int], dict[str, Any] | None] | None = None
 
 
 def _command(context: SessionContext, default: tuple[str, ...]) -> list[str]:
@@ -97,6 +101,34 @@ def claude_saved(home: Path, native_id: str, prompt: str, answer: str | None) ->
         if said and (answer is None or "".join(said) == answer):
             return True
     return False
+
+
+def claude_fork_meta(home: Path, native_id: str, turns: int) -> dict[str, Any] | None:
+    """A fork of Claude Code's session ``native_id`` after its first ``turns`` turns:
+    ``claude-code-acp`` passes ``_meta.claudeCode.options`` to the Agent SDK, whose
+    ``resumeSessionAt`` (``--resume-session-at``) cuts the resumed conversation after the
+    main chain's last assistant message before the next turn's prompt. ``None`` when the
+    transcript has no such message."""
+    for path in (home / ".claude" / "projects").glob(f"*/{native_id}.jsonl"):
+        prompts, last = 0, None
+        for line in path.read_text(errors="replace").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(entry, dict) or entry.get("isSidechain") or entry.get("isMeta"):
+                continue
+            message = entry.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if entry.get("type") == "user" and _texts(content):
+                prompts += 1  # a turn's prompt (a tool result carries no text block)
+                if prompts > turns:
+                    break
+            elif entry.get("type") == "assistant" and isinstance(entry.get("uuid"), str):
+                last = entry["uuid"]
+        if last is not None:
+            return {"claudeCode": {"options": {"resumeSessionAt": last}}}
+    return None
 
 
 def _texts(content: object) -> list[str]:
@@ -219,6 +251,7 @@ AGENTS: dict[str, AgentSpec] = {
             vendor="anthropic",
             fork=True,
             saved=claude_saved,
+            fork_meta=claude_fork_meta,
         ),
         AgentSpec(
             "codex",
