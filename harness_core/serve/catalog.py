@@ -321,9 +321,10 @@ class SqlCatalog:
         state_counts = Counter(row[2] for row in rows if keep(row, state=False))
         matching = [row for row in rows if keep(row)]
         start = (query.page - 1) * query.per_page
-        shown = matching[start : start + query.per_page]
+        with self._lock:
+            entries = self._entries(reader, matching[start : start + query.per_page])
         return Page(
-            entries=self._entries(reader, shown),
+            entries=entries,
             total=len(matching),
             query=query,
             harness_counts=dict(sorted(harness_counts.items())),
@@ -333,17 +334,19 @@ class SqlCatalog:
 
     def turn_starts(self, session_id: str) -> list[int]:
         """The sequences where the session's turns start, in order. Call from a worker thread."""
-        starts: list[int] = self._reader.turn_starts(session_id)
+        with self._lock:  # one connection: its reads one at a time
+            starts: list[int] = self._reader.turn_starts(session_id)
         return starts
 
     def summary(self, session_id: str) -> Summary:
         """The session's totals (:class:`Summary`) computed in SQL, no event decoded. Call from
         a worker thread, for a session nobody writes at the moment (the queries are separate)."""
         ids = [session_id]
-        return _summary(
-            self._reader.summaries(ids)[session_id],
-            self._reader.turn_states(ids).get(session_id, (None, 0)),
-        )
+        with self._lock:
+            return _summary(
+                self._reader.summaries(ids)[session_id],
+                self._reader.turn_states(ids).get(session_id, (None, 0)),
+            )
 
     @staticmethod
     def _entries(reader: Any, rows: list[tuple[str, str, str, str]]) -> list[Entry]:
