@@ -172,6 +172,16 @@ class ReadOnlySqlite:
         )
         return {sid: (kind, int(last or 0)) for sid, kind, last in rows}
 
+    def turn_starts(self, session_id: str) -> list[int]:
+        """The sequences of the session's ``turn.started`` events, in order (nothing decoded):
+        where its last N turns begin, for a page that shows only those."""
+        rows = self._rows(
+            "SELECT sequence FROM events WHERE session_id = ? AND type = 'turn.started' "
+            "ORDER BY sequence",
+            (session_id,),
+        )
+        return [int(row[0]) for row in rows]
+
     def delegating(self, session_ids: list[str], tool_names: Iterable[str]) -> set[str]:
         """Those of ``session_ids`` whose events start a tool named one of ``tool_names`` (a
         delegation call): read through each session's own events (the primary key), never a

@@ -178,7 +178,7 @@ class Catalog:
         self._lock = threading.Lock()
         self._sql: SqlCatalog | None = None
 
-    def _sql_of(self, store: Any) -> SqlCatalog | None:
+    def sql(self, store: Any) -> SqlCatalog | None:
         """The SQL side for a SQLite ledger (opened once), ``None`` for any other store."""
         with self._lock:
             if self._sql is None or self._sql.path != _sqlite_path(store):
@@ -210,7 +210,7 @@ class Catalog:
 
     def page(self, store: Any, query: Query, now: datetime | None = None) -> Page:
         """The page ``query`` asks for, after a refresh. Call from a worker thread."""
-        sql = self._sql_of(store)
+        sql = self.sql(store)
         if sql is not None:
             return sql.page(store, query, now)
         entries = self.refresh(store)
@@ -321,15 +321,32 @@ class SqlCatalog:
         state_counts = Counter(row[2] for row in rows if keep(row, state=False))
         matching = [row for row in rows if keep(row)]
         start = (query.page - 1) * query.per_page
-        shown = matching[start : start + query.per_page]
+        with self._lock:
+            entries = self._entries(reader, matching[start : start + query.per_page])
         return Page(
-            entries=self._entries(reader, shown),
+            entries=entries,
             total=len(matching),
             query=query,
             harness_counts=dict(sorted(harness_counts.items())),
             state_counts={state: state_counts.get(state, 0) for state in STATES},
             all_sessions=len(rows),
         )
+
+    def turn_starts(self, session_id: str) -> list[int]:
+        """The sequences where the session's turns start, in order. Call from a worker thread."""
+        with self._lock:  # one connection: its reads one at a time
+            starts: list[int] = self._reader.turn_starts(session_id)
+        return starts
+
+    def summary(self, session_id: str) -> Summary:
+        """The session's totals (:class:`Summary`) computed in SQL, no event decoded. Call from
+        a worker thread, for a session nobody writes at the moment (the queries are separate)."""
+        ids = [session_id]
+        with self._lock:
+            return _summary(
+                self._reader.summaries(ids)[session_id],
+                self._reader.turn_states(ids).get(session_id, (None, 0)),
+            )
 
     @staticmethod
     def _entries(reader: Any, rows: list[tuple[str, str, str, str]]) -> list[Entry]:
@@ -342,27 +359,32 @@ class SqlCatalog:
             record = reader.get_session(sid)
             if record is None:  # pruned between the two reads
                 continue
-            totals, (last_type, last_sequence) = summed[sid], turns.get(sid, (None, 0))
-            usage = totals["usage"]
-            summary = Summary(
-                last_sequence=last_sequence,
-                turns=totals["turns"],
-                input_tokens=usage["input_tokens"],
-                output_tokens=usage["output_tokens"],
-                cost_usd=usage["cost_usd"],
-                last_turn=_turn_status(last_type),
-                updated_at=totals["last_event_at"] or None,
-            )
+            totals = summed[sid]
             entries.append(
                 Entry(
                     record,
-                    summary=summary,
+                    summary=_summary(totals, turns.get(sid, (None, 0))),
                     last_prompt=totals["last_prompt"],
                     state=state,
                     ended=record.status == "closed",
                 )
             )
         return entries
+
+
+def _summary(totals: dict[str, Any], turn_state: tuple[str | None, int]) -> Summary:
+    """A :class:`Summary` from ``ReadOnlySqlite.summaries`` and ``turn_states`` answers."""
+    last_type, last_sequence = turn_state
+    usage = totals["usage"]
+    return Summary(
+        last_sequence=last_sequence,
+        turns=totals["turns"],
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        cost_usd=usage["cost_usd"],
+        last_turn=_turn_status(last_type),
+        updated_at=totals["last_event_at"] or None,
+    )
 
 
 def _turn_status(last_type: str | None) -> str | None:

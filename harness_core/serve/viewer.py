@@ -17,7 +17,8 @@ from starlette.responses import HTMLResponse, Response
 from ..transcript import Item, TurnView, fold
 from .api import error_response, server_of, session_view
 from .branch_view import branch_points, render_branch
-from .runner import Server
+from .catalog import catalog_of
+from .runner import Server, Summary
 from .timing import ToolCall, TurnTiming, duration_text, timings
 
 #: form-action 'self': the sessions page's search form is a plain GET to this server.
@@ -226,19 +227,87 @@ def render_turn(
     )
 
 
+#: Turns a session page renders at first, the latest ones: a 1,000-turn session's page paints
+#: as fast as a short one's; the earlier turns come on demand (``?turns=N`` or ``all``).
+TURNS_SHOWN = 50
+#: How many more turns "show earlier turns" adds.
+TURNS_MORE = 200
+
+
+def turns_wanted(request: Request) -> int | None:
+    """How many of the latest turns the page renders (``None``: all of them)."""
+    raw = request.query_params.get("turns")
+    if raw is None or raw == "":
+        return TURNS_SHOWN
+    if raw == "all":
+        return None
+    if not raw.isdigit() or not 1 <= int(raw) <= 10**9:
+        raise HarnessError("invalid-request", "turns must be a whole number from 1, or all")
+    return int(raw)
+
+
+def earlier_turns(session_id: str, hidden: int, shown: int) -> str:
+    """The line above a page's first rendered turn when earlier turns are left out."""
+    if not hidden:
+        return ""
+    base = f"/sessions/{esc(session_id)}?turns="
+    more = min(hidden, TURNS_MORE)
+    return (
+        f'<p class="earlier muted" id="earlier-turns">{hidden:,} earlier '
+        f"turn{'' if hidden == 1 else 's'} not shown · "
+        f'<a id="show-earlier" href="{base}{shown + more}">show {more:,} more</a> · '
+        f'<a id="show-all" href="{base}all">show all</a></p>'
+    )
+
+
+async def shown_from(
+    request: Request, server: Server, session_id: str, wanted: int | None
+) -> tuple[int, int]:
+    """Where the page's events start (the sequence before its first shown turn; 0: all) and
+    how many turns come before it. A SQLite ledger says where the last ``wanted`` turns begin
+    without decoding an event, so a long session's page reads only what it shows; its totals
+    are then computed in SQL too (unless it is being written, when they are read as before).
+    Any other store: ``(0, 0)``, the page reads everything and counts itself."""
+    sql = catalog_of(request.app.state).sql(server.ledger)
+    if sql is None or wanted is None:
+        return 0, 0
+    starts: list[int] = await server.read(sql.turn_starts, session_id)
+    if len(starts) <= wanted:
+        return 0, 0
+    if (
+        session_id not in server.summaries
+        and server.running_turn(session_id) is None
+        and not await server.read(server.ledger.claimed, session_id)
+    ):
+        summary: Summary = await server.read(sql.summary, session_id)
+        server.summaries.setdefault(session_id, summary)
+    return starts[-wanted] - 1, len(starts) - wanted
+
+
 async def session_page(request: Request) -> Response:
     server: Server = server_of(request)
     session_id = request.path_params["id"]
     try:
+        wanted = turns_wanted(request)
+        await server.record(session_id)
+        after, hidden = await shown_from(request, server, session_id, wanted)
+        events = await server.events(session_id, after=after)
+        if not after:  # the session's totals from these events, not from a second read
+            summary = server.summaries.setdefault(session_id, Summary())
+            for event in events:
+                summary.add(event)
         view = await session_view(server, session_id)
     except HarnessError as error:
         return error_response(error)
-    events = await server.events(session_id, after=0)
     conversation = fold(events)
     timed = timings(events)
     harness = view["ref"]["provider"]
     nested = await child_sessions(server, session_id, events, 0)
     points = branch_points(events)
+    shown = conversation.turns
+    if not after:  # every turn was read: leave out all but the last ``wanted``
+        hidden = 0 if wanted is None else max(0, len(shown) - wanted)
+        shown = shown[hidden:]
     turns = "".join(
         render_turn(
             turn,
@@ -249,8 +318,9 @@ async def session_page(request: Request) -> Response:
             nested,
             render_branch(points.get(turn.turn_id), conversation.closed, turn.turn_id),
         )
-        for number, turn in enumerate(conversation.turns, start=1)
+        for number, turn in enumerate(shown, start=hidden + 1)
     )
+    turns = earlier_turns(session_id, hidden, len(shown)) + turns
     status = status_of(view)
     head = (
         f'<h1>{esc(harness)} <span class="muted">session</span> <code>{esc(session_id)}</code></h1>'
@@ -276,7 +346,7 @@ async def session_page(request: Request) -> Response:
     )
     return page(
         session_id,
-        f'{head}<section id="turns">{turns}</section>{composer}',
+        f'{head}<section id="turns" data-first="{hidden + 1}">{turns}</section>{composer}',
         page="session",
         session=session_id,
         harness=harness,

@@ -415,7 +415,8 @@ class Live {
 
   startTurn(event) {
     if (this.turnNode(event.turn_id)) return;
-    const number = this.turns.querySelectorAll(":scope > .turn").length + 1;
+    // data-first: the number of the first turn rendered (earlier ones come on demand)
+    const number = Number(this.turns.dataset.first || 1) + this.turns.querySelectorAll(":scope > .turn").length;
     const turn = el("article", "turn");
     turn.id = "turn-" + event.turn_id;
     turn.dataset.turn = event.turn_id;
