@@ -105,6 +105,7 @@ GUARDS: dict[str, Guard] = {
             "tests/approvals/test_seam.py",
             "tests/approvals/test_controller_limits.py",
             "tests/approvals/test_host_loop.py",
+            "tests/approvals/test_tool_hooks.py",  # the before_tool hooks answer on this seam
         ),
     ),
     "lineage": Guard(
