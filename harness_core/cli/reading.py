@@ -171,7 +171,7 @@ def _add_totals(store: Any, rows: list[dict[str, Any]]) -> None:
         for record in store.list_sessions():
             if record.parent_session_id is not None:
                 index.setdefault(record.parent_session_id, []).append(record.session_id)
-        children = lambda ids: {i: index[i] for i in ids if i in index}  # noqa: E731
+        children = lambda asked: {i: index[i] for i in asked if i in index}  # noqa: E731
         roots = ids
     else:
         from ..delegation_calls import CALL_NAMES

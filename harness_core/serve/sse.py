@@ -3,8 +3,8 @@
 A follower reads ``ledger.events(after=N)`` in batches and sleeps until the server records more
 (the :class:`~harness_core.serve.runner.Hub` wakes it) or :data:`POLL_SECONDS` pass (events
 written by another process sharing the ledger). Followers woken together share one read and its
-frames (:class:`~harness_core.serve.runner.SharedReads`). Every frame carries the event's sequence as its
-``id``, so a browser's ``EventSource`` reconnects where it stopped (``Last-Event-ID``).
+frames (:class:`~harness_core.serve.runner.SharedReads`). Every frame carries the event's sequence
+as its ``id``, so a browser's ``EventSource`` reconnects where it stopped (``Last-Event-ID``).
 """
 
 from __future__ import annotations
