@@ -73,6 +73,8 @@ def test_failed_terminal_from_the_program(tmp_path, workspace):
             "without ending",
         ),
         ("import sys; sys.exit(3)", "status 3"),
+        # nested past the interpreter's depth: garbage, not an exception from the parser
+        ("print('{\"type\": \"usage\", \"x\": ' + '[' * 100000 + ']' * 100000 + '}')", "not JSON"),
         (
             "import json; print(json.dumps({'type': 'status', 'message': 'x' * 500}))",
             "invalid status",
