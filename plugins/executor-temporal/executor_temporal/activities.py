@@ -453,7 +453,7 @@ class SessionActivities:
         """Remember where this worker left the session; publish its state_dir."""
         await flush_async(self.ledger)
         held_last = getattr(self.ledger, "held_last", None)  # no read where the store knows it
-        last = None if held_last is None else held_last(session_id)
+        last: int | None = None if held_last is None else held_last(session_id)
         if last is None:
             last = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
         attached.last_sequence = last
