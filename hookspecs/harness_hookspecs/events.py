@@ -5,7 +5,8 @@ each into an :class:`Event` envelope with a session-wide, gap-free ``sequence``.
 closed: :data:`PAYLOAD_TYPES` is the whole set, keyed by the ``type`` string stored in the ledger.
 
 Status, tool and permission summaries must be adapter-authored safe summaries (1-240 characters,
-no control characters). Never put raw provider output, exception text or tool arguments there.
+no control characters). Model-authored text (messages, thinking, a turn's answer) keeps tab,
+newline and CR; any other control character in it becomes U+FFFD where the event is built. Never put raw provider output, exception text or tool arguments there.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ class MessageDelta:
     """A piece of streamed assistant text."""
 
     TYPE: ClassVar[str] = "message.delta"
-    text: str = field(validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_text)
 
 
 @frozen
@@ -118,7 +119,7 @@ class MessageCompleted:
     """A whole assistant (or user-visible) message."""
 
     TYPE: ClassVar[str] = "message.completed"
-    text: str = field(validator=_text)
+    text: str = field(converter=_bounds.printable_text, validator=_text)
     role: str = field(default="assistant", validator=_in(("assistant", "user", "system")))
 
 
@@ -200,7 +201,9 @@ class TurnCompleted:
     """
 
     TYPE: ClassVar[str] = "turn.completed"
-    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    text: str | None = field(
+        default=None, converter=_bounds.printable_text, validator=attrs.validators.optional(_text)
+    )
     output: Any = field(default=None, validator=_bounds.json_value)
 
 
@@ -326,7 +329,7 @@ class ThinkingDelta:
     was opened with ``record_thinking=False`` (only :class:`ThinkingCompleted`'s count stays)."""
 
     TYPE: ClassVar[str] = "thinking.delta"
-    text: str = field(validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_text)
 
 
 @frozen
@@ -336,7 +339,9 @@ class ThinkingCompleted:
     length either way (set by the runtime)."""
 
     TYPE: ClassVar[str] = "thinking.completed"
-    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    text: str | None = field(
+        default=None, converter=_bounds.printable_text, validator=attrs.validators.optional(_text)
+    )
     characters: int | None = field(default=None, validator=_bounds.non_negative_int)
 
 
