@@ -42,6 +42,19 @@ def printable_text(value: str | None) -> str | None:
     return value  # None, or (not a str) for the validator to refuse
 
 
+def printable_bounded(low: int, high: int) -> Any:
+    """An attrs validator for text :func:`printable_text` converted: a str of length low..high
+    (its control characters are replaced already: no second search per streamed delta)."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"{attribute.name} must be a string")
+        if not low <= len(value) <= high:
+            raise ValueError(f"{attribute.name} must be {low}-{high} characters")
+
+    return check
+
+
 def bounded(low: int, high: int, *, multiline: bool = False) -> Any:
     """An attrs validator: a str of length low..high without control characters."""
     # The pattern's search taken once: every model and event runs these checks.

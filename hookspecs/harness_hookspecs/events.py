@@ -26,6 +26,9 @@ _opt_status = _bounds.optional_bounded(1, _bounds.STATUS_MAX)
 _ident = _bounds.bounded(1, 256)
 _text = _bounds.bounded(0, _bounds.TEXT_MAX, multiline=True)
 _nonempty_text = _bounds.bounded(1, _bounds.TEXT_MAX, multiline=True)
+# Model-authored text: control characters replaced by the converter, then only the length checked.
+_printable = _bounds.printable_bounded(0, _bounds.TEXT_MAX)
+_nonempty_printable = _bounds.printable_bounded(1, _bounds.TEXT_MAX)
 
 
 def _in(choices: tuple[str, ...]) -> Any:
@@ -111,7 +114,7 @@ class MessageDelta:
     """A piece of streamed assistant text."""
 
     TYPE: ClassVar[str] = "message.delta"
-    text: str = field(converter=_bounds.printable_text, validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_printable)
 
 
 @frozen
@@ -119,7 +122,7 @@ class MessageCompleted:
     """A whole assistant (or user-visible) message."""
 
     TYPE: ClassVar[str] = "message.completed"
-    text: str = field(converter=_bounds.printable_text, validator=_text)
+    text: str = field(converter=_bounds.printable_text, validator=_printable)
     role: str = field(default="assistant", validator=_in(("assistant", "user", "system")))
 
 
@@ -202,7 +205,9 @@ class TurnCompleted:
 
     TYPE: ClassVar[str] = "turn.completed"
     text: str | None = field(
-        default=None, converter=_bounds.printable_text, validator=attrs.validators.optional(_text)
+        default=None,
+        converter=_bounds.printable_text,
+        validator=attrs.validators.optional(_printable),
     )
     output: Any = field(default=None, validator=_bounds.json_value)
 
@@ -329,7 +334,7 @@ class ThinkingDelta:
     was opened with ``record_thinking=False`` (only :class:`ThinkingCompleted`'s count stays)."""
 
     TYPE: ClassVar[str] = "thinking.delta"
-    text: str = field(converter=_bounds.printable_text, validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_printable)
 
 
 @frozen
@@ -340,7 +345,9 @@ class ThinkingCompleted:
 
     TYPE: ClassVar[str] = "thinking.completed"
     text: str | None = field(
-        default=None, converter=_bounds.printable_text, validator=attrs.validators.optional(_text)
+        default=None,
+        converter=_bounds.printable_text,
+        validator=attrs.validators.optional(_printable),
     )
     characters: int | None = field(default=None, validator=_bounds.non_negative_int)
 

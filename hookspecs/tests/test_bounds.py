@@ -217,3 +217,20 @@ def test_summaries_and_prompts_still_refuse_control_characters():
     assert b.printable_text(3) == 3  # left for the validator, which refuses it
     with pytest.raises(TypeError):
         __import__("harness_hookspecs").MessageDelta(text=3)
+
+
+def test_printable_bounded_checks_type_and_length_only():
+    validator = b.printable_bounded(1, 5)
+    assert check(validator, "a") is None and check(validator, "abcde") is None
+    # the converter before it replaced controls already: not searched again
+    assert check(validator, "a\x1bb") is None
+    assert check(validator, "") == (ValueError, "field must be 1-5 characters")
+    assert check(validator, "abcdef") == (ValueError, "field must be 1-5 characters")
+    assert check(validator, 3) == (TypeError, "field must be a string")
+    from harness_hookspecs import MessageCompleted, MessageDelta
+
+    with pytest.raises(ValueError):
+        MessageDelta(text="")
+    with pytest.raises(ValueError):
+        MessageCompleted(text="x" * (b.TEXT_MAX + 1))
+    assert MessageCompleted(text="").text == ""
