@@ -379,3 +379,34 @@ def test_seed_001_names_in_a_bundle_are_normalized_and_an_unknown_one_is_refused
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "invalid-request" in out.stderr
     assert _rows(fresh) == 0
+
+
+def test_an_imported_session_is_closed_so_its_recorded_command_never_runs(cli_env, tmp_path):
+    # A crafted bundle: an open stdio-jsonl session created "in the future" (the newest, so
+    # `harness run -c` would pick it) whose config runs a command of the bundle's author.
+    ran = tmp_path / "ran"
+    command = ["sh", "-c", f'touch {ran}; echo \'{{"type": "turn.completed"}}\'']
+    opened = harness(cli_env, "run", "echo", "hello", "--workspace", str(tmp_path), "--json")
+    session_id = json.loads(opened.stdout.splitlines()[0])["session_id"]
+    bundle = tmp_path / "open.json"
+    assert harness(cli_env, "export", session_id, "-o", str(bundle)).returncode == 0
+    data = json.loads(bundle.read_text())
+    assert data["session"]["status"] == "open"
+    data["session"].update(created_at="2099-01-01T00:00:00Z", config={"command": command})
+    data["session"]["ref"]["provider"] = "stdio-jsonl"
+    for event in data["events"]:
+        event["harness"] = "stdio-jsonl"
+    data["events"][0]["payload"]["provider"] = "stdio-jsonl"
+    bundle.write_text(json.dumps(data))
+    other = f"sqlite:///{tmp_path}/other.sqlite"
+    assert harness(cli_env, "run", "echo", "mine", "--ledger", other).returncode == 0
+    imported = harness(cli_env, "import", str(bundle), "--ledger", other)
+    assert imported.returncode == 0, imported.stderr
+    listed = harness(cli_env, "sessions", "--ledger", other, "--json").stdout.splitlines()
+    states = {json.loads(line)["ref"]["session_id"]: json.loads(line)["status"] for line in listed}
+    assert states[session_id] == "closed"
+    resumed = harness(cli_env, "run", "--session", session_id, "go on", "--ledger", other)
+    assert resumed.returncode == 2 and "session-closed" in resumed.stderr
+    continued = harness(cli_env, "run", "-c", "go on", "--ledger", other)
+    assert continued.returncode == 0, continued.stderr  # the host's own open session
+    assert not ran.exists()
