@@ -220,6 +220,18 @@ def test_conformance_kit_passes_with_the_reference_program():
     assert report.passed, failed
 
 
+def test_conformance_checks_the_program_harness_jsonl_command_names(tmp_path, monkeypatch):
+    # An author's own program, named as the README says: it is the one checked (the kit
+    # passed a broken program, checking the bundled reference instead).
+    from harness_core.conformance import run_conformance
+
+    broken = script(tmp_path, "import sys; sys.stdin.readline(); print('not json')")
+    monkeypatch.setenv("HARNESS_JSONL_COMMAND", " ".join(broken))
+    report = run_conformance("stdio-jsonl", timeout=30)
+    assert not report.passed
+    assert "turns-completed" in [c.name for c in report.checks if not c.passed]
+
+
 ASKING_AGENT = """
     import json, sys
     turn = json.loads(sys.stdin.readline())
