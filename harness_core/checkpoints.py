@@ -38,6 +38,7 @@ from typing import Any
 
 from attrs import field, frozen
 from harness_hookspecs import HarnessError
+from harness_hookspecs.values import Value
 
 from .digests import sha256_hex
 
@@ -65,8 +66,8 @@ def _positive(instance: object, attribute: object, value: object) -> None:
         raise ValueError(f"{getattr(attribute, 'name', 'value')} must be a positive number")
 
 
-@frozen
-class CheckpointSettings:
+@frozen(repr=False, eq=False)
+class CheckpointSettings(Value):
     """How workspace checkpoints are taken (``Controller(checkpoints=...)``)."""
 
     #: snapshot the workspace at each turn's start and end (``checkpoint.created`` events);

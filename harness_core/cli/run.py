@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
+from harness_hookspecs.values import Value
 
 from ..diagnostics import session_log
 from ..digests import sha256_hex
@@ -209,8 +210,8 @@ def session_words(args: argparse.Namespace) -> None:
         args.name = harness
 
 
-@frozen
-class RunInvocation:
+@frozen(repr=False, eq=False)
+class RunInvocation(Value):
     """What ``harness run`` hands a plugin's run option (``add_run_options``'s ``run``): the
     prompt, the ``--config`` pairs, the checked workspace, the printer of events and the
     structured-output options (empty without ``--output-schema``)."""
