@@ -13,14 +13,18 @@ converters, defaults), and ``attrs.fields``/``evolve``/``asdict`` work as on any
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 __all__ = ["Value"]
 
 #: (field name, its ``repr``/``eq_key`` callable or ``True``/``None``) pairs
 _Fields = tuple[tuple[str, Any], ...]
-#: Per class: the fields shown, compared and hashed, read from ``__attrs_attrs__`` on first use.
-_LAYOUTS: dict[type, tuple[_Fields, _Fields, _Fields]] = {}
+#: Per class: the fields shown, compared and hashed, read from ``__attrs_attrs__`` on first use
+#: (weakly: a class made at run time, ``attrs.make_class``, may go away).
+_LAYOUTS: weakref.WeakKeyDictionary[type, tuple[_Fields, _Fields, _Fields]] = (
+    weakref.WeakKeyDictionary()
+)
 _repr_context = threading.local()
 
 
