@@ -237,7 +237,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .ledger_read import ledger_url
 
     # Not every other adapter's, sandbox's and ledger store's imports: only what this run names.
-    plugins = plugins_for(args.name, args.sandbox, ledger_url(args.ledger))
+    listed = getattr(args, "plugin_listing", None)  # as the parser's plugin options saw it
+    plugins = plugins_for(args.name, args.sandbox, ledger_url(args.ledger), listed=listed)
     check_names(args, plugins)
     if args.session and known_session(args, harness=args.name).status == "closed":
         raise HarnessError("session-closed")
