@@ -33,12 +33,17 @@ tests run in-process against the copy in ``mutants/``; a subprocess would import
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -249,6 +254,249 @@ def run(name: str, guard: Guard, *, jobs: int, keep: bool, mutants: list[str]) -
         sys.exit(f"mutmut failed on {name} (exit {mutmut.returncode}); see the output above")
 
 
+def collect(
+    cwd: Path, selections: list[str], env: dict[str, str] | None = None
+) -> tuple[int, list[str]]:
+    """Node ids pytest collects for ``selections`` (run in ``cwd``, a fresh process)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly", *selections],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    ids = [line for line in done.stdout.splitlines() if "::" in line and not line.startswith(" ")]
+    return done.returncode, ids
+
+
+def check_addressable(name: str, guard: Guard) -> None:
+    """Refuse a selection with test ids pytest escaped.
+
+    mutmut runs a mutant against the node ids of the tests that reached its function, in a
+    child of its fork server. pytest escapes a backslash, a newline or a non-ASCII character
+    in a parametrized id (``[\\rm -rf /]``); given back there, such an id matches no test
+    (seen with pytest 9.2 and mutmut 3.8.1, though a fresh ``python -m pytest`` finds it):
+    pytest exits 4, the child raises, and every mutant of a function that test reaches ends
+    with exit 255, no verdict. Found before the run, the test's ``ids=`` can be made plain.
+    """
+    work = prepare(name, guard)
+    code, ids = collect(work, list(guard.tests))
+    if code != 0:
+        sys.exit(f"{name}: pytest cannot collect {' '.join(guard.tests)} (exit {code})")
+    escaped = [test for test in ids if "\\" in test]
+    if escaped:
+        sys.exit(
+            f"{name}: {len(escaped)} test id(s) escaped by pytest, which mutmut cannot select "
+            "again (their mutants would get no verdict); give the tests plain ids=: "
+            + ", ".join(escaped[:5])
+        )
+
+
+#: The exit code recorded for a mutant whose tests stopped making progress (a hang): mutmut's
+#: own code for "timeout", which counts as a kill, as mutmut counts its CPU-time limit.
+TIMED_OUT = 36
+FAILED_TEST = re.compile(r"^(?:FAILED|ERROR) (\S+?)(?: - .*)?$")
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below ``pid`` (from /proc), deepest last."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def run_one(
+    mutants_dir: Path, mutant: str, tests: list[str], *, stall: float, limit: float
+) -> tuple[int, str, float]:
+    """Run ``tests`` against ``mutant`` in a fresh pytest process: (exit code, failing test,
+    seconds). The process (and everything it started) is killed when no test has finished for
+    ``stall`` seconds or the whole run passes ``limit``: the mutant is then a timeout."""
+    env = dict(os.environ, MUTANT_UNDER_TEST=mutant)
+    env.pop("CI", None)
+    args = ["-x", "-v", "--tb=no", "-p", "no:randomly", "-p", "no:cacheprovider", *tests]
+    started = time.monotonic()
+    with subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--rootdir=.", *args],
+        cwd=mutants_dir,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    ) as process:
+        assert process.stdout is not None
+        lines: list[str] = []
+        progress = [time.monotonic()]
+
+        def read() -> None:
+            assert process.stdout is not None
+            for raw in process.stdout:
+                lines.append(raw.decode(errors="replace").rstrip())
+                progress[0] = time.monotonic()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        timed_out = False
+        while process.poll() is None:
+            now = time.monotonic()
+            if now - progress[0] > stall or now - started > limit:
+                timed_out = True
+                for pid in [process.pid, *descendants(process.pid)]:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                break
+            time.sleep(0.2)
+        process.wait()
+        reader.join(timeout=5)
+    failed = next((m[1] for line in lines if (m := FAILED_TEST.match(line))), "")
+    seconds = time.monotonic() - started
+    if timed_out:
+        return TIMED_OUT, next((line for line in reversed(lines) if "::" in line), ""), seconds
+    return process.returncode, failed, seconds
+
+
+def recheck(name: str, guard: Guard, *, patterns: list[str], stall_factor: float) -> None:
+    """Give a verdict to each mutant mutmut left without one (not checked, or errored), or to
+    those ``patterns`` name: one fresh pytest process per mutant, in the guard's ``mutants/``.
+
+    For a module whose tests take long, or whose mutants hang (a writer thread that never
+    wakes waits for mutmut's CPU-time limit, which a sleeping process never reaches). Each
+    mutant runs the tests mutmut maps to its function (plus tests newer than mutmut's stats),
+    with ``-x``, the tests that killed this function's other mutants first, so a kill ends
+    fast. A run in which no test finishes for ``stall_factor`` times the slowest test's
+    recorded time (at least 30 s) is killed with its process tree and counted a timeout.
+    The verdicts go into mutmut's results (the ``.meta`` file), which ``--report`` reads.
+    """
+    work = SCRATCH / name
+    mutants_dir = work / "mutants"
+    meta_path = mutants_dir / (guard.module_in_package + ".meta")
+    if not meta_path.exists():
+        sys.exit(f"{name}: no mutmut results to complete (run: tools/mutation.py {name})")
+    meta = json.loads(meta_path.read_text())
+    stale = stale_functions(work, guard, meta)
+    if stale:
+        sys.exit(
+            f"{name}: {guard.path} changed since mutmut made its mutants ({', '.join(stale)}); "
+            f"run tools/mutation.py --keep {name} first (it re-mutates the changed functions)"
+        )
+    refresh_copies(work, guard)
+    stats = json.loads((mutants_dir / "mutmut-stats.json").read_text())
+    by_function: dict[str, list[str]] = stats["tests_by_mangled_function_name"]
+    duration: dict[str, float] = stats["duration_by_test"]
+    code, collected = collect(
+        mutants_dir, list(guard.tests), env=dict(os.environ, MUTANT_UNDER_TEST="")
+    )
+    if code != 0:
+        sys.exit(f"{name}: pytest cannot collect {' '.join(guard.tests)} in {mutants_dir}")
+    newer = [test for test in collected if test not in duration]  # unknown reach: run them
+    codes: dict[str, int | None] = meta["exit_code_by_key"]
+    if patterns:
+        chosen = [m for m in codes if any(fnmatch.fnmatchcase(m, p) for p in patterns)]
+    else:
+        chosen = [m for m, c in codes.items() if c is None or c == ERRORED]
+    if not chosen:
+        print(f"{name}: every mutant has a verdict")
+        return
+    # a mutant that raises at every call must fail a test, or the copy is not what runs
+    sanity, failed, _ = run_one(mutants_dir, "fail", collected[:1], stall=120, limit=300)
+    if sanity != 1:
+        sys.exit(
+            f"{name}: MUTANT_UNDER_TEST=fail passed {collected[:1]}: the mutants are not in use"
+        )
+    kills: dict[str, dict[str, int]] = {}
+    print(f"== {name}: {len(chosen)} mutants, one pytest process each", flush=True)
+    for number, mutant in enumerate(sorted(chosen), 1):
+        function = mutant.split("__mutmut_")[0]
+        mapped = [t for t in by_function.get(function, []) if t in collected or t in duration]
+        if not mapped and not newer:
+            codes[mutant] = 33  # mutmut's "no tests"
+            write_meta(meta_path, meta)
+            continue
+        killers = kills.setdefault(function, {})
+        ordered = sorted(mapped, key=lambda t: (-killers.get(t, 0), duration.get(t, 0.0)))
+        tests = ordered + newer
+        slowest = max([duration.get(t, 1.0) for t in tests] or [1.0])
+        estimate = sum(duration.get(t, 1.0) for t in tests)
+        exit_code, failed, seconds = run_one(
+            mutants_dir,
+            mutant,
+            tests,
+            stall=max(30.0, stall_factor * slowest),
+            limit=60.0 + stall_factor * estimate,
+        )
+        if exit_code in (2, 4):  # interrupted, or pytest refused the arguments: no verdict
+            print(
+                f"{number}/{len(chosen)} {mutant}: pytest exit {exit_code}, left without a verdict"
+            )
+            continue
+        if failed:
+            killers[failed] = killers.get(failed, 0) + 1
+        codes[mutant] = exit_code
+        write_meta(meta_path, meta)
+        from mutmut.stats import status_by_exit_code
+
+        print(
+            f"{number}/{len(chosen)} {mutant}: {status_by_exit_code[exit_code]} "
+            f"({seconds:.0f} s{', by ' + failed if failed else ''})",
+            flush=True,
+        )
+
+
+def write_meta(path: Path, meta: dict[str, object]) -> None:
+    """mutmut's results file, replaced whole (an interrupted write leaves the old one)."""
+    partial = path.with_suffix(".meta.partial")
+    partial.write_text(json.dumps(meta, indent=4))
+    partial.replace(path)
+
+
+def stale_functions(work: Path, guard: Guard, meta: dict[str, object]) -> list[str]:
+    """Functions of the module whose code differs from what mutmut mutated (their mutants'
+    verdicts would be about other code)."""
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    source = (ROOT / guard.path).read_text()
+    cwd = Path.cwd()
+    os.chdir(work)
+    try:
+        current = mutate_file_contents(guard.module_in_package, source).hash_by_function_name
+    finally:
+        os.chdir(cwd)
+    recorded = meta["hash_by_function_name"]
+    assert isinstance(recorded, dict)
+    return sorted(f for f in set(current) | set(recorded) if current.get(f) != recorded.get(f))
+
+
+def refresh_copies(work: Path, guard: Guard) -> None:
+    """Bring the unmutated files of ``mutants/`` (the package's other modules, the tests) up
+    to the working tree's, as ``mutmut run`` would; the mutated module stays."""
+    mutated = work / "mutants" / guard.module_in_package
+    links = [p for p in work.rglob("*") if p.is_symlink() and "mutants" not in p.parts]
+    for link in sorted(links):
+        source_root = link.resolve()
+        for source in source_root.rglob("*"):
+            if "__pycache__" in source.parts or not source.is_file():
+                continue
+            target = work / "mutants" / link.relative_to(work) / source.relative_to(source_root)
+            if target == mutated or target.suffix in (".meta", ".spans"):
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists() or target.read_bytes() != source.read_bytes():
+                shutil.copy2(source, target)
+
+
 @dataclass
 class Score:
     name: str
@@ -357,6 +605,19 @@ def main() -> None:
         metavar="NAME",
         help="re-run only these mutants (names or globs, as --survivors prints them); keeps the rest",
     )
+    parser.add_argument(
+        "--recheck",
+        action="store_true",
+        help="instead of mutmut: one fresh pytest process per mutant without a verdict (or per "
+        "--mutants), killed when its tests stop progressing; records the verdicts",
+    )
+    parser.add_argument(
+        "--stall-factor",
+        type=float,
+        default=15.0,
+        help="--recheck: a mutant is a timeout when no test finishes for this many times the "
+        "slowest test's recorded time (at least 30 s); default 15, mutmut's multiplier",
+    )
     parser.add_argument("--report", action="store_true", help="print the table, run nothing")
     parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
     parser.add_argument("--excluded", action="store_true", help="list the excluded mutants")
@@ -367,8 +628,12 @@ def main() -> None:
         parser.error(f"unknown guard {', '.join(unknown)} (known: {', '.join(GUARDS)})")
     ensure_mutmut()
     exclusions = load_exclusions()
-    if not args.report:
+    if args.recheck:
         for name in names:
+            recheck(name, GUARDS[name], patterns=args.mutants, stall_factor=args.stall_factor)
+    elif not args.report:
+        for name in names:
+            check_addressable(name, GUARDS[name])
             run(name, GUARDS[name], jobs=args.jobs, keep=args.keep, mutants=args.mutants)
     scores = []
     for name in names:

@@ -50,7 +50,7 @@ async def follow(
     quiet = 0.0
     while True:
         waiter = server.hub.waiter(session_id)  # before reading: no wake-up is lost
-        read = await server.shared_reads.events(server, session_id, last, BATCH, waiter)
+        read = await server.shared_reads.events(session_id, last, BATCH, waiter)
         batch = read.events or []
         if read.frames is None:
             read.frames = [event_frame(event) for event in batch]

@@ -5,7 +5,8 @@ each into an :class:`Event` envelope with a session-wide, gap-free ``sequence``.
 closed: :data:`PAYLOAD_TYPES` is the whole set, keyed by the ``type`` string stored in the ledger.
 
 Status, tool and permission summaries must be adapter-authored safe summaries (1-240 characters,
-no control characters). Never put raw provider output, exception text or tool arguments there.
+no control characters). Model-authored text (messages, thinking, a turn's answer) keeps tab,
+newline and CR; any other control character in it becomes U+FFFD where the event is built. Never put raw provider output, exception text or tool arguments there.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ _opt_status = _bounds.optional_bounded(1, _bounds.STATUS_MAX)
 _ident = _bounds.bounded(1, 256)
 _text = _bounds.bounded(0, _bounds.TEXT_MAX, multiline=True)
 _nonempty_text = _bounds.bounded(1, _bounds.TEXT_MAX, multiline=True)
+# Model-authored text: control characters replaced by the converter, then only the length checked.
+_printable = _bounds.printable_bounded(0, _bounds.TEXT_MAX)
+_nonempty_printable = _bounds.printable_bounded(1, _bounds.TEXT_MAX)
 
 
 def _in(choices: tuple[str, ...]) -> Any:
@@ -110,7 +114,7 @@ class MessageDelta:
     """A piece of streamed assistant text."""
 
     TYPE: ClassVar[str] = "message.delta"
-    text: str = field(validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_printable)
 
 
 @frozen
@@ -118,7 +122,7 @@ class MessageCompleted:
     """A whole assistant (or user-visible) message."""
 
     TYPE: ClassVar[str] = "message.completed"
-    text: str = field(validator=_text)
+    text: str = field(converter=_bounds.printable_text, validator=_printable)
     role: str = field(default="assistant", validator=_in(("assistant", "user", "system")))
 
 
@@ -200,7 +204,11 @@ class TurnCompleted:
     """
 
     TYPE: ClassVar[str] = "turn.completed"
-    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    text: str | None = field(
+        default=None,
+        converter=_bounds.printable_text,
+        validator=attrs.validators.optional(_printable),
+    )
     output: Any = field(default=None, validator=_bounds.json_value)
 
 
@@ -326,7 +334,7 @@ class ThinkingDelta:
     was opened with ``record_thinking=False`` (only :class:`ThinkingCompleted`'s count stays)."""
 
     TYPE: ClassVar[str] = "thinking.delta"
-    text: str = field(validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_printable)
 
 
 @frozen
@@ -336,7 +344,11 @@ class ThinkingCompleted:
     length either way (set by the runtime)."""
 
     TYPE: ClassVar[str] = "thinking.completed"
-    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    text: str | None = field(
+        default=None,
+        converter=_bounds.printable_text,
+        validator=attrs.validators.optional(_printable),
+    )
     characters: int | None = field(default=None, validator=_bounds.non_negative_int)
 
 

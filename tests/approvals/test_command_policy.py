@@ -47,14 +47,23 @@ def test_the_corpus_is_big_enough_and_names_every_shell_rule():
     assert shell_rules <= named | {"secret-file-outside-workspace"}, shell_rules - named
 
 
-@pytest.mark.parametrize(("command", "verdict", "rule"), HARMFUL, ids=[c for c, _, _ in HARMFUL])
+def _test_id(command: str) -> str:
+    """The command as its test's id, without the characters pytest would escape (a backslash, a
+    newline): an escaped id cannot be selected again on the command line, which is how mutmut
+    runs a mutant's tests."""
+    return command.replace("\\", "<backslash>").replace("\n", "<newline>")
+
+
+@pytest.mark.parametrize(
+    ("command", "verdict", "rule"), HARMFUL, ids=[_test_id(c) for c, _, _ in HARMFUL]
+)
 def test_harmful_commands_are_never_allowed(command, verdict, rule):
     judged = judge(command)
     assert (judged.verdict, judged.rule) == (verdict, rule)
     assert judged.reason  # the model reads why
 
 
-@pytest.mark.parametrize("command", BENIGN)
+@pytest.mark.parametrize("command", BENIGN, ids=[_test_id(c) for c in BENIGN])
 def test_benign_workspace_commands_are_allowed(command):
     judged = judge(command)
     assert (judged.verdict, judged.rule, judged.reason) == ("allow", "default", None)
