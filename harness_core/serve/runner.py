@@ -32,13 +32,25 @@ class Hub:
 
     def __init__(self) -> None:
         self._waiters: dict[str, anyio.Event] = {}
+        #: the server is shutting down: followers end their streams (:meth:`close`)
+        self.closing = False
 
     def waiter(self, session_id: str) -> anyio.Event:
         """Take the waiter *before* reading, so an event recorded meanwhile is not missed."""
         event = self._waiters.get(session_id)
         if event is None:
             event = self._waiters[session_id] = anyio.Event()
+            if self.closing:
+                event.set()
         return event
+
+    def close(self) -> None:
+        """The server is shutting down: wake every follower, so each ends its stream at once
+        (a stream still open when the server stops is cancelled with a traceback)."""
+        self.closing = True
+        waiters, self._waiters = self._waiters, {}
+        for event in waiters.values():
+            event.set()
 
     def notify(self, session_id: str) -> None:
         event = self._waiters.pop(session_id, None)

@@ -72,6 +72,9 @@ async def follow(
         if not live and turn_id is None:
             yield end_frame("caught-up", last_sequence=last)
             return
+        if server.hub.closing:  # after what was recorded: the server is shutting down
+            yield end_frame("server-closing", last_sequence=last)
+            return
         with anyio.move_on_after(POLL_SECONDS):
             await waiter.wait()
         quiet += POLL_SECONDS if not waiter.is_set() else 0.0
