@@ -54,6 +54,7 @@ def build_worker(
     max_concurrent_activities: int = DEFAULT_MAX_CONCURRENT,
 ) -> Worker:
     activities.approver.client = client  # permission requests go to the workflows through it
+    activities.max_concurrent = max_concurrent_activities
     shutdown = activities.grace + HEARTBEAT_SETTLE + HANDOVER_ROOM
     return Worker(
         client,
@@ -61,6 +62,7 @@ def build_worker(
         workflows=[SessionWorkflow],
         activities=activities.activities(),
         max_concurrent_activities=max_concurrent_activities,
+        max_concurrent_local_activities=max_concurrent_activities,
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,

@@ -6,7 +6,10 @@ shared ledger. History holds only the records of :mod:`.shapes`.
 
 - update ``open``: opens the session (first thing a client does after starting the workflow);
 - update ``turn``: runs one turn to its end and returns its summary; the validator refuses a
-  closed session or an active turn (the turn id is the client's, so a retry keeps it);
+  closed session or an active turn (the turn id is the client's, so a retry keeps it). A turn
+  nobody streams starts as the local activity ``start_turn`` inside the workflow task (see
+  ``ExecutorOptions.local_start``); what outlasts it, or was not started there, is the
+  ``run_turn`` activity;
 - signal ``cancel``: cancels the running turn's activity; the worker cancels the turn through
   its controller and the activity returns the ``cancelled`` summary;
 - update ``close``: cancels a running turn, closes the session on a worker; idempotent;
@@ -50,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
         PERMISSION_REQUESTED,
         REWIND,
         RUN_TURN,
+        START_TURN,
         STEER,
         ForkRequest,
         ForkWork,
@@ -61,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         SteerRequest,
         SteerWork,
         TurnRequest,
+        TurnStart,
         TurnSummary,
         TurnWork,
     )
@@ -70,6 +75,12 @@ CONTROL_TIMEOUT = timedelta(seconds=120)
 CONTROL_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=list(NON_RETRYABLE))
 #: A fork, checkpoint or rewind: git over a whole workspace (its own timeouts are shorter).
 BRANCH_TIMEOUT = timedelta(seconds=900)
+#: The ``workflow.patched`` id of turns that start as a local activity (histories of runs
+#: from before it replay without one).
+LOCAL_START = "turn-local-start"
+#: Bounds ``start_turn``: its own wait is ``local_start``; taking the session up (claim, a
+#: resume when another worker ran it last) comes before.
+LOCAL_START_TIMEOUT = timedelta(seconds=60)
 #: What a fork may change of the parent's spec (the harness stays).
 FORK_FIELDS = frozenset({"workspace", "model", "posture", "agent", "user", "config"})
 
@@ -163,6 +174,49 @@ class SessionWorkflow:
             turn_timeout=options.turn_timeout,
             approval_timeout=options.approval_timeout,
         )
+        try:
+            if options.local_start > 0 and not request.streamed and workflow.patched(LOCAL_START):
+                begun = await self._start_locally(work)
+                if begun.summary is not None:
+                    return begun.summary
+                if not begun.running and self._cancel is not None:
+                    return TurnSummary(request.turn_id, "cancelled", "host")  # never started
+                # A cancel asked meanwhile goes with the activity: cancelling an activity
+                # scheduled in this same workflow task would never reach the running turn.
+                work = dataclasses.replace(work, cancel=self._cancel is not None)
+            return await self._run_turn(work)
+        finally:
+            self._active, self._cancel = None, None
+            self._turns += 1
+            # a steer an abandoned poll took after the worker's turn had ended never arrived
+            for steer_id, turn_id in list(self._taken.items()):
+                if turn_id == request.turn_id:
+                    del self._taken[steer_id]
+                    self._steered[steer_id] = ("turn-not-found", "the turn ended before it took it")
+
+    async def _start_locally(self, work: TurnWork) -> TurnStart:
+        """``start_turn`` on this worker, inside this workflow task (see
+        ``ExecutorOptions.local_start``); what it did not start, ``run_turn`` runs."""
+        try:
+            begun: TurnStart = await workflow.execute_local_activity(
+                START_TURN,
+                dataclasses.replace(work, local_start=self._start.options.local_start),
+                result_type=TurnStart,
+                start_to_close_timeout=LOCAL_START_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as error:
+            if isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
+                # refused before it started (as the local controller raises): the update fails
+                raise ApplicationError(error.cause.message, type=error.cause.type) from None
+            return TurnStart()
+        return begun
+
+    async def _run_turn(self, work: TurnWork) -> TurnSummary:
+        """The ``run_turn`` activity: runs the turn, or follows the one ``start_turn`` left
+        running on its worker (started there eagerly, with this workflow task's answer)."""
+        options = self._start.options
+        asked = work.cancel
         handle = workflow.start_activity(
             RUN_TURN,
             work,
@@ -178,14 +232,16 @@ class SessionWorkflow:
             cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         )
         try:
-            await workflow.wait_condition(lambda: handle.done() or self._cancel is not None)
+            await workflow.wait_condition(
+                lambda: handle.done() or (self._cancel is not None and not asked)
+            )
             if not handle.done():
                 handle.cancel()
             summary: TurnSummary = await handle
             return summary
         except ActivityError as error:
             if isinstance(error.cause, CancelledError):
-                return TurnSummary(request.turn_id, "cancelled", "host")
+                return TurnSummary(work.turn_id, "cancelled", "host")
             if isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
                 # refused before it started (as the local controller raises): the update fails
                 raise ApplicationError(error.cause.message, type=error.cause.type) from None
@@ -193,16 +249,8 @@ class SessionWorkflow:
             cause = error.cause
             reason = cause.type if isinstance(cause, ApplicationError) else None
             return TurnSummary(
-                request.turn_id, "failed", reason or "interrupted", attempt=options.max_attempts
+                work.turn_id, "failed", reason or "interrupted", attempt=options.max_attempts
             )
-        finally:
-            self._active, self._cancel = None, None
-            self._turns += 1
-            # a steer an abandoned poll took after the worker's turn had ended never arrived
-            for steer_id, turn_id in list(self._taken.items()):
-                if turn_id == request.turn_id:
-                    del self._taken[steer_id]
-                    self._steered[steer_id] = ("turn-not-found", "the turn ended before it took it")
 
     @turn.validator
     def _validate_turn(self, request: TurnRequest) -> None:
