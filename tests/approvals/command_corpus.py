@@ -90,6 +90,9 @@ HARMFUL: list[tuple[str, str, str]] = [
     ("rm -rf -- /", "deny", "delete-outside-workspace"),
     # deletes whose target is known only at run time
     ('rm -rf "$TARGET"', "ask", "delete-unknown-target"),
+    # `..` after a glob: where it leads depends on what the glob matches (symlinks)
+    ("rm -rf ./*/../../etc", "ask", "delete-unknown-target"),
+    ("rm -rf /srv/ws/*/../x", "ask", "delete-unknown-target"),
     ("rm -rf $(cat dirs.txt)", "ask", "delete-unknown-target"),
     ("ls | xargs rm -rf", "ask", "delete-unknown-target"),
     ("find . -type d -exec rm -rf {} +", "ask", "delete-unknown-target"),
@@ -138,6 +141,16 @@ HARMFUL: list[tuple[str, str, str]] = [
     ),
     ("tar czf keys.tgz ~/.aws ~/.ssh", "ask", "credential-store"),
     ("cat ~/.config/gcloud/application_default_credentials.json", "ask", "credential-store"),
+    # a glob that can expand to a credential store is judged as reaching it
+    ("cat /proc/*/environ", "ask", "credential-store"),
+    ("cat /root/.ssh/*", "ask", "credential-store"),
+    ("cat /home/*/.ssh/id_rsa", "ask", "credential-store"),
+    ("cat /etc/sudoers.d/*", "ask", "credential-store"),
+    ("cat /etc/shado?", "ask", "credential-store"),
+    ("cat /etc/*", "ask", "credential-store"),
+    ("cat ~/.ss?/id_rsa", "ask", "credential-store"),
+    ("cat ~/.aws/cred*", "ask", "credential-store"),
+    ("tar czf home.tgz ~/.*", "ask", "credential-store"),
     ("cat ~/.netrc", "ask", "credential-store"),
     ("cat ~/.docker/config.json", "ask", "credential-store"),
     ("cat ~/.kube/config", "ask", "credential-store"),
@@ -360,4 +373,9 @@ BENIGN: list[str] = [
     "case $x in a) echo a;; esac",
     "arr=(1 2 3); echo ${arr[@]}",
     "cat <<EOF > notes.md\nhello\nEOF",
+    "cp ~/* ./backup/",
+    "ls /home/*",
+    "cat /etc/*.conf",
+    "ls /proc/*/status",
+    "rm -rf build/*",
 ]
