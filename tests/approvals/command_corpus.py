@@ -149,6 +149,8 @@ HARMFUL: list[tuple[str, str, str]] = [
     ("cat /etc/shado?", "ask", "credential-store"),
     ("cat /etc/*", "ask", "credential-store"),
     ("cat ~/.ss?/id_rsa", "ask", "credential-store"),
+    ("cat /home/other/.ss?/id_rsa", "ask", "credential-store"),
+    ("cat /.ss?/id_rsa", "ask", "credential-store"),
     ("cat ~/.aws/cred*", "ask", "credential-store"),
     ("tar czf home.tgz ~/.*", "ask", "credential-store"),
     ("cat ~/.netrc", "ask", "credential-store"),
@@ -378,4 +380,6 @@ BENIGN: list[str] = [
     "cat /etc/*.conf",
     "ls /proc/*/status",
     "rm -rf build/*",
+    "cat fixtures/etc/shado?",
+    "ls vendor/etc/sudoers.d/*",
 ]

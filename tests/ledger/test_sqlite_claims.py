@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -623,10 +625,35 @@ def test_the_writer_thread_checkpoints_after_so_many_rows(tmp_path):
         store.flush()
         empty = path.stat().st_size
         events = CHECKPOINT_ROWS + STAGED_MAX
+        text = "x" * 1000  # the WAL then holds more than WAL_PAGES_MAX pages at the checkpoint
         for sequence in range(1, events + 1):
-            store.append([make_event(sequence, session_id="s")])
+            store.append([make_event(sequence, MessageDelta(text=text), session_id="s")])
         store.flush()
         assert store.last_sequence("s") == events
-        _eventually(lambda: path.stat().st_size > empty + CHECKPOINT_ROWS * 50, "the checkpoint")
+        _eventually(lambda: path.stat().st_size > empty + CHECKPOINT_ROWS * 1000, "the checkpoint")
+        for sequence in range(events + 1, events + 4):  # and writes go on, in either thread
+            store.append([make_event(sequence, session_id="s")])
+            store.flush()
+        for sequence in range(events + 4, events + 4 + STAGED_MAX):
+            store.append([make_event(sequence, session_id="s")])
+        store.flush()
+        assert len(_rows(path, "SELECT sequence FROM events")) == events + 3 + STAGED_MAX
     finally:
         store.close()
+
+
+def test_a_process_that_never_closes_its_store_still_exits(tmp_path):
+    """The writer thread does not hold the process open: one that exits without closing its
+    store (a forgotten close, an error path) ends, and what it flushed is in the file. The
+    child imports what this test process imports (its sys.path)."""
+    path = tmp_path / "l.sqlite"
+    code = (
+        "import sys; from harness_core.ledger.sqlite import SqliteStore; "
+        "store = SqliteStore(sys.argv[1]); store.flush(); print('flushed')"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "flushed"), done.stderr[-500:]
+    assert _rows(path, "SELECT count(*) FROM sessions") == [(0,)]
