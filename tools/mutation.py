@@ -10,6 +10,7 @@ the project's venv set up by ``./dev setup``)::
     .venv/bin/python tools/mutation.py --survivors lineage       # also print each survivor's diff
     .venv/bin/python tools/mutation.py --report                  # the table from the last runs
     .venv/bin/python tools/mutation.py command_policy --mutants '*_subcommand*'  # re-run these
+    .venv/bin/python tools/mutation.py --recheck ledger_sqlite   # verdicts mutmut did not give
 
 Each module runs in its own scratch directory ``.mutation/<name>/`` (git-ignored): symlinks to the
 module's package and to the selected test files, and a pyproject.toml that is the repository's
