@@ -443,14 +443,6 @@ def interpreter_ms(runs: int) -> float:
     return statistics.median(_wall(argv, _cli_env())[0] for _ in range(runs))
 
 
-def imports_floor_ms(runs: int) -> float:
-    """``python -c "import asyncio, attr"``: the floor of any process that has imported the
-    runtime's two base dependencies (anyio runs on asyncio; the contract is attrs classes)."""
-    argv = [sys.executable, "-c", "import asyncio, attr"]
-    _wall(argv, _cli_env())
-    return statistics.median(_wall(argv, _cli_env())[0] for _ in range(runs))
-
-
 def run_all(
     runs: int, clis: list[str], natural: bool | str = False, before: str | None = None
 ) -> tuple[list[Overhead], dict[str, str]]:

@@ -114,6 +114,35 @@ def _raw_rate(source: str, target: str) -> tuple[float, int]:
     return len(rows) / elapsed, len(rows)
 
 
+def _raw_interleaved(source: str, directory: str, per_commit: int) -> float:
+    """The events ``source`` holds, in the order they were recorded (many sessions
+    interleaved), written again by the driver alone into a fresh ledger of the same schema,
+    ``per_commit`` rows a transaction: rows/s. Appends interleaved across sessions land on a
+    different B-tree page each (the table is clustered by session), so this rate is far below
+    the sequential one of :func:`_raw_rate`: it is the store's own limit for a busy host."""
+    from harness_core.ledger import open_ledger
+    from harness_core.ledger.sqlite_schema import connect
+
+    with sqlite3.connect(source) as reader:
+        rows = reader.execute("SELECT * FROM events ORDER BY timestamp, sequence").fetchall()
+        sessions = reader.execute("SELECT * FROM sessions").fetchall()
+    target = os.path.join(directory, "raw-interleaved.sqlite")
+    open_ledger(f"sqlite://{target}").close()
+    connection = connect(target)
+    try:
+        connection.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", sessions)
+        insert = f"INSERT INTO events VALUES ({', '.join(['?'] * len(rows[0]))})"
+        start = time.perf_counter()
+        for first in range(0, len(rows), per_commit):
+            connection.execute("BEGIN")
+            connection.executemany(insert, rows[first : first + per_commit])
+            connection.execute("COMMIT")
+        elapsed = time.perf_counter() - start
+    finally:
+        connection.close()
+    return len(rows) / elapsed
+
+
 def limit(n: int, runs: int) -> list[Figure]:
     ours, raw = [], []
     for _ in range(runs):
@@ -352,14 +381,22 @@ def concurrent(turns: int, deltas: int, paced: int, gap_ms: float) -> list[Figur
         Figure(f"{name}.backlog_p99", got["p99"], "ms", note="yield -> caller, unpaced"),
     ]
     directory = tempdir("scale-paced")
+    offered = turns * 1000 / gap_ms
+    per_commit = max(1, round(offered / 1000))  # a commit every millisecond
     try:
         got = run_async(_concurrent, turns, paced, gap_ms / 1000, directory)
+        raw = _raw_interleaved(os.path.join(directory, "ledger.sqlite"), directory, per_commit)
     finally:
         rmtree(directory)
     name = f"scale.paced.{turns}x{paced}.every_{gap_ms:g}ms"
-    offered = turns * 1000 / gap_ms
     return [
         *figures,
+        Figure(
+            f"{name}.raw_limit",
+            raw,
+            "ev/s",
+            note=f"the driver alone: the run's rows, as interleaved, {per_commit} a commit",
+        ),
         Figure(f"{name}.delivery_p50", got["p50"], "ms", note=f"{offered:,.0f} ev/s offered"),
         Figure(
             f"{name}.delivery_p99",

@@ -25,6 +25,7 @@ import attrs
 from attrs import frozen
 from harness_hookspecs import HarnessError, Usage
 from harness_hookspecs.bounds import COST_USD_MAX, MAX_SAFE_INTEGER
+from harness_hookspecs.values import Value
 
 __all__ = ["LIMIT_NAMES", "Budget", "add_usage", "sum_usage"]
 
@@ -47,8 +48,8 @@ def _check_limit(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> 
         raise ValueError(f"{attribute.name} must be positive")
 
 
-@frozen
-class Budget:
+@frozen(repr=False, eq=False)
+class Budget(Value):
     """Per-session limits; ``None`` = no limit. ``max_tokens`` counts input + output."""
 
     max_turns: int | None = attrs.field(default=None, validator=_check_limit)

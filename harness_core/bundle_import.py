@@ -34,8 +34,10 @@ from typing import IO, Any, Protocol, runtime_checkable
 
 import attrs
 from harness_hookspecs import Event, HarnessError, LedgerStore, SessionRecord
+from harness_hookspecs.bounds import SESSION_ID_MAX, TURN_ID_MAX, has_control, is_name
 from harness_hookspecs.names import SEED_001_NAMES, normalize_event
 
+from .clock import timestamp_ok
 from .export import EXPORT_FORMAT, EXPORT_VERSION
 from .redaction import Redactor
 from .serialize import event_from_dict, record_from_dict
@@ -141,6 +143,8 @@ class _Reader:
         while True:
             try:
                 value, end = self._decoder.raw_decode(self.buffer, self.pos)
+            except RecursionError:  # nested past the interpreter's depth: no bundle of ours
+                raise _Bad from None
             except ValueError:
                 if not self.fill():
                     raise _Bad from None
@@ -193,6 +197,29 @@ def _walk(reader: _Reader, top: Callable[[str, Any], None]) -> Iterator[Any]:
         raise HarnessError("invalid-request", "the bundle is not JSON (truncated?)") from None
 
 
+def envelope_ok(row: Mapping[str, Any]) -> bool:
+    """Whether a bundle row's envelope is one the runtime could have stamped: the runtime
+    trusts stored envelopes (``event_from_dict`` takes any value as text), so a bundle's are
+    checked here - ids bounded text without control characters, an integer sequence, an
+    ISO 8601 timestamp with a zone (readers compute durations and offsets from it)."""
+    sequence = row.get("sequence")
+    return (
+        type(sequence) is int
+        and _text_ok(row.get("event_id"), 256)
+        and _text_ok(row.get("session_id"), SESSION_ID_MAX)
+        and _text_ok(row.get("turn_id"), TURN_ID_MAX, optional=True)
+        and _text_ok(row.get("parent_event_id"), 256, optional=True)
+        and is_name(row.get("harness"))
+        and timestamp_ok(row.get("timestamp"))
+    )
+
+
+def _text_ok(value: Any, limit: int, *, optional: bool = False) -> bool:
+    if value is None:
+        return optional
+    return isinstance(value, str) and 1 <= len(value) <= limit and not has_control(value)
+
+
 def first_key(path: str) -> str | None:
     """The first key of the JSON object in the file at ``path`` (``None``: not one, or the
     file cannot be read): tells an export of ours from a SuperQode one without reading on."""
@@ -238,6 +265,10 @@ def load_bundle_file(path: str) -> Bundle:
                     raise HarnessError(
                         "invalid-request", "the bundle holds a malformed record"
                     ) from None
+                if not envelope_ok(row):
+                    raise HarnessError(
+                        "invalid-request", "the bundle holds a malformed event envelope"
+                    )
                 count += 1
                 if first is None:
                     first = (event.session_id, event.harness)

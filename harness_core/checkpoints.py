@@ -32,12 +32,13 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import field, frozen
 from harness_hookspecs import HarnessError
+from harness_hookspecs.values import Value
 
 from .digests import sha256_hex
 
@@ -65,8 +66,14 @@ def _positive(instance: object, attribute: object, value: object) -> None:
         raise ValueError(f"{getattr(attribute, 'name', 'value')} must be a positive number")
 
 
-@frozen
-class CheckpointSettings:
+def _patterns(value: Iterable[str]) -> tuple[str, ...]:
+    # a function, not the ``tuple`` builtin: attrs reads a builtin converter's signature by
+    # tokenizing its text (about 3 ms of every process that imports this module)
+    return tuple(value)
+
+
+@frozen(repr=False, eq=False)
+class CheckpointSettings(Value):
     """How workspace checkpoints are taken (``Controller(checkpoints=...)``)."""
 
     #: snapshot the workspace at each turn's start and end (``checkpoint.created`` events);
@@ -77,7 +84,7 @@ class CheckpointSettings:
     #: files larger than this are left out of every snapshot (default 50 MiB)
     max_file_bytes: int = field(default=50 * _MiB, validator=_positive)
     #: gitignore patterns left out besides the workspace's own ``.gitignore`` rules
-    ignore: tuple[str, ...] = field(default=(), converter=tuple)
+    ignore: tuple[str, ...] = field(default=(), converter=_patterns)
     #: seconds one git command may take
     timeout: float = field(default=300.0, validator=_positive)
 

@@ -26,6 +26,19 @@ def now() -> str:
     return prefix + "%06dZ" % (micros % 1_000_000)  # noqa: UP031 - fastest form here
 
 
+def timestamp_ok(value: Any) -> bool:
+    """Whether ``value`` is an ISO 8601 timestamp with a zone (what :func:`now` writes, or any
+    zoned spelling): the conformance kit's check of a harness's events, and the import's of a
+    bundle's."""
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return parsed.tzinfo is not None
+
+
 def backend_clock() -> Callable[[], float]:
     """The running backend's ``current_time``, looked up once (``anyio.current_time`` looks the
     backend up on every call: ~1 us, several times a session)."""

@@ -45,6 +45,7 @@ from harness_hookspecs import (
 )
 from harness_hookspecs._bounds import TEXT_MAX
 from harness_hookspecs.events import PAYLOAD_TYPES
+from harness_hookspecs.values import Value
 
 from .budgets import add_usage
 
@@ -55,8 +56,8 @@ _PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
 ADAPTER_ATTRIBUTE = "__harness_adapter__"
 
 
-@frozen
-class Result:
+@frozen(repr=False, eq=False)
+class Result(Value):
     """What a one-function harness may return instead of a plain string: the answer and
     the turn's usage (recorded as a ``usage`` event before the terminal)."""
 
@@ -66,8 +67,8 @@ class Result:
     usage: Usage | None = None
 
 
-@frozen
-class Message:
+@frozen(repr=False, eq=False)
+class Message(Value):
     """The user's message for this turn."""
 
     #: the prompt, as the host sent it (with the output schema appended when the turn has

@@ -205,15 +205,24 @@ def listing() -> Listing:
     return fresh
 
 
-def plugins_for(harness: str, sandbox: str | None = None, ledger: str | None = None) -> Plugins:
+def plugins_for(
+    harness: str,
+    sandbox: str | None = None,
+    ledger: str | None = None,
+    *,
+    listed: Listing | None = None,
+) -> Plugins:
     """The plugins a session of ``harness`` needs: the one registering it, the one providing the
     ``sandbox`` provider and the ``ledger`` URL's scheme if named, and every plugin that provides
     anything else (credential resolvers, host tools, observers, describe hooks) - not the other
     harness adapters, sandboxes and ledger stores with their dependencies. Without a valid cache,
-    or for a name nothing registers (the error then lists them all), every plugin is loaded."""
+    or for a name nothing registers (the error then lists them all), every plugin is loaded.
+
+    ``listed``: what :func:`listing` answered moments ago in this process (the command line's
+    parser asked it), so the installed distributions are not looked at twice."""
     from .plugin_manager import EntryPointRef, Plugins, get_plugins
 
-    cached = read()
+    cached = read() if listed is None else listed
     providers = {p for row in (cached or {}).get("plugins", ()) for p in row["sandbox_providers"]}
     if (
         cached is None

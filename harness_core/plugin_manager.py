@@ -30,6 +30,7 @@ from harness_hookspecs import (
     SandboxProvider,
     hookimpl,
 )
+from harness_hookspecs.values import Value
 
 from .dispatch import DispatchHooks
 from .registry import LedgerFactory, Registration, Registries, Registry, as_adapter
@@ -39,14 +40,14 @@ ENV_PLUGINS = "HARNESS_CORE_PLUGINS"
 CORE_PLUGIN_NAME = "harness_core.dispatch"
 
 
-@frozen
-class BrokenPlugin:
+@frozen(repr=False, eq=False)
+class BrokenPlugin(Value):
     name: str
     error: str
 
 
-@frozen
-class EntryPointRef:
+@frozen(repr=False, eq=False)
+class EntryPointRef(Value):
     """One ``harness_core`` entry point: what ``importlib.metadata`` says about it, kept so a
     cached listing can load plugins without scanning every installed distribution again."""
 

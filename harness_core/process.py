@@ -14,9 +14,8 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
+import threading
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import IO
 
 import anyio
 import anyio.abc
@@ -39,12 +38,45 @@ def base_environment(passthrough: Sequence[str] = ()) -> dict[str, str]:
     return {k: os.environ[k] for k in keys if k in os.environ}
 
 
+class StderrTail:
+    """The last :data:`STDERR_TAIL` bytes a process wrote to stderr, read from a pipe by a
+    daemon thread: bounded memory and no disk whatever the program writes (its stderr in a
+    file grew without limit: a chatty CLI or a flooding program filled the disk)."""
+
+    def __init__(self, read_end: int) -> None:
+        self._fd = read_end
+        self._tail = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, name="harness-stderr", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while chunk := os.read(self._fd, 65536):
+                with self._lock:
+                    self._tail += chunk
+                    if len(self._tail) > 2 * STDERR_TAIL:
+                        del self._tail[:-STDERR_TAIL]
+        except OSError:
+            pass
+        finally:
+            os.close(self._fd)
+
+    def read(self, *, settle: float = 0.0) -> bytes:
+        """The tail; ``settle`` > 0: first wait up to that long for the pipe's end (all of
+        what an exited program wrote read; a child that kept the pipe open only delays)."""
+        if settle > 0:
+            self._thread.join(settle)
+        with self._lock:
+            return bytes(self._tail[-STDERR_TAIL:])
+
+
 class Process:
     """A running process in its own process group (see ``SessionContext.spawn``)."""
 
-    def __init__(self, process: anyio.abc.Process, stderr_file: IO[bytes], tag: str = "") -> None:
+    def __init__(self, process: anyio.abc.Process, stderr: StderrTail, tag: str = "") -> None:
         self._process = process
-        self._stderr = stderr_file
+        self._stderr = stderr
         self.tag = tag
         # Its own cgroup where possible, moved in before the program has had time to fork: a
         # daemon that double-forks and scrubs its environment at once is found by nothing
@@ -108,13 +140,8 @@ class Process:
         return await self._process.wait()
 
     def stderr_tail(self) -> bytes:
-        try:
-            self._stderr.flush()
-            size = self._stderr.seek(0, os.SEEK_END)
-            self._stderr.seek(max(0, size - STDERR_TAIL))
-            return self._stderr.read()
-        except (OSError, ValueError):
-            return b""
+        # Once the program has exited, what it wrote is in the pipe: let the reader catch up.
+        return self._stderr.read(settle=0.5 if self._process.returncode is not None else 0.0)
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -165,7 +192,6 @@ class Process:
                 await self._process.wait()
             await self._process.aclose()
             self._terminated = True
-            self._stderr.close()
 
 
 async def spawn(
@@ -190,24 +216,26 @@ async def spawn(
         if _resolve(command[0], env, cwd) is None:
             raise HarnessError("provider-unavailable", not_found(command[0]))
         command = [_SETPRIV, "--pdeathsig", "KILL", "--", *command]
-    stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
+    read_end, write_end = os.pipe2(os.O_CLOEXEC)
     try:
         process = await anyio.open_process(
             command,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=stderr_file,
+            stderr=write_end,
             cwd=cwd,
             env=dict(env),
             start_new_session=True,
         )
     except FileNotFoundError:
-        stderr_file.close()
+        os.close(read_end)
         raise HarnessError("provider-unavailable", not_found(argv[0])) from None
     except OSError:
-        stderr_file.close()
+        os.close(read_end)
         raise HarnessError("provider-unavailable", "the harness command could not start") from None
-    return Process(process, stderr_file, tag)
+    finally:
+        os.close(write_end)  # the child holds its copy: the pipe ends when the program's tree does
+    return Process(process, StderrTail(read_end), tag)
 
 
 def not_found(program: str) -> str:

@@ -28,6 +28,7 @@ from harness_hookspecs import (
 )
 from harness_hookspecs.host_tools import ToolCaller
 from harness_hookspecs.protocols import LedgerStore
+from harness_hookspecs.values import Value
 
 from .approvals import Approvals
 from .budgets import SessionLimits
@@ -142,8 +143,8 @@ def resume_fields(
     return given
 
 
-@frozen
-class SessionFields:
+@frozen(repr=False, eq=False)
+class SessionFields(Value):
     """What opening and resuming a session both say about it (the fields of
     ``OpenSessionRequest`` and ``ResumeSessionRequest``), with the target it runs on."""
 

@@ -39,6 +39,7 @@ from typing import Any, Literal
 import anyio
 import attrs
 from attrs import field, frozen
+from harness_hookspecs.values import Value
 
 __all__ = [
     "ASK",
@@ -72,8 +73,8 @@ def _pattern(value: str | None) -> str | None:
     return value
 
 
-@frozen
-class ToolHook:
+@frozen(repr=False, eq=False)
+class ToolHook(Value):
     """One host callback and the calls it is for."""
 
     event: str = field(validator=attrs.validators.in_(("before_tool", "after_tool")))

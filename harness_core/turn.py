@@ -41,6 +41,7 @@ from harness_hookspecs import (
     UsageReported,
 )
 from harness_hookspecs.events import PAYLOAD_TYPES
+from harness_hookspecs.values import Value
 
 from .budgets import SessionLimits, add_usage
 from .context import RuntimeSessionContext
@@ -112,8 +113,8 @@ def believed(payload: Payload, cancel_requested: str | None) -> Payload:
     return payload
 
 
-@frozen
-class TurnResult:
+@frozen(repr=False, eq=False)
+class TurnResult(Value):
     """What :meth:`Controller.run_turn` returns once the turn has ended."""
 
     #: the session the turn ran in

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import anyio
 from attrs import frozen
 from harness_hookspecs import HarnessError, Payload, RunTurnRequest, Status, TurnStarted
+from harness_hookspecs.values import Value
 
 from .branching import Checkpoints
 from .budgets import DEFAULT_OUTPUT_RETRIES
@@ -29,8 +30,8 @@ class TurnStarter(TurnOwner, Protocol):
     checkpoints: Checkpoints
 
 
-@frozen
-class TurnOptions:
+@frozen(repr=False, eq=False)
+class TurnOptions(Value):
     """How one turn runs: the keywords of :meth:`Controller.turn` and :meth:`Controller.run_turn`
     (see there), as one value."""
 

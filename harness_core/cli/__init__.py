@@ -67,10 +67,15 @@ def build_parser(command: str | None = None, *, only_command: bool = True) -> Ar
     from .commands import builtin
 
     commands = builtin()
+    listed = None
     if command is None or command not in commands.commands or command in OPTIONS_FROM_PLUGINS:
-        _add_plugin_commands(commands, command)
+        listed = _add_plugin_commands(commands, command)
     known = command in commands.commands
-    return _parser(commands, command, only=known and only_command)
+    parser = _parser(commands, command, only=known and only_command)
+    # what the plugin cache answered, for the command (``harness run``: which plugins to load)
+    # to use rather than check the installed distributions again
+    parser.set_defaults(plugin_listing=listed)
+    return parser
 
 
 def _parser(commands: CommandSet, command: str | None, *, only: bool) -> ArgumentParser:
@@ -106,9 +111,10 @@ def _parser(commands: CommandSet, command: str | None, *, only: bool) -> Argumen
     return parser
 
 
-def _add_plugin_commands(commands: CommandSet, command: str | None) -> None:
+def _add_plugin_commands(commands: CommandSet, command: str | None) -> dict[str, Any]:
     """Add the installed plugins' commands: for real (arguments, code) those ``command`` needs
-    (all for ``None``), the others as listed by the plugin cache (name and help)."""
+    (all for ``None``), the others as listed by the plugin cache (name and help). Returns that
+    listing."""
     from ..plugin_cache import listing
     from .commands import Command, add_from_plugins
 
@@ -131,6 +137,7 @@ def _add_plugin_commands(commands: CommandSet, command: str | None) -> None:
                 commands.commands[name] = Command(
                     name, help, _listed_only, None, json_help, plugin=row["name"]
                 )
+    return known
 
 
 def _load(ref: Any) -> Any:

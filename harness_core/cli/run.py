@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
+from harness_hookspecs.values import Value
 
 from ..diagnostics import session_log
 from ..digests import sha256_hex
@@ -209,8 +210,8 @@ def session_words(args: argparse.Namespace) -> None:
         args.name = harness
 
 
-@frozen
-class RunInvocation:
+@frozen(repr=False, eq=False)
+class RunInvocation(Value):
     """What ``harness run`` hands a plugin's run option (``add_run_options``'s ``run``): the
     prompt, the ``--config`` pairs, the checked workspace, the printer of events and the
     structured-output options (empty without ``--output-schema``)."""
@@ -236,7 +237,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .ledger_read import ledger_url
 
     # Not every other adapter's, sandbox's and ledger store's imports: only what this run names.
-    plugins = plugins_for(args.name, args.sandbox, ledger_url(args.ledger))
+    listed = getattr(args, "plugin_listing", None)  # as the parser's plugin options saw it
+    plugins = plugins_for(args.name, args.sandbox, ledger_url(args.ledger), listed=listed)
     check_names(args, plugins)
     if args.session and known_session(args, harness=args.name).status == "closed":
         raise HarnessError("session-closed")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 import attrs
 from harness_hookspecs import PAYLOAD_TYPES, Usage
 from harness_hookspecs.bounds import MAX_SAFE_INTEGER
 
+from ..clock import timestamp_ok as timestamp_ok  # re-exported: the checks import it here
 from ..serialize import converter, payload_to_dict
 
 #: Payload class -> its canonical event type.
@@ -83,17 +83,6 @@ def usage_problem(usage: Any) -> str | None:
         if not 0 <= value <= MAX_SAFE_INTEGER:
             return f"{attribute.name} is negative or beyond the safe integer range"
     return None
-
-
-def timestamp_ok(value: Any) -> bool:
-    """An ISO 8601 timestamp with a zone."""
-    if not isinstance(value, str) or not value:
-        return False
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return parsed.tzinfo is not None
 
 
 def describe_item(item: Any) -> str:

@@ -65,16 +65,22 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _uvicorn_server(config: Any) -> Any:
+def _uvicorn_server(config: Any, on_shutdown: Callable[[], None]) -> Any:
     import uvicorn
 
     class QuietServer(uvicorn.Server):  # type: ignore[misc]
         """uvicorn re-raises a caught SIGTERM once it has stopped, which would end the process
-        before the controller kills the turns' process groups; we watch signals ourselves."""
+        before the controller kills the turns' process groups; we watch signals ourselves.
+        At shutdown the event streams are ended first (``on_shutdown``): uvicorn cancels a
+        response still open after its grace, and logs that as a traceback."""
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
             yield
+
+        async def shutdown(self, sockets: Any = None) -> None:
+            on_shutdown()
+            await super().shutdown(sockets=sockets)
 
     return QuietServer(config)
 
@@ -132,7 +138,7 @@ async def serve(
             lifespan="off",
             timeout_graceful_shutdown=1,
         )
-        handle = _uvicorn_server(config)
+        handle = _uvicorn_server(config, state.hub.close)
         if handle_signals:
             task_group.start_soon(_exit_on_signal, handle)
         if ready is not None:

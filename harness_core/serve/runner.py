@@ -9,12 +9,12 @@ every follower reads the same events back from the ledger, which stays the one s
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.abc
-from attrs import define, field
+from attrs import Factory, define, field
 from harness_hookspecs import Event, HarnessError, SessionRecord, SessionRef, UsageReported
 
 from ..approvals import PendingApprovals
@@ -32,13 +32,25 @@ class Hub:
 
     def __init__(self) -> None:
         self._waiters: dict[str, anyio.Event] = {}
+        #: the server is shutting down: followers end their streams (:meth:`close`)
+        self.closing = False
 
     def waiter(self, session_id: str) -> anyio.Event:
         """Take the waiter *before* reading, so an event recorded meanwhile is not missed."""
         event = self._waiters.get(session_id)
         if event is None:
             event = self._waiters[session_id] = anyio.Event()
+            if self.closing:
+                event.set()
         return event
+
+    def close(self) -> None:
+        """The server is shutting down: wake every follower, so each ends its stream at once
+        (a stream still open when the server stops is cancelled with a traceback)."""
+        self.closing = True
+        waiters, self._waiters = self._waiters, {}
+        for event in waiters.values():
+            event.set()
 
     def notify(self, session_id: str) -> None:
         event = self._waiters.pop(session_id, None)
@@ -68,11 +80,13 @@ class SharedReads:
     would have; an event recorded during the read sets the shared waiter and everyone reads
     again."""
 
-    def __init__(self) -> None:
+    def __init__(self, read: Callable[[str, int, int], Awaitable[list[Event]]]) -> None:
+        #: the ledger read shared: (session id, after, limit) -> the events
+        self._read = read
         self._reads: dict[tuple[str, int, int, anyio.Event], SharedRead] = {}
 
     async def events(
-        self, server: Server, session_id: str, after: int, limit: int, waiter: anyio.Event
+        self, session_id: str, after: int, limit: int, waiter: anyio.Event
     ) -> SharedRead:
         key = (session_id, after, limit, waiter)
         read = self._reads.get(key)
@@ -81,10 +95,10 @@ class SharedReads:
             if read.events is not None:
                 return read
             # the read that was shared failed or its follower left: read alone
-            return SharedRead(events=await server.events(session_id, after=after, limit=limit))
+            return SharedRead(events=await self._read(session_id, after, limit))
         read = self._reads[key] = SharedRead()
         try:
-            read.events = await server.events(session_id, after=after, limit=limit)
+            read.events = await self._read(session_id, after, limit)
             return read
         finally:
             del self._reads[key]
@@ -139,7 +153,9 @@ class Server:
     approvals: PendingApprovals | None = None
     summaries: dict[str, Summary] = field(factory=dict)
     #: followers' reads of the same events at the same moment, shared (:mod:`.sse`)
-    shared_reads: SharedReads = field(factory=SharedReads)
+    shared_reads: SharedReads = field(
+        default=Factory(lambda server: SharedReads(server.events), takes_self=True)
+    )
     #: the largest request body read, in bytes (``harness serve --max-body``); 413 past it
     max_body: int = DEFAULT_MAX_BODY
 

@@ -50,7 +50,7 @@ async def follow(
     quiet = 0.0
     while True:
         waiter = server.hub.waiter(session_id)  # before reading: no wake-up is lost
-        read = await server.shared_reads.events(server, session_id, last, BATCH, waiter)
+        read = await server.shared_reads.events(session_id, last, BATCH, waiter)
         batch = read.events or []
         if read.frames is None:
             read.frames = [event_frame(event) for event in batch]
@@ -71,6 +71,9 @@ async def follow(
             continue
         if not live and turn_id is None:
             yield end_frame("caught-up", last_sequence=last)
+            return
+        if server.hub.closing:  # after what was recorded: the server is shutting down
+            yield end_frame("server-closing", last_sequence=last)
             return
         with anyio.move_on_after(POLL_SECONDS):
             await waiter.wait()

@@ -32,6 +32,29 @@ def has_control(value: str, *, allow_whitespace: bool = False) -> bool:
     return pattern.search(value) is not None
 
 
+def printable_text(value: str | None) -> str | None:
+    """An attrs converter for model-authored text (assistant messages, reasoning, a turn's
+    answer): each control character a terminal would act on (all but tab, newline and CR)
+    becomes U+FFFD. A model quoting a file with a form feed, or output with colour codes, is
+    an answer to show, not a failed turn; a value that is not a str is left to the validator."""
+    if type(value) is str and _CONTROL_EXCEPT_WS.search(value) is not None:
+        return _CONTROL_EXCEPT_WS.sub("\ufffd", value)
+    return value  # None, or (not a str) for the validator to refuse
+
+
+def printable_bounded(low: int, high: int) -> Any:
+    """An attrs validator for text :func:`printable_text` converted: a str of length low..high
+    (its control characters are replaced already: no second search per streamed delta)."""
+
+    def check(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+        if not isinstance(value, str):
+            raise TypeError(f"{attribute.name} must be a string")
+        if not low <= len(value) <= high:
+            raise ValueError(f"{attribute.name} must be {low}-{high} characters")
+
+    return check
+
+
 def bounded(low: int, high: int, *, multiline: bool = False) -> Any:
     """An attrs validator: a str of length low..high without control characters."""
     # The pattern's search taken once: every model and event runs these checks.

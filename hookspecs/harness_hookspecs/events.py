@@ -5,7 +5,8 @@ each into an :class:`Event` envelope with a session-wide, gap-free ``sequence``.
 closed: :data:`PAYLOAD_TYPES` is the whole set, keyed by the ``type`` string stored in the ledger.
 
 Status, tool and permission summaries must be adapter-authored safe summaries (1-240 characters,
-no control characters). Never put raw provider output, exception text or tool arguments there.
+no control characters). Model-authored text (messages, thinking, a turn's answer) keeps tab,
+newline and CR; any other control character in it becomes U+FFFD where the event is built. Never put raw provider output, exception text or tool arguments there.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from attrs import field, frozen
 from . import bounds as _bounds
 from .errors import MESSAGES, REASONS
 from .models import INSTRUCTIONS_MAX, PROTOCOL_VERSION, TARGETS, Usage
+from .values import Value
 
 _status = _bounds.bounded(1, _bounds.STATUS_MAX)
 _opt_status = _bounds.optional_bounded(1, _bounds.STATUS_MAX)
 _ident = _bounds.bounded(1, 256)
 _text = _bounds.bounded(0, _bounds.TEXT_MAX, multiline=True)
 _nonempty_text = _bounds.bounded(1, _bounds.TEXT_MAX, multiline=True)
+# Model-authored text: control characters replaced by the converter, then only the length checked.
+_printable = _bounds.printable_bounded(0, _bounds.TEXT_MAX)
+_nonempty_printable = _bounds.printable_bounded(1, _bounds.TEXT_MAX)
 
 
 def _in(choices: tuple[str, ...]) -> Any:
@@ -40,8 +45,8 @@ def _in(choices: tuple[str, ...]) -> Any:
     return check
 
 
-@frozen
-class SessionOpened:
+@frozen(repr=False, eq=False)
+class SessionOpened(Value):
     TYPE: ClassVar[str] = "session.opened"
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_in(TARGETS))
@@ -68,8 +73,8 @@ class SessionOpened:
         return self.provider
 
 
-@frozen
-class SessionResumed:
+@frozen(repr=False, eq=False)
+class SessionResumed(Value):
     TYPE: ClassVar[str] = "session.resumed"
     provider: str = field(validator=_bounds.name)
     target: str = field(validator=_in(TARGETS))
@@ -82,19 +87,19 @@ class SessionResumed:
         return self.provider
 
 
-@frozen
-class SessionClosed:
+@frozen(repr=False, eq=False)
+class SessionClosed(Value):
     TYPE: ClassVar[str] = "session.closed"
 
 
-@frozen
-class TurnStarted:
+@frozen(repr=False, eq=False)
+class TurnStarted(Value):
     TYPE: ClassVar[str] = "turn.started"
     prompt: str = field(validator=_nonempty_text)
 
 
-@frozen
-class TurnRestarted:
+@frozen(repr=False, eq=False)
+class TurnRestarted(Value):
     """Runtime-authored: the turn is retried under its id (attempt 2, 3, ...) after an earlier
     attempt was abandoned without a terminal (its writer died or was fenced). What the earlier
     attempts streamed is superseded: readers keep only the last attempt's output."""
@@ -105,33 +110,33 @@ class TurnRestarted:
     )
 
 
-@frozen
-class MessageDelta:
+@frozen(repr=False, eq=False)
+class MessageDelta(Value):
     """A piece of streamed assistant text."""
 
     TYPE: ClassVar[str] = "message.delta"
-    text: str = field(validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_printable)
 
 
-@frozen
-class MessageCompleted:
+@frozen(repr=False, eq=False)
+class MessageCompleted(Value):
     """A whole assistant (or user-visible) message."""
 
     TYPE: ClassVar[str] = "message.completed"
-    text: str = field(validator=_text)
+    text: str = field(converter=_bounds.printable_text, validator=_printable)
     role: str = field(default="assistant", validator=_in(("assistant", "user", "system")))
 
 
-@frozen
-class ToolStarted:
+@frozen(repr=False, eq=False)
+class ToolStarted(Value):
     TYPE: ClassVar[str] = "tool.started"
     call_id: str = field(validator=_ident)
     name: str = field(validator=_bounds.bounded(1, 128))
     summary: str | None = field(default=None, validator=_opt_status)
 
 
-@frozen
-class ToolCompleted:
+@frozen(repr=False, eq=False)
+class ToolCompleted(Value):
     TYPE: ClassVar[str] = "tool.completed"
     call_id: str = field(validator=_ident)
     name: str = field(validator=_bounds.bounded(1, 128))
@@ -139,16 +144,16 @@ class ToolCompleted:
     summary: str | None = field(default=None, validator=_opt_status)
 
 
-@frozen
-class PermissionRequested:
+@frozen(repr=False, eq=False)
+class PermissionRequested(Value):
     TYPE: ClassVar[str] = "permission.requested"
     request_id: str = field(validator=_ident)
     summary: str = field(validator=_status)
     tool: str | None = field(default=None, validator=_bounds.optional_bounded(1, 128))
 
 
-@frozen
-class PermissionResolved:
+@frozen(repr=False, eq=False)
+class PermissionResolved(Value):
     TYPE: ClassVar[str] = "permission.resolved"
     request_id: str = field(validator=_ident)
     decision: str = field(validator=_in(("allow", "deny")))
@@ -159,8 +164,8 @@ class PermissionResolved:
     edited: bool = False
 
 
-@frozen
-class UsageReported:
+@frozen(repr=False, eq=False)
+class UsageReported(Value):
     """Usage as the provider reported it; emit only when reliable (absence = unknown).
 
     A turn may report several times (one per model request, or a running total the adapter
@@ -173,16 +178,16 @@ class UsageReported:
     usage: Usage
 
 
-@frozen
-class Status:
+@frozen(repr=False, eq=False)
+class Status(Value):
     """An adapter-authored progress summary."""
 
     TYPE: ClassVar[str] = "status"
     message: str = field(validator=_status)
 
 
-@frozen
-class Artifact:
+@frozen(repr=False, eq=False)
+class Artifact(Value):
     TYPE: ClassVar[str] = "artifact"
     name: str = field(validator=_bounds.bounded(1, 256))
     path: str | None = field(default=None, validator=_bounds.optional_bounded(1, 4096))
@@ -190,8 +195,8 @@ class Artifact:
     size: int | None = field(default=None, validator=_bounds.non_negative_int)
 
 
-@frozen
-class TurnCompleted:
+@frozen(repr=False, eq=False)
+class TurnCompleted(Value):
     """Terminal: the turn finished successfully.
 
     ``output``: the parsed, schema-valid final answer of a turn run with an ``output_schema``
@@ -200,12 +205,16 @@ class TurnCompleted:
     """
 
     TYPE: ClassVar[str] = "turn.completed"
-    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    text: str | None = field(
+        default=None,
+        converter=_bounds.printable_text,
+        validator=attrs.validators.optional(_printable),
+    )
     output: Any = field(default=None, validator=_bounds.json_value)
 
 
-@frozen
-class TurnFailed:
+@frozen(repr=False, eq=False)
+class TurnFailed(Value):
     """Terminal: the turn failed for a fixed reason; ``message`` is fixed by the reason."""
 
     TYPE: ClassVar[str] = "turn.failed"
@@ -223,16 +232,16 @@ class TurnFailed:
         object.__setattr__(self, "message", MESSAGES[self.reason])
 
 
-@frozen
-class TurnCancelled:
+@frozen(repr=False, eq=False)
+class TurnCancelled(Value):
     """Terminal: the turn was cancelled (by the host or the harness)."""
 
     TYPE: ClassVar[str] = "turn.cancelled"
     by: str = field(default="host", validator=_in(("host", "harness", "close")))
 
 
-@frozen
-class TurnSteered:
+@frozen(repr=False, eq=False)
+class TurnSteered(Value):
     """Runtime-authored: the host's ``text`` was handed to the running turn (``steer``); the
     harness delivers it to the model before its next request in this turn."""
 
@@ -240,8 +249,8 @@ class TurnSteered:
     text: str = field(validator=_nonempty_text)
 
 
-@frozen
-class SessionForked:
+@frozen(repr=False, eq=False)
+class SessionForked(Value):
     """Runtime-authored, in both sessions of a fork: the child ``child_session_id`` continues
     ``parent_session_id``'s conversation up to its event ``at_event_id`` (``turns`` turns)."""
 
@@ -268,8 +277,8 @@ def _lines(value: Iterable[str]) -> tuple[str, ...]:
 CHANGES_MAX = 500
 
 
-@frozen
-class CheckpointCreated:
+@frozen(repr=False, eq=False)
+class CheckpointCreated(Value):
     """Runtime-authored: the workspace was snapshotted into the session's checkpoint store
     (a shadow git repository outside the workspace) as ``checkpoint_id``.
 
@@ -291,8 +300,8 @@ class CheckpointCreated:
 SKIP_REASONS = ("limit-exceeded", "timeout", "provider-failed", "provider-unavailable")
 
 
-@frozen
-class CheckpointSkipped:
+@frozen(repr=False, eq=False)
+class CheckpointSkipped(Value):
     """Runtime-authored: the workspace could not be snapshotted at the end of turn ``turn_id``
     (``at``: ``turn-end``; a turn-start skip is a ``status`` inside its turn) for a fixed
     ``reason``: over the size limit, too slow, git failed or missing. ``harness diff`` then has
@@ -304,8 +313,8 @@ class CheckpointSkipped:
     turn_id: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
 
 
-@frozen
-class SessionRewound:
+@frozen(repr=False, eq=False)
+class SessionRewound(Value):
     """Runtime-authored: the session went back to ``checkpoint_id`` (taken before turn
     ``turn_id``, or on demand): the workspace restored byte-exact, and - ``conversation`` -
     the harness's conversation taken back to the turns before it. Nothing is deleted from the
@@ -319,29 +328,33 @@ class SessionRewound:
     turns_kept: int = field(default=0, validator=_bounds.non_negative_int)
 
 
-@frozen
-class ThinkingDelta:
+@frozen(repr=False, eq=False)
+class ThinkingDelta(Value):
     """A piece of the model's streamed reasoning ("thinking"), as the CLI reports it:
     redacted like a message, bounded like a delta. Kept out of the ledger when the session
     was opened with ``record_thinking=False`` (only :class:`ThinkingCompleted`'s count stays)."""
 
     TYPE: ClassVar[str] = "thinking.delta"
-    text: str = field(validator=_nonempty_text)
+    text: str = field(converter=_bounds.printable_text, validator=_nonempty_printable)
 
 
-@frozen
-class ThinkingCompleted:
+@frozen(repr=False, eq=False)
+class ThinkingCompleted(Value):
     """A whole block of the model's reasoning. ``text`` is ``None`` in a session that keeps
     thinking out of the ledger (``record_thinking=False``); ``characters`` is the block's
     length either way (set by the runtime)."""
 
     TYPE: ClassVar[str] = "thinking.completed"
-    text: str | None = field(default=None, validator=attrs.validators.optional(_text))
+    text: str | None = field(
+        default=None,
+        converter=_bounds.printable_text,
+        validator=attrs.validators.optional(_printable),
+    )
     characters: int | None = field(default=None, validator=_bounds.non_negative_int)
 
 
-@frozen
-class ModelRequested:
+@frozen(repr=False, eq=False)
+class ModelRequested(Value):
     """One model call of the turn began (the CLI reported the boundary: a new API message,
     a new step). ``model``: the model the CLI named for it, if it did."""
 
@@ -349,8 +362,8 @@ class ModelRequested:
     model: str | None = field(default=None, validator=_bounds.optional_bounded(1, 256))
 
 
-@frozen
-class ModelCompleted:
+@frozen(repr=False, eq=False)
+class ModelCompleted(Value):
     """The model call opened by the last ``model.requested`` ended: its own ``usage`` (this
     step's counts; the turn's ``usage`` events are the sum of its steps) and ``duration_ms``
     (from the request to the last byte, as the adapter measured it). Informational: budgets
@@ -362,8 +375,8 @@ class ModelCompleted:
     duration_ms: int | None = field(default=None, validator=_bounds.non_negative_int)
 
 
-@frozen
-class OutputValidated:
+@frozen(repr=False, eq=False)
+class OutputValidated(Value):
     """Runtime-authored, in a turn run with an ``output_schema``: one answer's verdict.
     ``attempt`` counts answers from 1; ``reason`` is the runtime's fixed, bounded account of a
     failed answer ("the answer is not JSON", "enum at $.step") - never the answer's text."""
@@ -506,8 +519,8 @@ def make_payload(event_type: str, fields: Mapping[str, Any]) -> Payload:
     return result
 
 
-@frozen
-class Event:
+@frozen(repr=False, eq=False)
+class Event(Value):
     """The envelope every stored and streamed event carries.
 
     ``sequence`` is session-wide and gap-free starting at 1; ``turn_id`` is ``None`` for session

@@ -19,6 +19,7 @@ import attrs
 from attrs import field, frozen
 
 from . import bounds as _bounds
+from .values import Value
 
 #: MCP tool names the pinned CLIs accept in every naming scheme they derive (``mcp__S__T``,
 #: ``S_T``, a Responses-API namespace): letters, digits, ``_`` and ``-``.
@@ -52,8 +53,8 @@ def _names(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
-@frozen
-class ToolCaller:
+@frozen(repr=False, eq=False)
+class ToolCaller(Value):
     """Who calls a host tool (seed 004 section 8: a call runs as the run's user): the session,
     the turn, the harness, the agent and user the session runs for, its posture, and the call."""
 
@@ -67,8 +68,8 @@ class ToolCaller:
     call_id: str | None = None
 
 
-@frozen
-class HostTool:
+@frozen(repr=False, eq=False)
+class HostTool(Value):
     """One tool: ``await function(arguments)`` answers a call (str or JSON-able); a function
     with a second parameter gets the :class:`ToolCaller` too. ``mutating``: the tool changes
     something, so it is served only to a session granted it (``mcp_loopback.grant``)."""
@@ -96,8 +97,8 @@ class HostTool:
         return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in positional)
 
 
-@frozen
-class McpBridge:
+@frozen(repr=False, eq=False)
+class McpBridge(Value):
     """Where a session's loopback MCP server is, as an adapter configures its CLI with it.
 
     ``name`` is the server name the CLI knows (its tools become ``mcp__<name>__<tool>`` in Claude

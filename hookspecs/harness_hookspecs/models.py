@@ -16,6 +16,7 @@ from attrs import field, frozen
 
 from . import bounds as _bounds
 from .errors import HarnessError
+from .values import Value
 
 PROTOCOL_VERSION = 1
 
@@ -101,8 +102,8 @@ def _str_tuple(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
-@frozen
-class HarnessDescriptor:
+@frozen(repr=False, eq=False)
+class HarnessDescriptor(Value):
     """What a harness is and what it actually supports (not what it would like to)."""
 
     provider: str = field(validator=_bounds.name)
@@ -157,8 +158,8 @@ def assert_supported(
         )
 
 
-@frozen(init=False)
-class SessionRef:
+@frozen(init=False, repr=False, eq=False)
+class SessionRef(Value):
     """The complete reference to a session; ``session_id`` is opaque and preserved verbatim.
 
     ``provider`` is the harness's registered name; read it as :attr:`harness` and construct with
@@ -204,8 +205,8 @@ def _workspace_for_local(instance: Any, attribute: attrs.Attribute[Any], value: 
         raise ValueError("a local session needs an explicit workspace")
 
 
-@frozen
-class SandboxSpec:
+@frozen(repr=False, eq=False)
+class SandboxSpec(Value):
     """Where and how the harness process runs; resolved by a sandbox provider."""
 
     provider: str | None = field(default=None, validator=attrs.validators.optional(_bounds.name))
@@ -226,8 +227,8 @@ INSTRUCTIONS_MAX = 32_768
 _instructions = _bounds.optional_bounded(1, INSTRUCTIONS_MAX, multiline=True)
 
 
-@frozen
-class OpenSessionRequest:
+@frozen(repr=False, eq=False)
+class OpenSessionRequest(Value):
     """Ask a harness for a new session. A ``local`` session requires an explicit workspace."""
 
     harness: str = field(validator=_bounds.name)
@@ -256,8 +257,8 @@ class OpenSessionRequest:
             raise ValueError("the dangerous posture is refused with network policy open")
 
 
-@frozen
-class ResumeSessionRequest:
+@frozen(repr=False, eq=False)
+class ResumeSessionRequest(Value):
     """Reattach to a session from its complete reference."""
 
     session: SessionRef
@@ -289,8 +290,8 @@ class ResumeSessionRequest:
             raise ValueError("the dangerous posture is refused with network policy open")
 
 
-@frozen
-class RunTurnRequest:
+@frozen(repr=False, eq=False)
+class RunTurnRequest(Value):
     """Run one turn; ``turn_id`` is assigned by the controller and opaque to the adapter.
 
     ``output_schema``: a JSON Schema the turn's final answer must match (structured output). An
@@ -305,19 +306,19 @@ class RunTurnRequest:
     output_schema: Mapping[str, Any] | None = field(default=None, validator=_bounds.json_object)
 
 
-@frozen
-class CancelTurnRequest:
+@frozen(repr=False, eq=False)
+class CancelTurnRequest(Value):
     session: SessionRef
     turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
 
 
-@frozen
-class CloseSessionRequest:
+@frozen(repr=False, eq=False)
+class CloseSessionRequest(Value):
     session: SessionRef
 
 
-@frozen
-class SteerTurnRequest:
+@frozen(repr=False, eq=False)
+class SteerTurnRequest(Value):
     """Add the host's ``text`` to the running turn ``turn_id`` (feature ``steer``): the harness
     delivers it to the model inside the same turn (before its next model request)."""
 
@@ -326,8 +327,8 @@ class SteerTurnRequest:
     text: str = field(validator=_bounds.bounded(1, _bounds.TEXT_MAX, multiline=True))
 
 
-@frozen
-class ConversationTurn:
+@frozen(repr=False, eq=False)
+class ConversationTurn(Value):
     """One turn of a conversation a fork or a rewind keeps (its input and final answer)."""
 
     turn_id: str = field(validator=_bounds.bounded(1, _bounds.TURN_ID_MAX))
@@ -339,8 +340,8 @@ def _turns(value: Iterable[ConversationTurn]) -> tuple[ConversationTurn, ...]:
     return tuple(value)
 
 
-@frozen
-class ForkSessionRequest:
+@frozen(repr=False, eq=False)
+class ForkSessionRequest(Value):
     """Open a child session that continues ``parent``'s conversation up to a point (feature
     ``fork``): the child's context holds ``turns`` (the parent's turns up to the fork point, in
     order) and nothing after. ``parent_state_dir`` is the parent's adapter state (native ids);
@@ -358,8 +359,8 @@ class ForkSessionRequest:
         return self.parent.provider
 
 
-@frozen
-class RewindSessionRequest:
+@frozen(repr=False, eq=False)
+class RewindSessionRequest(Value):
     """Take the conversation back to the end of the turn ``turn_id`` (its ``turns_kept``-th
     turn; ``None`` and 0: before the first), feature ``checkpoint``: the next turn's model
     request lacks every later turn. The workspace is restored by the runtime, not here."""
@@ -373,8 +374,8 @@ class RewindSessionRequest:
     turns: tuple[ConversationTurn, ...] = field(converter=_turns, default=())
 
 
-@frozen
-class Usage:
+@frozen(repr=False, eq=False)
+class Usage(Value):
     """Provider-reported usage. ``None`` means unknown, never zero.
 
     What a ``usage`` event carries, and what ``TurnResult.usage`` / ``session_usage`` sum (a
@@ -402,8 +403,8 @@ class Usage:
     cost_estimated: bool = field(default=False, validator=attrs.validators.instance_of(bool))
 
 
-@frozen
-class SandboxRequest:
+@frozen(repr=False, eq=False)
+class SandboxRequest(Value):
     """Sent to ``sandbox_provision`` when a session opens or resumes."""
 
     session_id: str = field(validator=_bounds.bounded(1, _bounds.SESSION_ID_MAX))
@@ -418,8 +419,8 @@ class SandboxRequest:
     state_dir: str | None = None
 
 
-@frozen
-class SandboxHandle:
+@frozen(repr=False, eq=False)
+class SandboxHandle(Value):
     """How to run a process in a provisioned sandbox; adapters never build this themselves."""
 
     provider: str = field(validator=_bounds.name)
@@ -436,8 +437,8 @@ CredentialPurpose = Literal["harness-llm", "integration"]
 CREDENTIAL_PURPOSES: tuple[str, ...] = get_args(CredentialPurpose)
 
 
-@frozen
-class CredentialRequest:
+@frozen(repr=False, eq=False)
+class CredentialRequest(Value):
     """Sent to ``credentials_resolve`` once, when a session opens or resumes."""
 
     harness: str = field(validator=_bounds.name)
@@ -447,8 +448,8 @@ class CredentialRequest:
     purposes: tuple[str, ...] = field(converter=_str_tuple, default=("harness-llm", "integration"))
 
 
-@frozen
-class Credential:
+@frozen(repr=False, eq=False)
+class Credential(Value):
     """One secret to inject as an environment variable. The value never appears in reprs."""
 
     env_var: str = field(validator=_bounds.bounded(1, 128))
@@ -461,8 +462,8 @@ class Credential:
     source: str = field(default="unknown", validator=_bounds.bounded(1, 64))
 
 
-@frozen
-class SessionRecord:
+@frozen(repr=False, eq=False)
+class SessionRecord(Value):
     """What a ledger stores about a session (the events are stored separately)."""
 
     ref: SessionRef
@@ -495,8 +496,8 @@ def _mapping_copy(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
 
 
-@frozen
-class ConformanceProfile:
+@frozen(repr=False, eq=False)
+class ConformanceProfile(Value):
     """How the conformance kit should drive one harness (the ``conformance_profile`` hook's answer).
 
     - ``prompt``: an ordinary prompt whose turn ends ``turn.completed`` (used for every ordinary

@@ -24,6 +24,7 @@ import attrs
 from attrs import field, frozen
 
 from . import bounds as _bounds
+from .values import Value
 
 PermissionBehavior = Literal["allow", "deny"]
 PERMISSION_BEHAVIORS: tuple[str, ...] = get_args(PermissionBehavior)
@@ -77,8 +78,8 @@ def summarize_input(tool: str, command: str | None = None, path: str | None = No
     return safe_line(f"{tool}: {detail}" if detail else tool)
 
 
-@frozen
-class PermissionRequest:
+@frozen(repr=False, eq=False)
+class PermissionRequest(Value):
     """One tool call the harness wants to make, as the host sees it."""
 
     TYPE: ClassVar[str] = "permission.request"
@@ -126,8 +127,8 @@ class PermissionRequest:
         )
 
 
-@frozen
-class PermissionDecision:
+@frozen(repr=False, eq=False)
+class PermissionDecision(Value):
     """The answer. ``reason`` is a safe, bounded sentence an approver authored (shown to the
     model on a deny where the CLI passes one on); ``updated_input`` runs the call with an edited
     input (only where the request says ``can_edit``)."""

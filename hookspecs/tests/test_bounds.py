@@ -187,3 +187,50 @@ def test_json_objects_are_mappings_of_bounded_size():
 
 def test_the_contracts_other_limits():
     assert (b.STATUS_MAX, b.PROVIDER_MAX, b.SESSION_ID_MAX, b.TURN_ID_MAX) == (240, 64, 1024, 128)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda t: __import__("harness_hookspecs").MessageDelta(text=t).text,
+        lambda t: __import__("harness_hookspecs").MessageCompleted(text=t).text,
+        lambda t: __import__("harness_hookspecs").TurnCompleted(text=t).text,
+        lambda t: __import__("harness_hookspecs").ThinkingDelta(text=t).text,
+        lambda t: __import__("harness_hookspecs").ThinkingCompleted(text=t).text,
+    ],
+)
+def test_model_text_shows_control_characters_as_replacement_characters(make):
+    # A model quoting a file with a form feed, or coloured output, is an answer, not a fault.
+    assert make("page\x0cnext \x1b[1mbold\x00\x9b.\tok\r\n") == (
+        "page\ufffdnext \ufffd[1mbold\ufffd\ufffd.\tok\r\n"
+    )
+    assert make("plain text") == "plain text"
+
+
+def test_summaries_and_prompts_still_refuse_control_characters():
+    from harness_hookspecs import Status, TurnStarted
+
+    with pytest.raises(ValueError, match="control characters"):
+        Status(message="a\x1bb")
+    with pytest.raises(ValueError, match="control characters"):
+        TurnStarted(prompt="a\x1bb")
+    assert b.printable_text(3) == 3  # left for the validator, which refuses it
+    with pytest.raises(TypeError):
+        __import__("harness_hookspecs").MessageDelta(text=3)
+
+
+def test_printable_bounded_checks_type_and_length_only():
+    validator = b.printable_bounded(1, 5)
+    assert check(validator, "a") is None and check(validator, "abcde") is None
+    # the converter before it replaced controls already: not searched again
+    assert check(validator, "a\x1bb") is None
+    assert check(validator, "") == (ValueError, "field must be 1-5 characters")
+    assert check(validator, "abcdef") == (ValueError, "field must be 1-5 characters")
+    assert check(validator, 3) == (TypeError, "field must be a string")
+    from harness_hookspecs import MessageCompleted, MessageDelta
+
+    with pytest.raises(ValueError):
+        MessageDelta(text="")
+    with pytest.raises(ValueError):
+        MessageCompleted(text="x" * (b.TEXT_MAX + 1))
+    assert MessageCompleted(text="").text == ""

@@ -111,6 +111,34 @@ def test_cancel_from_another_process(cli_env, tmp_path):
     assert json.loads(rest.splitlines()[-1])["type"] == "turn.cancelled"
 
 
+def test_cancel_takes_the_ledger_and_a_prefix_like_close(cli_env, tmp_path):
+    # A run on another ledger: its session is found there by a prefix of its id.
+    ledger = f"sqlite:{tmp_path}/other.sqlite"
+    proc = subprocess.Popen(
+        [*harness_cmd(), "run", "echo", "sleep 30", "--ledger", ledger, "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env,
+        cwd=tmp_path,
+    )
+    try:
+        session_id = json.loads(proc.stdout.readline())["session_id"]
+        deadline = time.monotonic() + 20
+        while True:
+            out = harness(cli_env, "cancel", session_id[:8], "--ledger", ledger)
+            if out.returncode == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert out.returncode == 0, out.stderr
+        rest, _ = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130
+    assert json.loads(rest.splitlines()[-1])["type"] == "turn.cancelled"
+
+
 def test_help_and_no_command(cli_env):
     assert harness(cli_env, "--help").returncode == 0
     assert harness(cli_env).returncode == 2

@@ -5,6 +5,7 @@ nothing written; replay prints the session in order with offsets."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -73,6 +74,11 @@ def test_clashing_ids_are_refused_and_nothing_is_written(cli_env, tmp_path, expo
     assert _rows(ledger_file) == before
 
 
+def _first(pattern: str, new: str, count: int = 1):
+    """A damage: the first ``count`` matches (0: all) of ``pattern`` replaced by ``new``."""
+    return lambda text: re.sub(pattern, lambda _match: new, text, count=count)
+
+
 @pytest.mark.parametrize(
     ("damage", "hint"),
     [
@@ -87,8 +93,39 @@ def test_clashing_ids_are_refused_and_nothing_is_written(cli_env, tmp_path, expo
             lambda text: text.replace('"type": "turn.started"', '"type": "turn.exploded"', 1),
             "the bundle holds a malformed record",
         ),
+        (
+            lambda text: text.replace("{", '{"deep": ' + "[" * 100_000 + "]" * 100_000 + ", ", 1),
+            "the bundle is not JSON (truncated?)",
+        ),
+        (
+            _first(r'"timestamp": "[^"]*"', '"timestamp": "not a time"'),
+            "the bundle holds a malformed event envelope",
+        ),
+        (
+            lambda text: text.replace('"sequence": 3', '"sequence": "3"'),
+            "the bundle holds a malformed event envelope",
+        ),
+        (
+            _first(r'"event_id": "[^"]*"', '"event_id": {"a": 1}'),
+            "the bundle holds a malformed event envelope",
+        ),
+        (
+            _first(r'"turn_id": "[^"]*"', '"turn_id": "t\\u001b[2J"', count=0),
+            "the bundle holds a malformed event envelope",
+        ),
     ],
-    ids=["truncated", "wrong-version", "not-a-bundle", "sequence-gap", "unknown-type"],
+    ids=[
+        "truncated",
+        "wrong-version",
+        "not-a-bundle",
+        "sequence-gap",
+        "unknown-type",
+        "nested-past-recursion",
+        "bad-timestamp",
+        "sequence-as-text",
+        "event-id-an-object",
+        "turn-id-with-escape",
+    ],
 )
 def test_bad_bundles_get_one_line_and_write_nothing(cli_env, tmp_path, exported, damage, hint):
     _, bundle = exported

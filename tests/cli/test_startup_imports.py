@@ -65,3 +65,46 @@ def test_the_command_policy_loads_with_the_first_check():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "deny"
+
+
+#: Frozen classes of the runtime a plain run builds; like the contract's, they take their
+#: ``__repr__``/``__eq__``/``__hash__`` from ``harness_hookspecs.values.Value``.
+RUNTIME_VALUES = (
+    "harness_core.budgets.Budget",
+    "harness_core.checkpoints.CheckpointSettings",
+    "harness_core.cli.run.RunInvocation",
+    "harness_core.plugin_manager.EntryPointRef",
+    "harness_core.session_start.SessionFields",
+    "harness_core.turn.TurnResult",
+    "harness_core.turn_start.TurnOptions",
+)
+
+GENERATED = (
+    "import io, contextlib, linecache\n"
+    "from harness_core.cli import _main\n"
+    "with contextlib.redirect_stdout(io.StringIO()):\n"
+    "    code = _main(['run', 'echo', 'hi'])\n"
+    "prefix = '<attrs generated methods '\n"
+    "for name, entry in list(linecache.cache.items()):\n"
+    "    if name.startswith(prefix):\n"
+    "        defs = [l.split('(')[0][4:] for l in entry[2] if l.startswith('def ')]\n"
+    "        print(name[len(prefix):].rstrip('>').split('>')[0], *defs)\n"
+)
+
+
+def test_a_plain_run_compiles_no_repr_eq_or_hash_for_the_value_classes(cli_env):
+    """attrs compiles the methods it generates when a class is built (at import); the contract's
+    classes and the runtime's frozen ones share written ones instead, so a run compiles only
+    their ``__init__``."""
+    out = subprocess.run(
+        [sys.executable, "-c", GENERATED], capture_output=True, text=True, env=cli_env, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    built = {line.split()[0]: set(line.split()[1:]) for line in out.stdout.splitlines()}
+    contract = {name: defs for name, defs in built.items() if name.startswith("harness_hookspecs.")}
+    # the run built them: attrs still generates their __init__ (SessionRef writes its own)
+    assert sum("__init__" in defs for defs in contract.values()) >= 30
+    values = {**contract, **{name: built[name] for name in RUNTIME_VALUES}}
+    assert {name: defs & {"__repr__", "__eq__", "__hash__"} for name, defs in values.items()} == {
+        name: set() for name in values
+    }

@@ -177,3 +177,21 @@ def test_a_subclass_that_overrides_close_session_has_it_called(make_controller, 
             return ref.session_id
 
     assert closed == [anyio.run(main)]
+
+
+@harness("control-chars")
+async def control_chars(message, session):
+    return "coloured \x1b[31mred\x1b[0m, a page\x0cbreak, a NUL\x00"
+
+
+def test_returned_text_with_control_characters_completes_with_them_replaced(
+    make_controller, workspace
+):
+    async def main():
+        async with make_controller(control_chars) as controller:
+            ref = await controller.open_session(harness="control-chars", workspace=workspace)
+            return await controller.run_turn(ref, "hi")
+
+    result = anyio.run(main)
+    assert result.status == "completed", result
+    assert result.text == "coloured \ufffd[31mred\ufffd[0m, a page\ufffdbreak, a NUL\ufffd"

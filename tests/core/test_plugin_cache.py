@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -151,3 +152,54 @@ def test_run_imports_only_the_harness_it_runs(env, tmp_path):
     out = harness(env, "run", "alpha", "hi", "--workspace", str(tmp_path), "--json", "--close")
     assert json.loads(out.splitlines()[-1])["type"] in {"session.closed", "turn.completed"}
     assert imports(env) == ["harness_alpha"]
+
+
+COUNT_LOOKS = """
+import contextlib, io, sys
+from harness_core import plugin_cache
+from harness_core.cli import _main
+
+looks = []
+fingerprint = plugin_cache.distributions_fingerprint
+def counted():
+    looks.append(1)
+    return fingerprint()
+plugin_cache.distributions_fingerprint = counted
+with contextlib.redirect_stdout(io.StringIO()):
+    code = _main(["run", sys.argv[1], "hi", "--workspace", sys.argv[2], "--close"])
+print(code, len(looks))
+"""
+
+
+def test_a_run_looks_at_the_installed_distributions_once(env, tmp_path):
+    """The parser's plugin options and the run's plugin choice share one look at what is
+    installed (each look lists every ``sys.path`` entry and stats every distribution)."""
+    site = Path(env["PYTHONPATH"])
+    install(site, "harness-alpha", "alpha")
+    harness(env, "list")  # builds the cache
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_LOOKS, "alpha", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.stdout.split() == ["0", "1"], done.stderr
+
+
+def test_a_run_sees_a_plugin_installed_after_the_cache_was_built(env, tmp_path):
+    site = Path(env["PYTHONPATH"])
+    install(site, "harness-alpha", "alpha")
+    harness(env, "list")
+    install(site, "harness-beta", "beta")
+    out = harness(env, "run", "beta", "hi", "--workspace", str(tmp_path), "--json", "--close")
+    assert json.loads(out.splitlines()[-1])["type"] in {"session.closed", "turn.completed"}
+    uninstall(site, "harness-beta")
+    done = subprocess.run(
+        [*harness_cmd(), "run", "beta", "hi", "--workspace", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode != 0 and "beta" in done.stderr

@@ -106,6 +106,45 @@ def test_serve_binds_loopback_by_default_and_prints_the_token(cli_env, tmp_path)
     assert "Traceback" not in process.stderr.read()
 
 
+def test_ctrl_c_with_open_event_streams_ends_them_and_prints_no_traceback(cli_env, tmp_path):
+    # A viewer following a session and a client streaming a running turn when the server stops.
+    process, lines = start(cli_env, tmp_path)
+    streams = []
+    try:
+        url, token = lines[0].split()[-1], lines[1].split()[-1]
+
+        def post(path, body):
+            request = urllib.request.Request(
+                url + path,
+                data=json.dumps(body).encode(),
+                method="POST",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            return urllib.request.urlopen(request, timeout=30)
+
+        with post("api/sessions", {"harness": "echo"}) as response:
+            session_id = json.load(response)["ref"]["session_id"]
+        follower = urllib.request.urlopen(
+            f"{url}api/sessions/{session_id}/events?follow=1", timeout=30
+        )
+        streams.append(follower)
+        assert follower.readline().startswith(b"id: 1")  # following: session.opened came
+        turn = post(f"api/sessions/{session_id}/turns", {"prompt": "sleep 30"})
+        streams.append(turn)
+        assert turn.readline().startswith(b"id: 2")  # the turn is running
+        assert stop(process) == 0
+        for stream in streams:
+            rest = stream.read().decode()
+            assert 'event: end\ndata: {"reason": "server-closing"' in rest, rest
+    finally:
+        for stream in streams:
+            stream.close()
+        if process.poll() is None:
+            process.kill()
+    err = process.stderr.read()
+    assert "Traceback" not in err and "ERROR" not in err, err
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="needs Linux /proc/net/tcp")
 def test_serve_binds_where_told_and_reads_the_token_from_the_environment(cli_env, tmp_path):
     secret = "from-the-environment-0123456789"

@@ -28,7 +28,7 @@ def register_commands(commands: Any) -> None:
         "cancel",
         "cancel the turn a harness run is running in a session",
         lazy("run", "cmd_cancel"),
-        _cancel_arguments,
+        _close_arguments,  # SESSION (an id or its unique prefix, looked up in --ledger)
         json_help=JSON_LINES,
     )
 
@@ -36,7 +36,3 @@ def register_commands(commands: Any) -> None:
 def _close_arguments(p: ArgumentParser) -> None:
     p.add_argument("session", help="session id")
     p.add_argument("--ledger", help=LEDGER_HELP)
-
-
-def _cancel_arguments(p: ArgumentParser) -> None:
-    p.add_argument("session", help="session id")

@@ -285,7 +285,11 @@ class Live {
     for (const type of TYPES) {
       source.addEventListener(type, (message) => this.apply(JSON.parse(message.data)));
     }
-    source.addEventListener("end", () => source.close());
+    // "server-closing": the server is stopping; the browser reconnects (Last-Event-ID) when
+    // it is back. Any other end (the session closed) is final.
+    source.addEventListener("end", (message) => {
+      if (JSON.parse(message.data).reason !== "server-closing") source.close();
+    });
   }
 
   turnNode(turnId) {

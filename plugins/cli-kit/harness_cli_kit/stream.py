@@ -76,7 +76,10 @@ def json_object(line: bytes, max_line: int = MAX_LINE) -> dict[str, Any] | None:
         raise ValueError("line too long")
     if not line.strip():
         return None
-    data = json.loads(line)
+    try:
+        data = json.loads(line)
+    except RecursionError:  # nested past the interpreter's depth: garbage like any other
+        raise ValueError("nested too deep") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     return data

@@ -18,6 +18,7 @@ from typing import Any
 
 from attrs import field, frozen
 from harness_hookspecs import Credential, CredentialRequest, HarnessError
+from harness_hookspecs.values import Value
 
 PURPOSES = ("harness-llm", "integration")
 STATUSES = ("active", "revoked")
@@ -77,8 +78,8 @@ def _check_priority(instance: Any, attribute: Any, value: Any) -> None:
         raise ValueError("priority must be an integer")
 
 
-@frozen
-class Grant:
+@frozen(repr=False, eq=False)
+class Grant(Value):
     """One grant. Exactly one value source: ``from_env`` (env resolver) or ``value`` (file)."""
 
     env: str = field(validator=_check_env)

@@ -236,8 +236,7 @@ class SessionActivities:
     async def _run_turn(self, work: TurnWork, attempt: int) -> TurnSummary:
         with _as_application_error():
             began = time.monotonic()
-            await self._claim(work.session_id)
-            now_at = await anyio.to_thread.run_sync(self.ledger.last_sequence, work.session_id)
+            now_at = await self._claim_at(work.session_id)
             attached = self._current(work.session_id, now_at)
             # The session's events are read only when this worker does not hold the session
             # as the ledger has it, or the turn id is one it saw: a retry, or a client sending
@@ -315,14 +314,13 @@ class SessionActivities:
         the parent's attachment (here or elsewhere) is stale now and resumes at its next turn."""
         parent, request = work.parent, work.request
         with _as_application_error():
-            await self._claim(parent.session_id)
+            last = await self._claim_at(parent.session_id)
             child = await anyio.to_thread.run_sync(self.ledger.get_session, request.child_id)
             if child is not None:  # an earlier attempt forked before its worker was lost
                 if child.ref.harness != parent.spec.harness:
                     raise HarnessError("invalid-request", "the child id names another session")
                 return _shape(child.ref)
             held = self._attached.get(parent.session_id)
-            last = await anyio.to_thread.run_sync(self.ledger.last_sequence, parent.session_id)
             if held is None or held.last_sequence != last:  # the parent ran elsewhere last
                 await self._restore_state(parent.session_id, parent.spec.harness)
             attached = await self._new_controller(request.child_id, parent.spec.harness)
@@ -358,11 +356,25 @@ class SessionActivities:
 
     # -- attachment -------------------------------------------------------------------------
 
-    async def _claim(self, session_id: str) -> None:
+    async def _claim(self, session_id: str) -> int | None:
+        """Claim the session; its last sequence in the ledger now when the store tells it."""
         # Temporal decides which worker runs the session now: one it presumes lost is fenced
-        # even if it still lives (a store that can take over: PostgreSQL).
+        # even if it still lives (a store that can take over: PostgreSQL, which tells the last
+        # sequence with the claim, in the same read).
+        take_over_at = getattr(self.ledger, "take_over_at", None)
+        if take_over_at is not None:
+            _, last = await anyio.to_thread.run_sync(take_over_at, session_id)
+            return int(last)
         claim = getattr(self.ledger, "take_over", None) or self.ledger.claim
         await anyio.to_thread.run_sync(claim, session_id)
+        return None
+
+    async def _claim_at(self, session_id: str) -> int:
+        """Claim the session; its last sequence in the ledger now."""
+        last = await self._claim(session_id)
+        if last is None:
+            last = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
+        return last
 
     async def _new_controller(self, session_id: str, harness: str) -> Attached:
         await self._detach(session_id)
@@ -439,9 +451,12 @@ class SessionActivities:
 
     async def _settled(self, attached: Attached, session_id: str, harness: str) -> None:
         """Remember where this worker left the session; publish its state_dir."""
-        attached.last_sequence = await anyio.to_thread.run_sync(
-            self.ledger.last_sequence, session_id
-        )
+        await flush_async(self.ledger)
+        held_last = getattr(self.ledger, "held_last", None)  # no read where the store knows it
+        last: int | None = None if held_last is None else held_last(session_id)
+        if last is None:
+            last = await anyio.to_thread.run_sync(self.ledger.last_sequence, session_id)
+        attached.last_sequence = last
         if self.shared is not None:
             local = state_dir_for(self.state_root, harness, session_id)
             await anyio.to_thread.run_sync(

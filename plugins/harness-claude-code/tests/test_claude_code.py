@@ -228,3 +228,12 @@ def test_conformance_kit_runs_the_approvals_check_on_the_real_cli(cli):
     checks = {c.name: c for c in report.checks}
     assert report.passed, [(c.name, c.detail) for c in report.checks if not c.passed]
     assert checks["approvals"].detail == "1 request(s) asked the host, denied and recorded"
+
+
+@pytest.mark.cli
+def test_an_answer_with_control_characters_completes_with_them_replaced(cli):
+    # a model quoting a file with a form feed, or coloured output: an answer, not a failure
+    with FakeModelServer([Step(text="page\x0cnext \x1b[1mbold\x1b[0m")]) as server:
+        result, _ = cli.turn(cli.config(server.base_url), "show the file")
+    assert result.status == "completed", result
+    assert result.text == "page\ufffdnext \ufffd[1mbold\ufffd[0m"

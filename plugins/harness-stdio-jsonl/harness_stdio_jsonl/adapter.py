@@ -7,6 +7,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+import anyio
 from harness_cli_kit import COMMAND_PROPERTY, Sessions, command_of, json_object, local_descriptor
 from harness_hookspecs import (
     REASONS,
@@ -31,6 +32,8 @@ from harness_hookspecs import (
 from harness_hookspecs.names import normalize_event
 
 PROTOCOL = 1
+#: Seconds a program whose output ended has to exit before its turn fails without its code.
+EXIT_GRACE = 2.0
 ENV_COMMAND = "HARNESS_JSONL_COMMAND"
 # Output types the contract maps; anything else is ignored for forward compatibility.
 MAPPED = {
@@ -234,16 +237,21 @@ class StdioJsonlAdapter:
             yield payload
             if payload.TYPE in ("turn.completed", "turn.failed", "turn.cancelled"):
                 return
-        code = await process.wait()
+        # The output ended: the program is exiting, or closed its stdout and lives on (the
+        # runtime stops it after the turn); either way the turn ends now, not at its deadline.
+        code: int | None = None
+        with anyio.move_on_after(EXIT_GRACE):
+            code = await process.wait()
         # The program's last stderr lines go beside the failure (status events), never in it.
         for diagnostic in stderr_diagnostics(process.stderr_tail()):
             yield diagnostic
-        yield TurnFailed(
-            reason="provider-failed",
-            hint="the program exited without ending the turn"
-            if code == 0
-            else f"the program exited with status {code} without ending the turn",
-        )
+        if code is None:
+            hint = "the program closed its output without ending the turn"
+        elif code == 0:
+            hint = "the program exited without ending the turn"
+        else:
+            hint = f"the program exited with status {code} without ending the turn"
+        yield TurnFailed(reason="provider-failed", hint=hint)
 
     async def cancel_turn(self, request: CancelTurnRequest, context: SessionContext) -> None:
         session = self._sessions.get(request.session.session_id)

@@ -73,6 +73,10 @@ def test_failed_terminal_from_the_program(tmp_path, workspace):
             "without ending",
         ),
         ("import sys; sys.exit(3)", "status 3"),
+        # stdout closed, the program lives on: the turn ends now (not at its deadline)
+        ("import os, time; os.close(1); time.sleep(120)", "closed its output"),
+        # nested past the interpreter's depth: garbage, not an exception from the parser
+        ("print('{\"type\": \"usage\", \"x\": ' + '[' * 100000 + ']' * 100000 + '}')", "not JSON"),
         (
             "import json; print(json.dumps({'type': 'status', 'message': 'x' * 500}))",
             "invalid status",

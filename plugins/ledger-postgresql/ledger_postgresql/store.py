@@ -324,23 +324,39 @@ class PostgresStore(QueuedWrites):
         claimed it before is fenced (its appends are refused). What this store appended before
         the claim is committed first.
         """
-        return self._claim(session_id, take_over=False)
+        return self._claim(session_id, take_over=False)[0]
 
     def take_over(self, session_id: str) -> int:
         """Like :meth:`claim`, but a live writer does not refuse it: that writer is fenced.
 
         For an orchestrator that decides who runs a session (Temporal runs a session's next
         activity on another worker when it presumes the last one lost, dead or not)."""
+        return self._claim(session_id, take_over=True)[0]
+
+    def take_over_at(self, session_id: str) -> tuple[int, int]:
+        """:meth:`take_over`, and the session's last committed sequence as the claim read it
+        (what :meth:`last_sequence` would say next): one round trip for a caller that needs
+        both, as a Temporal worker does before each turn."""
         return self._claim(session_id, take_over=True)
 
-    def _claim(self, session_id: str, *, take_over: bool) -> int:
+    def _claim(self, session_id: str, *, take_over: bool) -> tuple[int, int]:
         self._open()
         self.flush()
         epoch, last = self.claims.claim(session_id, self._epochs.get(session_id), take_over)
         with self._append_lock:
             self._epochs[session_id] = epoch
             self._guard.reset(session_id, last)
-        return epoch
+        return epoch, last
+
+    def held_last(self, session_id: str) -> int | None:
+        """The last sequence of ``session_id`` as this store appended it, while the store
+        holds the session's claim (``None`` when it does not, or does not know): after a flush,
+        what :meth:`last_sequence` reads, without the read. A take-over since then fences this
+        store, and its next claim reads the new last sequence."""
+        with self._append_lock:
+            if self._epochs.get(session_id, ABANDONED) == ABANDONED:
+                return None
+            return self._guard.last(session_id)
 
     def release(self, session_id: str) -> None:
         """Stop writing the session (the epoch stays: the next claim, anyone's, bumps it)."""

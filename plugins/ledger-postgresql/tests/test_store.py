@@ -334,3 +334,23 @@ def test_an_abandoned_session_is_written_no_more_and_its_next_claimer_goes_on(
     assert leaving.take_over("s1") == 3  # taking it again writes again (fencing the other)
     leaving.append([event(4)])
     leaving.flush()
+
+
+def test_take_over_at_tells_the_last_sequence_and_held_last_follows_own_appends(
+    url: str, stores: list[PostgresStore]
+) -> None:
+    first, second = open_two(url, stores)
+    assert first.held_last("s1") is None  # not claimed: it does not know
+    assert first.take_over_at("s1") == (1, 0)
+    first.append([event(1), event(2)])
+    first.flush()
+    assert first.held_last("s1") == 2 == first.last_sequence("s1")
+    assert first.take_over_at("s1") == (1, 2)  # held: the same epoch, one plain read
+    assert second.take_over_at("s1") == (2, 2)  # another store's take-over reads it too
+    second.append([event(3, writer="b")])
+    second.flush()
+    assert second.held_last("s1") == 3
+    assert first.held_last("s1") == 2  # stale, as its next claim shows...
+    assert first.take_over_at("s1") == (3, 3)  # ...which reads where the session is now
+    first.abandon("s1")
+    assert first.held_last("s1") is None  # abandoned: no longer its to tell
