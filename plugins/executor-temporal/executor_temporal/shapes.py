@@ -96,8 +96,10 @@ class ExecutorOptions:
     #: and one workflow task less; a longer one goes on as the ``run_turn`` activity on the
     #: same worker (heartbeats, failover, drain as before). Meanwhile the session's signals
     #: and updates (cancel, permission requests, steers) wait up to this long.
-    #: 0: every turn is a ``run_turn`` activity.
-    local_start: float = 0.25
+    #: 0 (the default): every turn is a ``run_turn`` activity. Set it only where the
+    #: follow-up ``run_turn`` is sure to reach the same worker (see the plugin README): on
+    #: another worker it would take the session over and run the turn again.
+    local_start: float = 0.0
 
 
 @dataclass(frozen=True)
