@@ -373,6 +373,7 @@ def import_bundle(
         bundle.record,
         config=stored_config(bundle.record.config, redactor),
         status="closed",
+        imported=True,
     )
     session_id = record.ref.session_id
     events = _redacted(bundle.events(), redactor)
