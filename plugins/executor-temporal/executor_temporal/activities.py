@@ -12,8 +12,9 @@ activities. ``start_turn`` is a **local activity**, run inside the workflow task
 the turn, when this worker holds the session as the ledger has it: it starts the turn and waits
 up to ``ExecutorOptions.local_start`` for its end, so a short turn costs no activity dispatch
 and one workflow task less. A turn still running then is followed by the ``run_turn`` activity
-the workflow schedules next, started eagerly on this same worker; ``run_turn`` starts the turn
-itself when nothing runs it here (a resume, a retry on another worker, a streamed turn). It
+the workflow schedules next on ``own_queue``, the task queue only this worker polls (without
+one, ``start_turn`` starts nothing); ``run_turn`` starts the turn itself when nothing runs it
+here (a resume, a retry on another worker, a streamed turn, a follow-up its worker lost). It
 heartbeats the last sequence the turn recorded; when Temporal cancels the activity (the
 workflow's cancel signal), it cancels the turn through ``controller.cancel_turn`` and returns
 the ``cancelled`` summary. A worker lost during the window loses its workflow task: Temporal

@@ -16,9 +16,16 @@ attempt always goes there. Eager start needs the service's dynamic config
 default it to false: deploy/ sets it). Without it every turn goes through the shared queue and
 may land on any worker, which then resumes the session.
 
-SIGTERM (SIGINT too) drains: the worker stops polling, running turns get ``grace`` seconds to
-finish, then the rest are handed over to other workers (see :mod:`.activities`); then it
-releases every session and exits. ``max_concurrent``: turns (activities) it runs at once.
+A turn that started inside the workflow task (``start_turn``, a local activity) and outlasts its
+window is followed by a ``run_turn`` on a task queue of this worker's own, which only it polls
+(:class:`SessionWorker`): eager start is best effort (off on a server without that dynamic
+config, skipped without a free slot), and the follow-up must reach the worker running the turn,
+or another worker would take the session over and run the turn again.
+
+SIGTERM (SIGINT too) drains: the worker stops polling the shared queue, running turns get
+``grace`` seconds to finish (the follow-ups of its own queue still reach it), then the rest are
+handed over to other workers (see :mod:`.activities`); then it releases every session and
+exits. ``max_concurrent``: turns (activities) it runs at once.
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ shared ledger. History holds only the records of :mod:`.shapes`.
 - update ``turn``: runs one turn to its end and returns its summary; the validator refuses a
   closed session or an active turn (the turn id is the client's, so a retry keeps it). A turn
   nobody streams starts as the local activity ``start_turn`` inside the workflow task (see
-  ``ExecutorOptions.local_start``); what outlasts it, or was not started there, is the
-  ``run_turn`` activity;
+  ``ExecutorOptions.local_start``); what outlasts it is followed by the ``run_turn`` activity
+  on the task queue of the worker running it (``TurnStart.queue``), and on the shared queue
+  when that worker is lost; what was not started there is the ``run_turn`` activity;
 - signal ``cancel``: cancels the running turn's activity; the worker cancels the turn through
   its controller and the activity returns the ``cancelled`` summary;
 - update ``close``: cancels a running turn, closes the session on a worker; idempotent;
