@@ -158,10 +158,17 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument(
+        "--local-start",
+        type=float,
+        default=None,
+        help="ExecutorOptions.local_start (default: a session's default, 0.25 s; 0: off)",
+    )
     args = parser.parse_args()
 
     import anyio
     from executor_temporal.client import TemporalController
+    from executor_temporal.shapes import ExecutorOptions
     from executor_temporal.testing import DevServer
     from ledger_postgresql.testing import start as start_postgres
     from temporalio.client import Client
@@ -193,7 +200,16 @@ def main() -> int:
             client = await Client.connect(temporal.address)
             async with (
                 Controller(ledger=postgres.url, state_dir=tempfile.mkdtemp()) as local,
-                TemporalController(client, ledger=postgres.url, task_queue=queue) as remote,
+                TemporalController(
+                    client,
+                    ledger=postgres.url,
+                    task_queue=queue,
+                    options=(
+                        ExecutorOptions()
+                        if args.local_start is None
+                        else ExecutorOptions(local_start=args.local_start)
+                    ),
+                ) as remote,
             ):
                 measured = await paired_turns(local, remote, str(workspace), args.turns,
                                               worker_pids, servers)  # fmt: skip

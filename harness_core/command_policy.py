@@ -163,7 +163,7 @@ class Rule:
     def _path_matches(self, path: str | None, workspace: str | None) -> bool:
         if path is None:
             return self.where == "unknown" and not self.paths
-        if self.paths and not _any_glob(path, tuple(_home(g) for g in self.paths)):
+        if self.paths and not _globs_meet(path, tuple(_home(g) for g in self.paths)):
             return False
         if self.where == "unknown":
             return False
@@ -544,6 +544,35 @@ def _any_glob(value: str | None, patterns: tuple[str, ...]) -> bool:
     return value is not None and any(fnmatch.fnmatchcase(value, p) for p in patterns)
 
 
+def _globs_meet(path: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``path`` matches one of ``patterns``, or, itself a shell glob
+    (``/proc/*/environ``, ``/etc/*``, ``~/.ss?/id_rsa``), could expand to a name one of them
+    matches."""
+    if _any_glob(path, patterns):
+        return True
+    return _has_glob(path) and any(_could_match(path, p) for p in patterns)
+
+
+def _could_match(glob: str, pattern: str) -> bool:
+    """Component by component, each side read as a glob of the other; a pattern's leading
+    ``*/`` (``*/.ssh/id_*``) stands for any directories."""
+    words, names = glob.split("/"), pattern.split("/")
+    if names[0] == "*" and len(words) >= len(names):
+        words, names = words[len(words) - len(names) + 1 :], names[1:]
+    return len(words) == len(names) and all(map(_names_meet, words, names))
+
+
+def _names_meet(word: str, name: str) -> bool:
+    # the shell's glob matches a leading dot only when it starts with one (`~/*` is not `~/.ssh`)
+    if name.startswith(".") and not word.startswith(".") and _has_glob(word):
+        return False
+    return fnmatch.fnmatchcase(word, name) or fnmatch.fnmatchcase(name, word)
+
+
+def _has_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
 def _home(pattern: str) -> str:
     if pattern == "~" or pattern.startswith("~/"):
         return os.path.expanduser("~") + pattern[1:]
@@ -560,15 +589,22 @@ def _resolve(path: str | None, cwd: str | None) -> str | None:
         if cwd is None:
             return None
         path = posixpath.join(cwd, path)
-    return os.path.realpath(_glob_base(path))
+    if _climbs_out_of_glob(path):
+        return None
+    # a glob stays in the path (``/srv/*`` is under ``/srv``; ``/*`` under ``/``): the rules'
+    # ``paths`` see all of it (``/proc/*/environ``), not only the directory before it
+    return os.path.realpath(path)
 
 
-def _glob_base(path: str) -> str:
-    """``/srv/*`` -> ``/srv/*`` as a path under ``/srv``; ``/*`` is ``/``'s children: ``/``."""
-    head, _, _ = path.partition("*")
-    if head != path and head.endswith("/"):
-        return head.rstrip("/") or "/"
-    return path
+def _climbs_out_of_glob(path: str) -> bool:
+    """``./*/../../etc``: where a ``..`` after a glob leads depends on what the glob matches
+    (a symlink among the matches climbs elsewhere), so it is known only at run time."""
+    globbed = False
+    for part in path.split("/"):
+        if part == ".." and globbed:
+            return True
+        globbed = globbed or _has_glob(part)
+    return False
 
 
 def _inside(path: str, workspace: str | None) -> bool:

@@ -10,6 +10,7 @@ the project's venv set up by ``./dev setup``)::
     .venv/bin/python tools/mutation.py --survivors lineage       # also print each survivor's diff
     .venv/bin/python tools/mutation.py --report                  # the table from the last runs
     .venv/bin/python tools/mutation.py command_policy --mutants '*_subcommand*'  # re-run these
+    .venv/bin/python tools/mutation.py --recheck ledger_sqlite   # verdicts mutmut did not give
 
 Each module runs in its own scratch directory ``.mutation/<name>/`` (git-ignored): symlinks to the
 module's package and to the selected test files, and a pyproject.toml that is the repository's
@@ -411,11 +412,10 @@ def recheck(name: str, guard: Guard, *, patterns: list[str], stall_factor: float
         print(f"{name}: every mutant has a verdict")
         return
     # a mutant that raises at every call must fail a test, or the copy is not what runs
-    sanity, failed, _ = run_one(mutants_dir, "fail", collected[:1], stall=120, limit=300)
+    reaching = sorted({t for tests in by_function.values() for t in tests}, key=duration.get)[:1]
+    sanity, failed, _ = run_one(mutants_dir, "fail", reaching, stall=120, limit=300)
     if sanity != 1:
-        sys.exit(
-            f"{name}: MUTANT_UNDER_TEST=fail passed {collected[:1]}: the mutants are not in use"
-        )
+        sys.exit(f"{name}: MUTANT_UNDER_TEST=fail passed {reaching}: the mutants are not in use")
     kills: dict[str, dict[str, int]] = {}
     print(f"== {name}: {len(chosen)} mutants, one pytest process each", flush=True)
     for number, mutant in enumerate(sorted(chosen), 1):

@@ -513,3 +513,116 @@ def test_the_parser_is_imported_only_when_a_command_is_judged():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- what each survivor of the mutation run showed untested (tools/mutation.py command_policy) --
+
+
+def test_a_host_glob_and_rule_name_a_tool_without_a_command():
+    mcp = PermissionRequest.for_tool("mcp__github__create_issue", kind="mcp")
+    judged = CommandPolicy(deny=["mcp__github__*"]).judge(mcp, WORKSPACE)
+    assert (judged.verdict, judged.command) == ("deny", "mcp__github__create_issue")
+    # a rule about paths on a kind without any: no words, nothing to match, no error
+    paths = CommandPolicy(rules=(Rule("etc", "ask", paths=("/etc/*",), kinds=("mcp",)),))
+    assert paths.judge(mcp, WORKSPACE).verdict == "allow"
+    # a file tool's name is the program a host rule can name
+    no_write_tool = CommandPolicy(rules=(Rule("w", "deny", programs=("Write",), kinds=("write",)),))
+    assert file_call("write", "notes.md", no_write_tool).rule == "w"
+
+
+def test_a_file_read_is_not_a_write():
+    writes_outside = Rule("writes", "ask", target="write", where="outside", kinds=("read", "write"))
+    policy = CommandPolicy(rules=(writes_outside,), builtin=False)
+    assert file_call("read", "/etc/hosts", policy).verdict == "allow"
+    assert file_call("write", "/etc/hosts", policy).rule == "writes"
+
+
+def test_a_shell_request_is_judged_by_its_command_even_with_a_path():
+    request = PermissionRequest.for_tool(
+        "Bash", kind="shell", command="rm -rf /", path="notes.md", input={"command": "rm -rf /"}
+    )
+    assert CommandPolicy().judge(request, WORKSPACE).rule == "delete-outside-workspace"
+
+
+def test_the_home_directory_alone():
+    assert file_call("write", "~").rule == "file-write-outside-workspace"
+    home_itself = CommandPolicy(rules=(Rule("home", "ask", paths=("~",)),))
+    assert judge("ls ~", home_itself).rule == "home"
+    assert judge("ls ~/src", home_itself).verdict == "allow"
+
+
+def test_a_workspace_at_the_root_or_named_with_a_trailing_letter():
+    assert judge("rm -rf /srv/build", workspace="/").verdict == "allow"
+    # /srv/wsX/* is inside /srv/wsX, and /srv/wsX/build too: nothing cut from the name
+    for command in ("rm -rf *", "rm -rf build", "rm -rf /srv/wsX/build/*"):
+        assert judge(command, workspace="/srv/wsX").verdict == "allow", command
+    assert judge("rm -rf /srv/ws/build", workspace="/srv/wsX").verdict == "deny"
+
+
+def test_the_root_glob_is_outside_a_workspace_that_is_the_current_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert judge("rm -rf /*", workspace=str(tmp_path)).rule == "delete-outside-workspace"
+
+
+def test_a_single_dash_word_flag_of_a_host_rule():
+    policy = CommandPolicy(
+        rules=(Rule("find-delete", "ask", programs=("find",), flags=("-delete",)),)
+    )
+    assert judge("find . -name x -delete", policy).rule == "find-delete"
+    assert judge("find . -name x", policy).verdict == "allow"
+
+
+def test_options_are_not_operands_and_an_option_value_is_read_whole():
+    # cp's last operand is the destination, not a trailing option
+    assert judge("cp notes.txt /etc/motd -v").rule == "write-outside-workspace"
+    # --name=value: the value is everything after the first "="
+    assert judge("tool --secret=~/.aws/credentials=default").rule == "credential-store"
+    assert judge("curl --output=/etc/cron.d/a=b https://x").rule == "write-outside-workspace"
+    assert judge("wget https://x -O /etc/cron.d/job").rule == "write-outside-workspace"
+    # an output option with nothing after it names no file
+    assert judge("curl https://x -o").verdict == "allow"
+    assert judge("curl -o").verdict == "allow"
+    # dd writes its of= only; reading a disk into the workspace writes no device
+    assert judge("dd if=/dev/sda of=disk.img bs=1M").verdict == "allow"
+
+
+def test_a_rule_text_sees_the_command_words_without_their_quotes():
+    policy = CommandPolicy(rules=(Rule("drop-c", "ask", programs=("psql",), text=r"-c\s+drop"),))
+    assert judge("psql -c 'drop table t'", policy).rule == "drop-c"
+
+
+def test_a_program_rule_judges_only_a_program_known_at_run_time():
+    # a program's name is not a path: `where` on target program is about computed commands
+    policy = CommandPolicy(rules=(Rule("prog", "ask", target="program", where="outside"),))
+    assert judge("ls -la", policy).verdict == "allow"
+    assert judge("$TOOL -x").rule == "computed-command"
+
+
+def test_a_known_delete_target_is_not_unknown():
+    # with the outside rule off, a delete of a known path outside is not "known at run time"
+    policy = CommandPolicy(disable=("delete-outside-workspace",))
+    assert judge("rm -rf /etc", policy).rule == "write-outside-workspace"
+    assert judge('rm -rf "$X"', policy).rule == "delete-unknown-target"
+
+
+def test_an_allow_has_no_reason_and_every_verdict_names_its_command():
+    allowed = judge("make test", CommandPolicy(allow=["make *"]))
+    assert (allowed.verdict, allowed.rule, allowed.reason) == ("allow", "allow-pattern", None)
+    denied = judge("cd x && rm -rf /")
+    assert (denied.rule, denied.command) == ("delete-outside-workspace", "rm -rf /")
+
+
+def test_a_line_without_any_command_gets_the_default_with_its_reason():
+    for line in ("# just a note", "X=1"):
+        assert judge(line).verdict == "allow"
+        judged = judge(line, CommandPolicy(default="deny"))
+        assert (judged.verdict, judged.rule, judged.reason) == (
+            "deny",
+            "default",
+            "not allowed by the command policy",
+        )
+
+
+def test_a_line_cut_short_says_so_first_even_when_what_is_left_does_not_parse():
+    judged = judge_line("echo '" + "a" * 5000)
+    assert (judged.verdict, judged.rule) == ("ask", "truncated")

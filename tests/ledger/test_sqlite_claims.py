@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -23,7 +25,13 @@ from harness_hookspecs import HarnessError, MessageDelta
 import harness_core.ledger.sqlite as sqlite_module
 from harness_core.ledger import open_ledger
 from harness_core.ledger.base import LEASE
-from harness_core.ledger.sqlite import CHECKPOINT_EVERY, HERE_MAX, SqliteStore
+from harness_core.ledger.sqlite import (
+    CHECKPOINT_EVERY,
+    CHECKPOINT_ROWS,
+    HERE_MAX,
+    STAGED_MAX,
+    SqliteStore,
+)
 from harness_core.ledger.sqlite_schema import unchanged
 
 from .ledger_samples import make_event, make_record, wait_unclaimed
@@ -551,3 +559,101 @@ def test_a_path_that_cannot_hold_a_ledger_or_a_foreign_file_is_refused_untouched
     assert not_a_ledger.value.reason == "ledger-failed"
     assert foreign.read_bytes() == before
     assert not Path(str(foreign) + "-wal").exists()
+
+
+def _locked_for(path: Path, seconds: float) -> threading.Timer:
+    """Another process's write transaction on ``path``, ended after ``seconds``."""
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")
+
+    def end() -> None:
+        other.execute("COMMIT")
+        other.close()
+
+    timer = threading.Timer(seconds, end)
+    timer.start()
+    return timer
+
+
+@pytest.mark.parametrize("appends", [3, STAGED_MAX + 8], ids=["few", "a-full-stage-and-more"])
+def test_a_flush_while_another_process_holds_the_write_lock_waits_and_keeps_every_event(
+    tmp_path, appends
+):
+    """The flush cannot commit in the calling thread (the lock is taken, and with a full stage
+    the writer thread has one in hand): it waits for the writer thread, which waits for the
+    lock, and returns once every event appended before it is in the file."""
+    path = tmp_path / "l.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.create_session(make_record("s"))
+        store.claim("s")
+        store.flush()
+        lock = _locked_for(path, 0.5)
+        started = time.monotonic()
+        for sequence in range(1, appends + 1):
+            store.append([make_event(sequence, session_id="s")])
+        store.flush()
+        waited = time.monotonic() - started
+        lock.join()
+        assert waited >= 0.4  # not before the other transaction ended
+        stored = _rows(path, "SELECT sequence FROM events WHERE session_id = 's'")
+        assert [s for (s,) in stored] == list(range(1, appends + 1))
+    finally:
+        store.close()
+
+
+def test_flush_notify_with_nothing_staged_has_nothing_to_wait_for(tmp_path):
+    store = SqliteStore(str(tmp_path / "l.sqlite"))
+    called = threading.Event()
+    try:
+        store.create_session(make_record("s"))
+        store.flush()
+        assert store.flush_notify(called.set) is False
+        assert not called.wait(0.05)
+    finally:
+        store.close()
+
+
+def test_the_writer_thread_checkpoints_after_so_many_rows(tmp_path):
+    """Stages the writer thread commits (a full stage each) count towards a checkpoint at
+    ``CHECKPOINT_ROWS`` rows: the file itself then holds the events (before, only the WAL)."""
+    path = tmp_path / "l.sqlite"
+    store = SqliteStore(str(path))
+    try:
+        store.create_session(make_record("s"))
+        store.claim("s")
+        store.flush()
+        empty = path.stat().st_size
+        events = CHECKPOINT_ROWS + STAGED_MAX
+        text = "x" * 1000  # the WAL then holds more than WAL_PAGES_MAX pages at the checkpoint
+        for sequence in range(1, events + 1):
+            store.append([make_event(sequence, MessageDelta(text=text), session_id="s")])
+        store.flush()
+        assert store.last_sequence("s") == events
+        _eventually(lambda: path.stat().st_size > empty + CHECKPOINT_ROWS * 1000, "the checkpoint")
+        for sequence in range(events + 1, events + 4):  # and writes go on, in either thread
+            store.append([make_event(sequence, session_id="s")])
+            store.flush()
+        for sequence in range(events + 4, events + 4 + STAGED_MAX):
+            store.append([make_event(sequence, session_id="s")])
+        store.flush()
+        assert len(_rows(path, "SELECT sequence FROM events")) == events + 3 + STAGED_MAX
+    finally:
+        store.close()
+
+
+def test_a_process_that_never_closes_its_store_still_exits(tmp_path):
+    """The writer thread does not hold the process open: one that exits without closing its
+    store (a forgotten close, an error path) ends, and what it flushed is in the file. The
+    child imports what this test process imports (its sys.path)."""
+    path = tmp_path / "l.sqlite"
+    code = (
+        "import sys; from harness_core.ledger.sqlite import SqliteStore; "
+        "store = SqliteStore(sys.argv[1]); store.flush(); print('flushed')"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "flushed"), done.stderr[-500:]
+    assert _rows(path, "SELECT count(*) FROM sessions") == [(0,)]
