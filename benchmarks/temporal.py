@@ -161,8 +161,8 @@ def main() -> int:
     parser.add_argument(
         "--local-start",
         type=float,
-        default=0.0,
-        help="ExecutorOptions.local_start (default 0: off, as a session's default)",
+        default=None,
+        help="ExecutorOptions.local_start (default: a session's default, 0.25 s; 0: off)",
     )
     args = parser.parse_args()
 
@@ -204,7 +204,11 @@ def main() -> int:
                     client,
                     ledger=postgres.url,
                     task_queue=queue,
-                    options=ExecutorOptions(local_start=args.local_start),
+                    options=(
+                        ExecutorOptions()
+                        if args.local_start is None
+                        else ExecutorOptions(local_start=args.local_start)
+                    ),
                 ) as remote,
             ):
                 measured = await paired_turns(local, remote, str(workspace), args.turns,

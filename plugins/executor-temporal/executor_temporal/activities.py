@@ -12,8 +12,9 @@ activities. ``start_turn`` is a **local activity**, run inside the workflow task
 the turn, when this worker holds the session as the ledger has it: it starts the turn and waits
 up to ``ExecutorOptions.local_start`` for its end, so a short turn costs no activity dispatch
 and one workflow task less. A turn still running then is followed by the ``run_turn`` activity
-the workflow schedules next, started eagerly on this same worker; ``run_turn`` starts the turn
-itself when nothing runs it here (a resume, a retry on another worker, a streamed turn). It
+the workflow schedules next on ``own_queue``, the task queue only this worker polls (without
+one, ``start_turn`` starts nothing); ``run_turn`` starts the turn itself when nothing runs it
+here (a resume, a retry on another worker, a streamed turn, a follow-up its worker lost). It
 heartbeats the last sequence the turn recorded; when Temporal cancels the activity (the
 workflow's cancel signal), it cancels the turn through ``controller.cancel_turn`` and returns
 the ``cancelled`` summary. A worker lost during the window loses its workflow task: Temporal
@@ -171,6 +172,10 @@ class SessionActivities:
         #: turns this worker runs at once (``build_worker`` sets it): ``start_turn`` starts
         #: none beyond it
         self.max_concurrent = DEFAULT_MAX_CONCURRENT
+        #: the task queue only this worker polls for ``run_turn`` (``build_worker`` sets it):
+        #: the turns ``start_turn`` leaves running here are followed there; without one it
+        #: starts none
+        self.own_queue: str | None = None
         #: every session's permission requests go to its workflow (the client is the worker's)
         self.approver = WorkflowApprover(self._redactor)
         self._hosts: anyio.abc.TaskGroup | None = None
@@ -194,6 +199,14 @@ class SessionActivities:
     @property
     def draining(self) -> bool:
         return self._stopping is not None and self._stopping.is_set()
+
+    async def collected(self, timeout: float) -> None:
+        """Wait until every turn running here was collected by its ``run_turn`` (it ended or
+        was handed over), at most ``timeout`` seconds: a draining worker polls its own queue
+        until then, so the turns ``start_turn`` began here are still followed here."""
+        with anyio.move_on_after(timeout):
+            while self._running:
+                await anyio.sleep(0.05)
 
     async def __aenter__(self) -> SessionActivities:
         self._stopping = anyio.Event()
@@ -247,8 +260,8 @@ class SessionActivities:
         """A local activity (inside the workflow task that accepted the turn): start the turn
         if this worker holds the session as the ledger has it, and wait up to
         ``work.local_start`` seconds for its end. Else start nothing (``run_turn`` does)."""
-        if self.draining or self.monitor.turns >= self.max_concurrent:
-            return TurnStart()  # (a full worker would not get the follow-up activity eagerly)
+        if self.own_queue is None or self.draining or self.monitor.turns >= self.max_concurrent:
+            return TurnStart()
         with _as_application_error():
             began = time.monotonic()
             now_at = await self._claim_at(work.session_id)
@@ -260,7 +273,7 @@ class SessionActivities:
         with anyio.move_on_after(work.local_start):
             await run.finished.wait()
         if not run.finished.is_set():
-            return TurnStart(running=True)
+            return TurnStart(running=True, queue=self.own_queue)
         return TurnStart(summary=await self._collect(work, run))
 
     @activity.defn(name=RUN_TURN)
@@ -298,7 +311,8 @@ class SessionActivities:
                 attempt = max(attempt, tried + 1)
             self.monitor.ledger_seconds.observe(time.monotonic() - began)
             if attempt > 1:
-                reason = WORKER_STOPPED if WORKER_STOPPED in map(str, details) else None
+                handed = WORKER_STOPPED in map(str, details) or work.after == WORKER_STOPPED
+                reason = WORKER_STOPPED if handed else None
                 self.monitor.failovers.inc()
                 note("turn.failover", reason=reason or WORKER_LOST, session_id=work.session_id,
                      turn_id=work.turn_id, attempt=attempt)  # fmt: skip
@@ -383,8 +397,9 @@ class SessionActivities:
             with _as_application_error():
                 if run.handed:
                     await self._detach(work.session_id)
-                    activity.heartbeat(run.last, WORKER_STOPPED)
-                    await anyio.sleep(HEARTBEAT_SETTLE)
+                    if follow:  # (``start_turn``, a local activity, has no heartbeats)
+                        activity.heartbeat(run.last, WORKER_STOPPED)
+                        await anyio.sleep(HEARTBEAT_SETTLE)
                     raise HandedOver
                 if run.error is not None:
                     raise run.error

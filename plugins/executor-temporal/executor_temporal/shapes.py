@@ -94,12 +94,10 @@ class ExecutorOptions:
     #: handler) first runs inside the workflow task that accepted it (a local activity on the
     #: worker that holds the session): a turn that ends within this costs no activity dispatch
     #: and one workflow task less; a longer one goes on as the ``run_turn`` activity on the
-    #: same worker (heartbeats, failover, drain as before). Meanwhile the session's signals
-    #: and updates (cancel, permission requests, steers) wait up to this long.
-    #: 0 (the default): every turn is a ``run_turn`` activity. Set it only where the
-    #: follow-up ``run_turn`` is sure to reach the same worker (see the plugin README): on
-    #: another worker it would take the session over and run the turn again.
-    local_start: float = 0.0
+    #: same worker (sent to the task queue only that worker polls; heartbeats, failover,
+    #: drain as before). Meanwhile the session's signals and updates (cancel, permission
+    #: requests, steers) wait up to this long. 0: every turn is a ``run_turn`` activity.
+    local_start: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -145,16 +143,21 @@ class TurnWork:
     local_start: float = 0.0
     #: ``run_turn``: the host cancelled the turn before this activity was scheduled
     cancel: bool = False
+    #: ``run_turn`` after the activity that followed the turn on its worker's own queue was
+    #: lost: why (``worker-stopped``: the worker handed the turn over; else it vanished)
+    after: str | None = None
 
 
 @dataclass(frozen=True)
 class TurnStart:
     """What ``start_turn`` answers: the turn's summary when it ended within the window; else
-    ``running`` (it runs on in this worker: ``run_turn`` follows it) or neither (not started
-    here: ``run_turn`` runs it)."""
+    ``running`` (it runs on in this worker: ``run_turn`` follows it on ``queue``, the task
+    queue only this worker polls) or neither (not started here: ``run_turn`` runs it)."""
 
     summary: TurnSummary | None = None
     running: bool = False
+    #: the worker's own task queue (``None`` in histories from before it had one)
+    queue: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,14 +46,11 @@ async def with_worker(
 
 @pytest.fixture
 def in_steps_session(temporal_address, postgresql_ledger_url, tmp_path, workspace, steps_config):
-    """``in_steps_session(body, options=None)`` (``None``: ``local_start=0.25``): with one worker, open a stdio-jsonl steps session,
+    """``in_steps_session(body, options=None)``: with one worker, open a stdio-jsonl steps session,
     run ``body(controller, client, ref)`` and return what it returns; then replay the session's
     workflow (no nondeterminism)."""
 
     def run(body, options=None):
-        if options is None:  # this module tests the local-start window (off by default)
-            options = ExecutorOptions(local_start=0.25)
-
         async def in_session(controller, client, queue):
             ref = await controller.open_session(
                 harness="stdio-jsonl", workspace=workspace, config=steps_config
