@@ -76,6 +76,7 @@ from .sqlite_schema import (
     remember_clean,
     rollback,
     unchanged,
+    unopened,
     use_wal,
     validate,
 )
@@ -120,7 +121,7 @@ class SqliteStore(QueuedWrites):
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError:
-            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+            raise unopened(path) from None
         reader: sqlite3.Connection | None = None
         writer: sqlite3.Connection | None = None
         here: sqlite3.Connection | None = None
@@ -140,7 +141,7 @@ class SqliteStore(QueuedWrites):
             for connection in (reader, writer, here):
                 if connection is not None:
                     connection.close()
-            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+            raise unopened(path) from None
         except HarnessError:
             reader.close()  # type: ignore[union-attr]
             raise
@@ -232,7 +233,7 @@ class SqliteStore(QueuedWrites):
         try:
             connection = connect(self.path)
         except sqlite3.Error:
-            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+            raise unopened(self.path) from None
         try:
             connection.execute("BEGIN IMMEDIATE")
             try:

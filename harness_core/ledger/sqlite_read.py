@@ -20,6 +20,7 @@ from harness_hookspecs import TERMINAL_TYPES, Event, HarnessError, SessionRecord
 from ..serialize import loads_record
 from .base import event_from_row
 from .sqlite import SCHEMA_VERSION, SELECT_EVENTS
+from .sqlite_schema import unopened
 
 #: A turn's start and its terminals: the last of them says whether a turn is open.
 TURN_TYPES = ("turn.started", *sorted(TERMINAL_TYPES))
@@ -53,9 +54,7 @@ class ReadOnlySqlite:
                 "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'"
             ).fetchone()[0]
         except sqlite3.Error:
-            raise HarnessError(
-                "ledger-failed", "the SQLite ledger could not be opened (not a database?)"
-            ) from None
+            raise unopened(path, " (not a database?)") from None
         if version == SCHEMA_VERSION:
             return cls(connection, empty=False)
         connection.close()

@@ -104,6 +104,13 @@ EXPECTED_TABLES[SCHEMA_VERSION] = {"sessions", "events", "claims", "pruned"}
 ALL_TABLES = EXPECTED_TABLES[SCHEMA_VERSION]
 
 
+def unopened(path: str, why: str = "") -> HarnessError:
+    """``ledger-failed`` for a SQLite ledger that could not be opened, naming its file (the
+    path's last 200 characters) and, when known, a fixed ``why``."""
+    shown = os.path.abspath(path)[-200:]
+    return HarnessError("ledger-failed", f"the SQLite ledger {shown} could not be opened{why}")
+
+
 def connect(path: str, *, configure: bool = True) -> sqlite3.Connection:
     connection = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     connection.execute("PRAGMA busy_timeout=30000")
@@ -286,7 +293,7 @@ class SqliteSchema:
             connection = connect(self.path, configure=False)
             validate(connection)
         except (OSError, sqlite3.Error):
-            raise HarnessError("ledger-failed", "the SQLite ledger could not be opened") from None
+            raise unopened(self.path) from None
         return connection
 
     def pending(self) -> tuple[int, list[str]]:

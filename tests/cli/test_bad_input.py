@@ -236,7 +236,7 @@ CASES = [
     (["events", "x", "--ledger", "bogus://x"], "invalid-request: unknown ledger URL scheme", USAGE),
     (
         ["events", "x", "--ledger", "sqlite:{tmp}/prompt.txt"],
-        "ledger-failed: the SQLite ledger could not be opened",
+        "ledger-failed: the SQLite ledger {tmp}/prompt.txt could not be opened",
         LEDGER,
     ),
     (["export", "nosuch"], "session-not-found: no such session", USAGE),

@@ -460,7 +460,7 @@ def test_an_import_the_database_refuses_is_one_fixed_line_and_stores_nothing(tmp
             store.import_session(make_record("late"), [[make_event(1, session_id="late")]])
         assert (unopened.value.reason, unopened.value.hint) == (
             "ledger-failed",
-            "the SQLite ledger could not be opened",
+            f"the SQLite ledger {store.path} could not be opened",
         )
     finally:
         store.close()
@@ -552,7 +552,7 @@ def test_a_path_that_cannot_hold_a_ledger_or_a_foreign_file_is_refused_untouched
             SqliteStore(str(path))
         assert (refused.value.reason, refused.value.hint) == (
             "ledger-failed",
-            "the SQLite ledger could not be opened",
+            f"the SQLite ledger {path} could not be opened",
         ), path
     with pytest.raises(HarnessError) as not_a_ledger:
         SqliteStore(str(foreign))
