@@ -19,6 +19,9 @@ harness (in-process, so the figures are the control plane's, not a CLI's):
   machine inflates much less than wall time: ``local`` (this process during local turns),
   ``host`` (this process during Temporal turns: the client), ``workers`` (both worker
   processes) and ``server`` (the dev server);
+- ``temporal.turn.local_starts``: how many turns began inside the workflow task (the
+  ``start_turn`` local activity, ``ExecutorOptions.local_start``), next to how many run_turn
+  activities ran (a turn longer than the window, or one not started locally);
 - ``temporal.turn.moves``: how many of the timed session's consecutive turns ran on the other
   worker than the turn before (from the workers' logs; each move costs a resume): 0 when its
   turns stay on one worker;
@@ -53,18 +56,22 @@ from _common import figure, venv_bin
 TARGET_MS = 25.0
 
 
-async def activity_seconds(client, session_id: str) -> list[float]:
+async def activity_seconds(client, session_id: str) -> tuple[list[float], int]:
     """How long each run_turn activity of the session's workflow ran (started -> completed),
-    from its history."""
+    from its history, and how many local activities it ran (``start_turn``: turns that began
+    inside the workflow task; those that ended there have no run_turn)."""
     from temporalio.api.enums.v1 import EventType
 
     started: dict[int, float] = {}
     names: dict[int, str] = {}
     spans = []
+    local = 0
     history = await client.get_workflow_handle(session_id).fetch_history()
     for event in history.events:
         at = event.event_time.ToDatetime().timestamp()
-        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+        if event.event_type == EventType.EVENT_TYPE_MARKER_RECORDED:
+            local += event.marker_recorded_event_attributes.marker_name == "core_local_activity"
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             names[event.event_id] = (
                 event.activity_task_scheduled_event_attributes.activity_type.name
             )
@@ -74,7 +81,7 @@ async def activity_seconds(client, session_id: str) -> list[float]:
             scheduled = event.activity_task_completed_event_attributes.scheduled_event_id
             if "turn" in names.get(scheduled, "") and scheduled in started:
                 spans.append(at - started[scheduled])
-    return spans
+    return spans, local
 
 
 def cpu_seconds(pid: int) -> float:
@@ -151,10 +158,17 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument(
+        "--local-start",
+        type=float,
+        default=None,
+        help="ExecutorOptions.local_start (default: a session's default, 0.25 s; 0: off)",
+    )
     args = parser.parse_args()
 
     import anyio
     from executor_temporal.client import TemporalController
+    from executor_temporal.shapes import ExecutorOptions
     from executor_temporal.testing import DevServer
     from ledger_postgresql.testing import start as start_postgres
     from temporalio.client import Client
@@ -186,14 +200,24 @@ def main() -> int:
             client = await Client.connect(temporal.address)
             async with (
                 Controller(ledger=postgres.url, state_dir=tempfile.mkdtemp()) as local,
-                TemporalController(client, ledger=postgres.url, task_queue=queue) as remote,
+                TemporalController(
+                    client,
+                    ledger=postgres.url,
+                    task_queue=queue,
+                    options=(
+                        ExecutorOptions()
+                        if args.local_start is None
+                        else ExecutorOptions(local_start=args.local_start)
+                    ),
+                ) as remote,
             ):
                 measured = await paired_turns(local, remote, str(workspace), args.turns,
                                               worker_pids, servers)  # fmt: skip
                 session_id = measured["session"][0]
-                spans = await activity_seconds(client, session_id)
+                spans, local_starts = await activity_seconds(client, session_id)
                 measured["turn_ids"] = [event.turn_id for event in remote.events(session_id)
                                         if event.type == "turn.started"]  # fmt: skip
+                measured["local_starts"] = [local_starts]
                 return measured, spans, await concurrent_sessions(remote, str(workspace),
                                                                   args.sessions)  # fmt: skip
 
@@ -227,6 +251,10 @@ def main() -> int:
                note=f"median of {len(spans)} run_turn activities (history: started -> completed)")  # fmt: skip
         figure("temporal.turn.orchestration", remote_ms - activity_ms, "ms",
                note="Temporal turn - its activity: update, workflow tasks, dispatch, answer")  # fmt: skip
+    local_starts = measured["local_starts"][0]
+    figure("temporal.turn.local_starts", local_starts, "",
+           note=f"turns begun inside the workflow task (start_turn local activity); "
+           f"{len(spans)} went on as (or were) run_turn activities")  # fmt: skip
     for part, what in (("local", "this process, local turns"),
                        ("host", "this process, Temporal turns (the client)"),
                        ("workers", "both worker processes"), ("server", "the dev server")):  # fmt: skip

@@ -14,7 +14,9 @@ updates stand for a turn that does nothing:
   an activity);
 
 and, round-robin with them so every figure sees the same load, an echo turn through the local
-Controller and one through the ``TemporalController``, on the same PostgreSQL ledger. Printed:
+Controller and one through the ``TemporalController`` (``run_turn``; ``ours-streamed``: in
+another session, its events followed through ``TemporalController.turn``, which keeps the
+run_turn activity), on the same PostgreSQL ledger. Printed:
 the median wall time of each (``temporal.floor.*``), ``temporal.floor.ours.overhead`` (ours -
 local, as ``temporal.py`` prints it; the paired median beside it), CPU per operation (a
 mean; /proc counts in 10 ms ticks) of the worker that served it and of the dev server, and
@@ -44,7 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import figure, venv_bin
 from temporal import TARGET_MS, children_named, cpu_seconds
 
-KINDS = ("local", "ours", "nothing", "local-activity", "activity")
+KINDS = ("local", "ours", "ours-streamed", "nothing", "local-activity", "activity")
 
 
 async def serve_floor(address: str, queue: str) -> None:
@@ -124,6 +126,7 @@ def main() -> int:
     what = {
         "local": "echo turn, local Controller, PostgreSQL ledger",
         "ours": "echo turn, TemporalController, 1 harness worker",
+        "ours-streamed": "the same, its events followed (TemporalController.turn)",
         "nothing": "bare update, handler returns at once",
         "local-activity": "bare update, handler runs a no-op local activity",
         "activity": "bare update, handler runs a no-op activity (eager, the turn's options)",
@@ -138,6 +141,9 @@ def main() -> int:
     pairs = zip(measured["ours"], measured["local"], strict=True)
     paired = statistics.median(ours - local for ours, local in pairs) * 1000
     overhead = medians["ours"] - medians["local"]
+    streamed = medians["ours-streamed"] - medians["local"]
+    figure("temporal.floor.ours-streamed.overhead", streamed, "ms",
+           note="a turn whose events the caller follows: the run_turn activity, no local start")  # fmt: skip
     figure("temporal.floor.ours.overhead", overhead, "ms",
            note=f"ours - local (paired {paired:+.1f} ms); target <= +{TARGET_MS:g} ms; "
            f"the bare activity update alone: {medians['activity']:.1f} ms")  # fmt: skip
@@ -169,20 +175,27 @@ async def rounds(address: str, ledger: str, queue: str, floor_queue: str, worksp
     ):
         local_ref = await local.open_session(harness="echo", workspace=workspace)
         remote_ref = await remote.open_session(harness="echo", workspace=workspace)
+        streamed_ref = await remote.open_session(harness="echo", workspace=workspace)
         # one warm-up of each: the first update of a workflow pays its cache entry
         for name in ("nothing", "local", "activity"):
             await floor.execute_update(name, "warm-up", result_type=str)
         await remote.run_turn(remote_ref, "warm-up")
+        await remote.run_turn(streamed_ref, "warm-up")
         await local.run_turn(local_ref, "warm-up")
 
         async def one(kind: str, n: int) -> None:
-            pid = workers["floor" if kind not in ("local", "ours") else "ours"].pid
+            pid = workers["ours" if kind in ("local", "ours", "ours-streamed") else "floor"].pid
             before = [cpu_seconds(pid)] + [cpu_seconds(server) for server in servers]
             started = time.perf_counter()
             if kind == "local":
                 assert (await local.run_turn(local_ref, f"turn {n}")).ok
             elif kind == "ours":
                 assert (await remote.run_turn(remote_ref, f"turn {n}")).ok
+            elif kind == "ours-streamed":
+                async with remote.turn(streamed_ref, f"turn {n}") as turn:
+                    async for _ in turn:
+                        pass
+                    assert (await turn.result()).ok
             else:
                 update = "local" if kind == "local-activity" else kind
                 await floor.execute_update(update, f"turn {n}", result_type=str)
@@ -199,6 +212,7 @@ async def rounds(address: str, ledger: str, queue: str, floor_queue: str, worksp
                 await one(kind, n)
         await local.close_session(local_ref)
         await remote.close_session(remote_ref)
+        await remote.close_session(streamed_ref)
         measured["steps.ours"] = await history_steps(client, remote_ref.session_id, "turn")
     await floor.signal("close")
     measured["steps.activity"] = await history_steps(client, floor.id, "activity")

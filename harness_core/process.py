@@ -28,6 +28,8 @@ from . import proctree
 BASE_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "TERM")
 MAX_LINE = 16 * 1024 * 1024
 STDERR_TAIL = 8192
+#: After a program exits, how long its stderr reader may take to reach the pipe's end.
+STDERR_SETTLE = 0.5
 _serial = itertools.count(1)
 #: ``setpriv --pdeathsig KILL --``: the child dies when the spawning thread's process dies.
 _SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
@@ -62,11 +64,13 @@ class StderrTail:
         finally:
             os.close(self._fd)
 
-    def read(self, *, settle: float = 0.0) -> bytes:
-        """The tail; ``settle`` > 0: first wait up to that long for the pipe's end (all of
-        what an exited program wrote read; a child that kept the pipe open only delays)."""
-        if settle > 0:
-            self._thread.join(settle)
+    async def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds, off the event loop, for the pipe's end: all of what
+        an exited program wrote is then read (a child that kept the pipe open only delays)."""
+        if self._thread.is_alive():
+            await anyio.to_thread.run_sync(self._thread.join, timeout)
+
+    def read(self) -> bytes:
         with self._lock:
             return bytes(self._tail[-STDERR_TAIL:])
 
@@ -77,6 +81,7 @@ class Process:
     def __init__(self, process: anyio.abc.Process, stderr: StderrTail, tag: str = "") -> None:
         self._process = process
         self._stderr = stderr
+        self._stderr_settled = False
         self.tag = tag
         # Its own cgroup where possible, moved in before the program has had time to fork: a
         # daemon that double-forks and scrubs its environment at once is found by nothing
@@ -137,11 +142,18 @@ class Process:
             await self._process.stdin.aclose()
 
     async def wait(self) -> int:
-        return await self._process.wait()
+        """The exit status, once the program has exited and what it wrote to stderr is read
+        (at most :data:`STDERR_SETTLE` seconds more: :meth:`stderr_tail` is then complete)."""
+        code = await self._process.wait()
+        if not self._stderr_settled:
+            self._stderr_settled = True
+            await self._stderr.settle(STDERR_SETTLE)
+        return code
 
     def stderr_tail(self) -> bytes:
-        # Once the program has exited, what it wrote is in the pipe: let the reader catch up.
-        return self._stderr.read(settle=0.5 if self._process.returncode is not None else 0.0)
+        """The last :data:`STDERR_TAIL` bytes the program wrote to stderr (all of them once
+        :meth:`wait` returned)."""
+        return self._stderr.read()
 
     def kill_group(self, sig: int = signal.SIGKILL) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -7,17 +7,28 @@ session attached here stays attached between turns while nobody else wrote to it
 worker ran a turn in between (the ledger moved on), the stale attachment is dropped and the
 session resumed, after restoring the adapter's ``state_dir`` from the shared directory.
 
-``run_turn`` heartbeats the last sequence it recorded from a background task; when Temporal
-cancels the activity (the workflow's cancel signal), it cancels the turn through
-``controller.cancel_turn`` and returns the ``cancelled`` summary.
+A turn runs in a task of the worker's own (:class:`Running`), started by one of two
+activities. ``start_turn`` is a **local activity**, run inside the workflow task that accepted
+the turn, when this worker holds the session as the ledger has it: it starts the turn and waits
+up to ``ExecutorOptions.local_start`` for its end, so a short turn costs no activity dispatch
+and one workflow task less. A turn still running then is followed by the ``run_turn`` activity
+the workflow schedules next on ``own_queue``, the task queue only this worker polls (without
+one, ``start_turn`` starts nothing); ``run_turn`` starts the turn itself when nothing runs it
+here (a resume, a retry on another worker, a streamed turn, a follow-up its worker lost). It
+heartbeats the last sequence the turn recorded; when Temporal cancels the activity (the
+workflow's cancel signal), it cancels the turn through ``controller.cancel_turn`` and returns
+the ``cancelled`` summary. A worker lost during the window loses its workflow task: Temporal
+runs that task again on another worker (after the workflow task timeout), whose ``run_turn``
+finds the turn open in the ledger and runs it as the next attempt.
 
 Draining (``drain()``, on the worker's SIGTERM): a running turn gets up to ``grace`` seconds to
 finish here. One still running then is **handed over**: a ``status`` event says the worker
 stopped, the session is abandoned in the ledger (nothing more of it is written here: no
 terminal, no ``by: host``), the turn's processes are stopped, and the activity fails with the
 retryable ``worker-stopped``, so Temporal runs the next attempt on another worker at once
-(``turn.restarted``), as after a worker loss but without waiting for the heartbeat timeout. It returns only a summary:
-the events are in the ledger. A retry after a worker loss runs the same turn id as the next
+(``turn.restarted``), as after a worker loss but without waiting for the heartbeat timeout. A
+turn ``start_turn`` started that no ``run_turn`` follows is drained the same way before the
+worker releases its sessions. Activities return only a summary: the events are in the ledger. A retry after a worker loss runs the same turn id as the next
 attempt (``turn.restarted``): its resume names the turn it retries, so crash recovery keeps the
 lost attempt open for it and the turn ends once; if the lost attempt had already ended the turn,
 its result stands.
@@ -56,17 +67,20 @@ from .shapes import (
     CHECKPOINT,
     CLOSE_SESSION,
     DEFAULT_GRACE,
+    DEFAULT_MAX_CONCURRENT,
     FORK_SESSION,
     NON_RETRYABLE,
     OPEN_SESSION,
     REWIND,
     RUN_TURN,
+    START_TURN,
     ForkWork,
     RewindSummary,
     RewindWork,
     SessionRefShape,
     SessionSpec,
     SessionStart,
+    TurnStart,
     TurnSummary,
     TurnWork,
 )
@@ -103,6 +117,23 @@ class Attached:
     turn_ids: set[str] = attrs.Factory(set)
 
 
+@define
+class Running:
+    """A turn running in a task of this worker's own (it outlives the ``start_turn`` local
+    activity that started it; the ``run_turn`` activity that follows it collects its end)."""
+
+    session_id: str
+    attached: Attached
+    attempt: int
+    finished: anyio.Event = attrs.Factory(anyio.Event)
+    #: the last sequence the turn recorded (heartbeats carry it)
+    last: int = 0
+    #: handed over (the worker drains): nothing more of it is written here
+    handed: bool = False
+    result: Any = None
+    error: Exception | None = None
+
+
 class SessionActivities:
     """Register ``activities()`` on a Temporal worker, inside ``async with`` this object."""
 
@@ -137,6 +168,14 @@ class SessionActivities:
         self.shared = SharedStateDir(shared_state) if shared_state is not None else None
         self.env_passthrough = tuple(env_passthrough)
         self._attached: dict[str, Attached] = {}
+        self._running: dict[str, Running] = {}  # turn id -> its turn running here
+        #: turns this worker runs at once (``build_worker`` sets it): ``start_turn`` starts
+        #: none beyond it
+        self.max_concurrent = DEFAULT_MAX_CONCURRENT
+        #: the task queue only this worker polls for ``run_turn`` (``build_worker`` sets it):
+        #: the turns ``start_turn`` leaves running here are followed there; without one it
+        #: starts none
+        self.own_queue: str | None = None
         #: every session's permission requests go to its workflow (the client is the worker's)
         self.approver = WorkflowApprover(self._redactor)
         self._hosts: anyio.abc.TaskGroup | None = None
@@ -144,6 +183,7 @@ class SessionActivities:
     def activities(self) -> list[Any]:
         return [
             self.open_session,
+            self.start_turn,
             self.run_turn,
             self.close_session,
             self.fork_session,
@@ -160,6 +200,14 @@ class SessionActivities:
     def draining(self) -> bool:
         return self._stopping is not None and self._stopping.is_set()
 
+    async def collected(self, timeout: float) -> None:
+        """Wait until every turn running here was collected by its ``run_turn`` (it ended or
+        was handed over), at most ``timeout`` seconds: a draining worker polls its own queue
+        until then, so the turns ``start_turn`` began here are still followed here."""
+        with anyio.move_on_after(timeout):
+            while self._running:
+                await anyio.sleep(0.05)
+
     async def __aenter__(self) -> SessionActivities:
         self._stopping = anyio.Event()
         self._hosts = anyio.create_task_group()
@@ -168,6 +216,10 @@ class SessionActivities:
 
     async def __aexit__(self, *exc_info: Any) -> None:
         with anyio.CancelScope(shield=True):
+            if self._running:  # started by start_turn, nobody follows them: drain them
+                self.drain()
+                for run in list(self._running.values()):
+                    await run.finished.wait()
             for session_id in list(self._attached):
                 await self._detach(session_id)
         assert self._hosts is not None
@@ -203,37 +255,43 @@ class SessionActivities:
             await self._settled(attached, ref.session_id, spec.harness)
             return _shape(ref)
 
+    @activity.defn(name=START_TURN)
+    async def start_turn(self, work: TurnWork) -> TurnStart:
+        """A local activity (inside the workflow task that accepted the turn): start the turn
+        if this worker holds the session as the ledger has it, and wait up to
+        ``work.local_start`` seconds for its end. Else start nothing (``run_turn`` does)."""
+        if self.own_queue is None or self.draining or self.monitor.turns >= self.max_concurrent:
+            return TurnStart()
+        with _as_application_error():
+            began = time.monotonic()
+            now_at = await self._claim_at(work.session_id)
+            attached = self._current(work.session_id, now_at)
+            if attached is None or work.turn_id in attached.turn_ids:
+                return TurnStart()  # a resume or a retry: the run_turn activity's work
+            self.monitor.ledger_seconds.observe(time.monotonic() - began)
+            run = await self._start(work, attached, attempt=1)
+        with anyio.move_on_after(work.local_start):
+            await run.finished.wait()
+        if not run.finished.is_set():
+            return TurnStart(running=True, queue=self.own_queue)
+        return TurnStart(summary=await self._collect(work, run))
+
     @activity.defn(name=RUN_TURN)
     async def run_turn(self, work: TurnWork) -> TurnSummary:
+        """Follow the turn ``start_turn`` left running here, or run it (after a resume, as
+        a retry on another worker, or when the session's options start no turn locally)."""
         info = activity.info()
-        attempt = info.attempt
-        fields: dict[str, Any] = {
-            "session_id": work.session_id,
-            "turn_id": work.turn_id,
-            "attempt": attempt,
-        }
-        if attempt > 1:
-            reason = WORKER_STOPPED if WORKER_STOPPED in map(str, info.heartbeat_details) else None
-            self.monitor.failovers.inc()
-            note("turn.failover", reason=reason or WORKER_LOST, **fields)
-        note("turn.attempt", **fields)
-        self.monitor.turn_started()
-        outcome = "failed"
-        try:
-            summary = await self._run_turn(work, attempt)
-            outcome = summary.status
-            note("turn.finished", status=summary.status, reason=summary.reason, **fields)
-            return summary
-        except HandedOver:
-            outcome = "handed-over"
-            self.monitor.handovers.inc()
-            note("turn.handover", reason=WORKER_STOPPED, grace=self.grace, **fields)
-            raise ApplicationError(WORKER_STOPPED, type=WORKER_STOPPED) from None
-        finally:
-            self.monitor.turn_ended()
-            self.monitor.attempts.labels(outcome=outcome).inc()
+        run = self._running.get(work.turn_id)
+        if run is None:
+            started = await self._start_here(work, info.attempt, info.heartbeat_details)
+            if isinstance(started, TurnSummary):
+                return started
+            run = started
+        return await self._collect(work, run, follow=True)
 
-    async def _run_turn(self, work: TurnWork, attempt: int) -> TurnSummary:
+    async def _start_here(
+        self, work: TurnWork, attempt: int, details: Sequence[Any]
+    ) -> Running | TurnSummary:
         with _as_application_error():
             began = time.monotonic()
             now_at = await self._claim_at(work.session_id)
@@ -243,54 +301,130 @@ class SessionActivities:
             # an ended turn's id again (its result stands).
             seen = None
             if attached is None or attempt > 1 or work.turn_id in attached.turn_ids:
-                ended, seen = await anyio.to_thread.run_sync(
+                ended, seen, tried = await anyio.to_thread.run_sync(
                     self._turns, work.session_id, work.turn_id
                 )
                 if ended is not None:  # the lost attempt finished the turn: its result stands
                     self.monitor.ledger_seconds.observe(time.monotonic() - began)
                     return _summary_from_ledger(work.turn_id, ended, attempt)
+                # started by a start_turn on a worker that lost it: this is the next attempt
+                attempt = max(attempt, tried + 1)
             self.monitor.ledger_seconds.observe(time.monotonic() - began)
-            if attempt > 1:  # nobody waits for what the lost attempt asked
+            if attempt > 1:
+                handed = WORKER_STOPPED in map(str, details) or work.after == WORKER_STOPPED
+                reason = WORKER_STOPPED if handed else None
+                self.monitor.failovers.inc()
+                note("turn.failover", reason=reason or WORKER_LOST, session_id=work.session_id,
+                     turn_id=work.turn_id, attempt=attempt)  # fmt: skip
+                # nobody waits for what the lost attempt asked
                 await self.approver.attempt_started(work.session_id, work.turn_id)
             if attached is None:
                 attached = await self._attach(
                     work.session_id, work.spec, retrying=work.turn_id, turn_ids=seen
                 )
-            attached.turn_ids.add(work.turn_id)
-            controller = attached.controller
-            # the workflow's timer decides an unanswered request; this only bounds the wait
-            controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
-            last = [0]
-            assert self._stopping is not None
-            running = controller.turn(
-                work.session_id,
-                work.prompt,
-                turn_id=work.turn_id,
-                attempt=attempt,
-                timeout=work.turn_timeout,
-            )
-            steers = relaying_steers(
-                self.approver.client, controller, work.session_id, work.turn_id
-            )
+            return await self._start(work, attached, attempt)
+
+    async def _start(self, work: TurnWork, attached: Attached, attempt: int) -> Running:
+        """Start the turn in a task of this worker's own (it outlives ``start_turn``); a
+        refusal before it started is raised here."""
+        note("turn.attempt", session_id=work.session_id, turn_id=work.turn_id, attempt=attempt)
+        attached.turn_ids.add(work.turn_id)
+        self._forget_ended(work.session_id)
+        run = Running(work.session_id, attached, attempt)
+        assert self._hosts is not None
+        self.monitor.turn_started()
+        self._running[work.turn_id] = run
+        try:
+            await self._hosts.start(self._turn_task, work, run)
+        except BaseException:
+            self._running.pop(work.turn_id, None)
+            self.monitor.turn_ended()
+            self.monitor.attempts.labels(outcome="failed").inc()
+            raise
+        return run
+
+    def _forget_ended(self, session_id: str) -> None:
+        """Drop the session's turns that ended here with nobody collecting them (started by
+        ``start_turn``, their ``run_turn`` went to another worker, which took the session)."""
+        for turn_id, run in list(self._running.items()):
+            if run.session_id == session_id and run.finished.is_set():
+                del self._running[turn_id]
+                self.monitor.turn_ended()
+                self.monitor.attempts.labels(outcome="failed").inc()
+
+    async def _turn_task(self, work: TurnWork, run: Running, *, task_status: Any) -> None:
+        """Runs the turn to its end; when the worker drains and the turn runs on past the
+        grace, hands it over (see the module doc)."""
+        controller = run.attached.controller
+        # the workflow's timer decides an unanswered request; this only bounds the wait
+        controller.approvals.timeout = work.approval_timeout + LOCAL_TIMEOUT_GRACE
+        running = controller.turn(work.session_id, work.prompt, turn_id=work.turn_id,
+                                  attempt=run.attempt, timeout=work.turn_timeout)  # fmt: skip
+        steers = relaying_steers(self.approver.client, controller, work.session_id, work.turn_id)
+        started = False
+        try:
             async with running as turn, steers:
-                handed = await _drive(controller, work.session_id, turn, last, self._stopping,
-                                      self.grace, self.ledger)  # fmt: skip
-            if handed:
-                await self._detach(work.session_id)
-                activity.heartbeat(last[0], WORKER_STOPPED)
-                await anyio.sleep(HEARTBEAT_SETTLE)
-                raise HandedOver
-            result = turn.result()
-            began = time.monotonic()
-            await self._settled(attached, work.session_id, work.spec.harness)
-            self.monitor.ledger_seconds.observe(time.monotonic() - began)
+                task_status.started()
+                started = True
+                assert self._stopping is not None
+                await _drive(controller, work.session_id, turn, run, self._stopping, self.grace,
+                             self.ledger)  # fmt: skip
+            run.result = turn.result()
+        except Exception as error:
+            if not started:
+                raise  # a refusal: start() raises it
+            run.error = error  # the activity that collects the turn raises it
+        finally:
+            run.finished.set()
+
+    async def _collect(self, work: TurnWork, run: Running, *, follow: bool = False) -> TurnSummary:
+        """The turn's summary once it ended; ``follow`` (the ``run_turn`` activity): heartbeat
+        meanwhile and turn Temporal's cancel into ``cancel_turn``."""
+        fields: dict[str, Any] = {
+            "session_id": work.session_id,
+            "turn_id": work.turn_id,
+            "attempt": run.attempt,
+        }
+        controller = run.attached.controller
+        outcome = "failed"
+        owned = False
+        try:
+            if follow:
+                await _follow(controller, work, run)
+            owned = self._running.get(work.turn_id) is run  # (and not dropped as uncollected)
+            if owned:
+                del self._running[work.turn_id]
+            with _as_application_error():
+                if run.handed:
+                    await self._detach(work.session_id)
+                    if follow:  # (``start_turn``, a local activity, has no heartbeats)
+                        activity.heartbeat(run.last, WORKER_STOPPED)
+                        await anyio.sleep(HEARTBEAT_SETTLE)
+                    raise HandedOver
+                if run.error is not None:
+                    raise run.error
+                began = time.monotonic()
+                await self._settled(run.attached, work.session_id, work.spec.harness)
+                self.monitor.ledger_seconds.observe(time.monotonic() - began)
+            result = run.result
+            outcome = result.status
+            note("turn.finished", status=result.status, reason=result.reason, **fields)
+        except HandedOver:
+            outcome = "handed-over"
+            self.monitor.handovers.inc()
+            note("turn.handover", reason=WORKER_STOPPED, grace=self.grace, **fields)
+            raise ApplicationError(WORKER_STOPPED, type=WORKER_STOPPED) from None
+        finally:
+            if owned:
+                self.monitor.turn_ended()
+                self.monitor.attempts.labels(outcome=outcome).inc()
         usage = None if result.usage is None else _usage_dict(result.usage)
         return TurnSummary(
             turn_id=work.turn_id,
             status=result.status,
             reason=result.reason,
-            last_sequence=attached.last_sequence,
-            attempt=attempt,
+            last_sequence=run.attached.last_sequence,
+            attempt=run.attempt,
             usage=usage,
         )
 
@@ -464,6 +598,7 @@ class SessionActivities:
             )
 
     async def _detach(self, session_id: str) -> None:
+        self._forget_ended(session_id)
         attached = self._attached.pop(session_id, None)
         if attached is not None:
             with anyio.CancelScope(shield=True):
@@ -480,57 +615,52 @@ class SessionActivities:
         except HarnessError:
             return None
 
-    def _turns(self, session_id: str, turn_id: str | None) -> tuple[list[Event] | None, set[str]]:
-        """One read of the session: the events of ``turn_id`` if it ended, and every turn id."""
+    def _turns(
+        self, session_id: str, turn_id: str | None
+    ) -> tuple[list[Event] | None, set[str], int]:
+        """One read of the session: the events of ``turn_id`` if it ended, every turn id, and
+        the attempts of ``turn_id`` the ledger holds."""
         events = self.ledger.events(session_id)
         earlier = [e for e in events if e.turn_id == turn_id] if turn_id is not None else []
         seen = {e.turn_id for e in events if e.turn_id is not None}
-        return (earlier if turn_ended(earlier) else None), seen
+        tried = max([0] + [getattr(e.payload, "attempt", 1) for e in earlier
+                           if e.type in ("turn.started", "turn.restarted")])  # fmt: skip
+        return (earlier if turn_ended(earlier) else None), seen, tried
 
 
 async def _drive(
     controller: Controller,
     session_id: str,
     turn: Any,
-    last: list[int],
+    run: Running,
     stopping: anyio.Event,
     grace: float,
     ledger: LedgerStore,
-) -> bool:
-    """Pull the turn to its end, heartbeating; a Temporal cancel becomes ``cancel_turn``. When
-    the worker drains (``stopping``) and the turn runs on past ``grace``: hand it over (see the
-    module doc) and return ``True``."""
-    finished = anyio.Event()
-    handed = False
+) -> None:
+    """Pull the turn to its end, noting its last sequence in ``run``. When the worker drains
+    (``stopping``) and the turn runs on past ``grace``: hand it over (see the module doc) and
+    set ``run.handed``."""
+    pumped = anyio.Event()
 
     async def pump() -> None:
         try:
             async for event in turn:
-                last[0] = event.sequence
+                run.last = event.sequence
         except HarnessError:
-            if not handed:  # once abandoned, the ledger refuses the turn's end: expected
+            if not run.handed:  # once abandoned, the ledger refuses the turn's end: expected
                 raise
         finally:
-            finished.set()
-
-    async def heartbeat() -> None:
-        # The first one after HEARTBEAT_EVERY, not at once: a turn shorter than that costs
-        # the service no heartbeat (the heartbeat timeout counts from the start anyway; a
-        # cancel reaches the activity with the first heartbeat's answer).
-        while True:
-            await anyio.sleep(HEARTBEAT_EVERY)
-            activity.heartbeat(last[0])
+            pumped.set()
 
     async def hand_over() -> None:
-        nonlocal handed
         await stopping.wait()
         with anyio.move_on_after(grace):
-            await finished.wait()
+            await pumped.wait()
             return
         with anyio.CancelScope(shield=True):
             if turn.record_side_event(Status(message=HANDOVER_STATUS)):
                 await flush_async(ledger)
-            handed = True
+            run.handed = True
             abandon = getattr(ledger, "abandon", None)
             if abandon is not None:  # what the turn writes from now on is refused
                 await anyio.to_thread.run_sync(abandon, session_id)
@@ -538,23 +668,43 @@ async def _drive(
                 await controller.cancel_turn(session_id, turn.turn_id)
             except HarnessError:
                 pass  # it ended meanwhile
-            await finished.wait()
+            await pumped.wait()
 
     async with anyio.create_task_group() as group:
-        group.start_soon(pump)
-        group.start_soon(heartbeat)
         group.start_soon(hand_over)
-        try:
-            await finished.wait()
-        except anyio.get_cancelled_exc_class():
-            with anyio.CancelScope(shield=True):
-                try:
-                    await controller.cancel_turn(session_id, turn.turn_id)
-                except HarnessError:
-                    pass  # it ended meanwhile
-                await finished.wait()
+        await pump()
         group.cancel_scope.cancel()
-    return handed
+
+
+async def _follow(controller: Controller, work: TurnWork, run: Running) -> None:
+    """Wait for the turn's end, heartbeating its last sequence; a Temporal cancel (or one
+    the host asked before this activity was scheduled) becomes ``cancel_turn``."""
+
+    async def heartbeat() -> None:
+        # The first one after HEARTBEAT_EVERY, not at once: a turn shorter than that costs
+        # the service no heartbeat (the heartbeat timeout counts from the start anyway; a
+        # cancel reaches the activity with the first heartbeat's answer).
+        while True:
+            await anyio.sleep(HEARTBEAT_EVERY)
+            activity.heartbeat(run.last)
+
+    async def cancel() -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await controller.cancel_turn(work.session_id, work.turn_id)
+            except HarnessError:
+                pass  # it ended meanwhile
+            await run.finished.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(heartbeat)
+        try:
+            if work.cancel:
+                await cancel()
+            await run.finished.wait()
+        except anyio.get_cancelled_exc_class():
+            await cancel()
+        group.cancel_scope.cancel()
 
 
 #: The ``status`` event a handed-over attempt ends with (the next attempt's turn.restarted

@@ -223,7 +223,7 @@ class TemporalController:
         with _refusals():
             update = await self._handle(session_id).start_update(
                 SessionWorkflow.turn,
-                TurnRequest(turn_id=turn_id, prompt=prompt),
+                TurnRequest(turn_id=turn_id, prompt=prompt, streamed=True),
                 wait_for_stage=WorkflowUpdateStage.ACCEPTED,
             )
         turn = RemoteTurn(self.ledger, session_id, turn_id, after, update)

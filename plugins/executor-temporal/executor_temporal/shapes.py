@@ -16,6 +16,8 @@ NAMESPACE = "default"
 #: Activity names (the workflow names them; the worker registers them).
 OPEN_SESSION = "harness.open_session"
 RUN_TURN = "harness.run_turn"
+#: The local activity a turn starts with (see ``ExecutorOptions.local_start``).
+START_TURN = "harness.start_turn"
 CLOSE_SESSION = "harness.close_session"
 #: Branching activities (:mod:`.branching`): run on a worker while no turn of the session runs.
 FORK_SESSION = "harness.fork_session"
@@ -88,6 +90,14 @@ class ExecutorOptions:
     turns_per_run: int = 200
     #: A permission request nobody answers within this is denied.
     approval_timeout: float = 300.0
+    #: Seconds a turn nobody streams (``run_turn`` without ``on_event`` or a permission
+    #: handler) first runs inside the workflow task that accepted it (a local activity on the
+    #: worker that holds the session): a turn that ends within this costs no activity dispatch
+    #: and one workflow task less; a longer one goes on as the ``run_turn`` activity on the
+    #: same worker (sent to the task queue only that worker polls; heartbeats, failover,
+    #: drain as before). Meanwhile the session's signals and updates (cancel, permission
+    #: requests, steers) wait up to this long. 0: every turn is a ``run_turn`` activity.
+    local_start: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,10 @@ class SessionStart:
 class TurnRequest:
     turn_id: str
     prompt: str
+    #: the caller follows the turn's events as they come (``TemporalController.turn``): it
+    #: starts following once the update is accepted, which a turn started inside the
+    #: workflow task (``ExecutorOptions.local_start``) would hold up, so it starts none there
+    streamed: bool = False
 
 
 @dataclass(frozen=True)
@@ -125,6 +139,25 @@ class TurnWork:
     turn_timeout: float | None = None
     #: the workflow's timer denies a permission request nobody answers within this
     approval_timeout: float = 300.0
+    #: ``start_turn``: seconds to wait for the turn's end before ``run_turn`` follows it
+    local_start: float = 0.0
+    #: ``run_turn``: the host cancelled the turn before this activity was scheduled
+    cancel: bool = False
+    #: ``run_turn`` after the activity that followed the turn on its worker's own queue was
+    #: lost: why (``worker-stopped``: the worker handed the turn over; else it vanished)
+    after: str | None = None
+
+
+@dataclass(frozen=True)
+class TurnStart:
+    """What ``start_turn`` answers: the turn's summary when it ended within the window; else
+    ``running`` (it runs on in this worker: ``run_turn`` follows it on ``queue``, the task
+    queue only this worker polls) or neither (not started here: ``run_turn`` runs it)."""
+
+    summary: TurnSummary | None = None
+    running: bool = False
+    #: the worker's own task queue (``None`` in histories from before it had one)
+    queue: str | None = None
 
 
 @dataclass(frozen=True)

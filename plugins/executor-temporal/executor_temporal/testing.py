@@ -19,7 +19,7 @@ from typing import Any
 
 #: The service setting that lets a session's turn start on the worker holding the session
 #: (see :mod:`.worker`).
-EAGER_ACTIVITIES = "system.enableActivityEagerExecution=true"
+EAGER_ACTIVITIES = "system.enableActivityEagerExecution"
 
 
 class TemporalUnavailable(Exception):
@@ -55,10 +55,12 @@ class DevServer:
     """``start()`` -> ``address``; ``stop()`` shuts it down. One per test session.
 
     ``port``: listen there (a restart drill starts a second server on the first one's port);
-    by default a free one."""
+    by default a free one. ``eager=False``: eager activity start off, as a self-hosted
+    server's default has it."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, eager: bool = True) -> None:
         self.port = port
+        self.eager = eager
         self.address = ""
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -94,7 +96,10 @@ class DevServer:
                     port=self.port,
                     dev_server_log_level="error",
                     # on in the CLI's dev server already; said here so that no default moves it
-                    dev_server_extra_args=["--dynamic-config-value", EAGER_ACTIVITIES],
+                    dev_server_extra_args=[
+                        "--dynamic-config-value",
+                        f"{EAGER_ACTIVITIES}={str(self.eager).lower()}",
+                    ],
                 )
         except BaseException as error:  # reported by start()
             self._error = error

@@ -16,9 +16,16 @@ attempt always goes there. Eager start needs the service's dynamic config
 default it to false: deploy/ sets it). Without it every turn goes through the shared queue and
 may land on any worker, which then resumes the session.
 
-SIGTERM (SIGINT too) drains: the worker stops polling, running turns get ``grace`` seconds to
-finish, then the rest are handed over to other workers (see :mod:`.activities`); then it
-releases every session and exits. ``max_concurrent``: turns (activities) it runs at once.
+A turn that started inside the workflow task (``start_turn``, a local activity) and outlasts its
+window is followed by a ``run_turn`` on a task queue of this worker's own, which only it polls
+(:class:`SessionWorker`): eager start is best effort (off on a server without that dynamic
+config, skipped without a free slot), and the follow-up must reach the worker running the turn,
+or another worker would take the session over and run the turn again.
+
+SIGTERM (SIGINT too) drains: the worker stops polling the shared queue, running turns get
+``grace`` seconds to finish (the follow-ups of its own queue still reach it), then the rest are
+handed over to other workers (see :mod:`.activities`); then it releases every session and
+exits. ``max_concurrent``: turns (activities) it runs at once.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 import anyio
 from temporalio.client import Client
@@ -52,21 +61,67 @@ def build_worker(
     *,
     task_queue: str = TASK_QUEUE,
     max_concurrent_activities: int = DEFAULT_MAX_CONCURRENT,
-) -> Worker:
+) -> SessionWorker:
+    """The Temporal workers of one harness worker (``async with`` the result): the workflow
+    and the activities on ``task_queue``, and ``run_turn`` on a task queue of this worker's
+    own (see :class:`SessionWorker`)."""
     activities.approver.client = client  # permission requests go to the workflows through it
+    activities.max_concurrent = max_concurrent_activities
+    activities.own_queue = f"{task_queue}.{client.identity}.{uuid.uuid4().hex[:8]}"
     shutdown = activities.grace + HEARTBEAT_SETTLE + HANDOVER_ROOM
-    return Worker(
+    common: dict[str, Any] = {
+        "max_concurrent_activities": max_concurrent_activities,
+        "max_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        "default_heartbeat_throttle_interval": HEARTBEAT_THROTTLE,
+        "graceful_shutdown_timeout": timedelta(seconds=shutdown),
+    }
+    shared = Worker(
         client,
         task_queue=task_queue,
         workflows=[SessionWorkflow],
         activities=activities.activities(),
-        max_concurrent_activities=max_concurrent_activities,
-        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
-        default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        max_concurrent_local_activities=max_concurrent_activities,
         sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
-        graceful_shutdown_timeout=timedelta(seconds=shutdown),
         disable_eager_activity_execution=False,  # session-sticky turns: see the module doc
+        **common,
     )
+    own = Worker(
+        client, task_queue=activities.own_queue, activities=[activities.run_turn], **common
+    )
+    return SessionWorker(shared, own, activities, settle=shutdown)
+
+
+class SessionWorker:
+    """``shared`` polls the workflow's task queue (workflow tasks, every activity); ``own``
+    polls ``activities.own_queue``, where the workflow sends the ``run_turn`` that follows a
+    turn ``start_turn`` began on this worker: only this worker takes it, eager activity start
+    or not. On exit ``shared`` stops first (no new turn comes); ``own`` is polled on until the
+    turns running here were collected (they end within the grace or are handed over), at most
+    ``settle`` seconds, so that their follow-ups still reach them."""
+
+    def __init__(
+        self, shared: Worker, own: Worker, activities: SessionActivities, *, settle: float
+    ) -> None:
+        self.shared = shared
+        self.own = own
+        self.activities = activities
+        self.settle = settle
+
+    async def __aenter__(self) -> SessionWorker:
+        await self.own.__aenter__()
+        try:
+            await self.shared.__aenter__()
+        except BaseException:
+            await self.own.__aexit__(None, None, None)
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            await self.shared.__aexit__(*exc_info)
+        finally:
+            await self.activities.collected(self.settle)
+            await self.own.__aexit__(*exc_info)
 
 
 async def run_worker(
@@ -115,6 +170,7 @@ async def run_worker(
             async with activities, worker:
                 monitor.ready = True
                 note("worker.started", pid=os.getpid(), task_queue=task_queue,
+                     own_queue=activities.own_queue,
                      namespace=namespace, max_concurrent=max_concurrent, grace=grace,
                      http=where)  # fmt: skip
                 if on_ready is not None:

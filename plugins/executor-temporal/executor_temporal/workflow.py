@@ -6,7 +6,11 @@ shared ledger. History holds only the records of :mod:`.shapes`.
 
 - update ``open``: opens the session (first thing a client does after starting the workflow);
 - update ``turn``: runs one turn to its end and returns its summary; the validator refuses a
-  closed session or an active turn (the turn id is the client's, so a retry keeps it);
+  closed session or an active turn (the turn id is the client's, so a retry keeps it). A turn
+  nobody streams starts as the local activity ``start_turn`` inside the workflow task (see
+  ``ExecutorOptions.local_start``); what outlasts it is followed by the ``run_turn`` activity
+  on the task queue of the worker running it (``TurnStart.queue``), and on the shared queue
+  when that worker is lost; what was not started there is the ``run_turn`` activity;
 - signal ``cancel``: cancels the running turn's activity; the worker cancels the turn through
   its controller and the activity returns the ``cancelled`` summary;
 - update ``close``: cancels a running turn, closes the session on a worker; idempotent;
@@ -50,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         PERMISSION_REQUESTED,
         REWIND,
         RUN_TURN,
+        START_TURN,
         STEER,
         ForkRequest,
         ForkWork,
@@ -61,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
         SteerRequest,
         SteerWork,
         TurnRequest,
+        TurnStart,
         TurnSummary,
         TurnWork,
     )
@@ -70,6 +76,12 @@ CONTROL_TIMEOUT = timedelta(seconds=120)
 CONTROL_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=list(NON_RETRYABLE))
 #: A fork, checkpoint or rewind: git over a whole workspace (its own timeouts are shorter).
 BRANCH_TIMEOUT = timedelta(seconds=900)
+#: The ``workflow.patched`` id of turns that start as a local activity (histories of runs
+#: from before it replay without one).
+LOCAL_START = "turn-local-start"
+#: Bounds ``start_turn``: its own wait is ``local_start``; taking the session up (claim, a
+#: resume when another worker ran it last) comes before.
+LOCAL_START_TIMEOUT = timedelta(seconds=60)
 #: What a fork may change of the parent's spec (the harness stays).
 FORK_FIELDS = frozenset({"workspace", "model", "posture", "agent", "user", "config"})
 
@@ -163,38 +175,19 @@ class SessionWorkflow:
             turn_timeout=options.turn_timeout,
             approval_timeout=options.approval_timeout,
         )
-        handle = workflow.start_activity(
-            RUN_TURN,
-            work,
-            result_type=TurnSummary,
-            start_to_close_timeout=timedelta(seconds=options.turn_activity_timeout),
-            heartbeat_timeout=timedelta(seconds=options.heartbeat_timeout),
-            retry_policy=RetryPolicy(
-                maximum_attempts=options.max_attempts,
-                initial_interval=timedelta(milliseconds=200),
-                non_retryable_error_types=list(NON_RETRYABLE),
-            ),
-            # the worker records the cancel in the ledger before the activity ends
-            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        )
         try:
-            await workflow.wait_condition(lambda: handle.done() or self._cancel is not None)
-            if not handle.done():
-                handle.cancel()
-            summary: TurnSummary = await handle
-            return summary
-        except ActivityError as error:
-            if isinstance(error.cause, CancelledError):
-                return TurnSummary(request.turn_id, "cancelled", "host")
-            if isinstance(error.cause, ApplicationError) and error.cause.non_retryable:
-                # refused before it started (as the local controller raises): the update fails
-                raise ApplicationError(error.cause.message, type=error.cause.type) from None
-            # every attempt was lost (workers died) or failed: the ledger holds what they wrote
-            cause = error.cause
-            reason = cause.type if isinstance(cause, ApplicationError) else None
-            return TurnSummary(
-                request.turn_id, "failed", reason or "interrupted", attempt=options.max_attempts
-            )
+            if options.local_start > 0 and not request.streamed and workflow.patched(LOCAL_START):
+                begun, after = await self._start_locally(work)
+                if begun.summary is not None:
+                    return begun.summary
+                if not begun.running and self._cancel is not None:
+                    return TurnSummary(request.turn_id, "cancelled", "host")  # never started
+                # A cancel asked meanwhile goes with the activity: cancelling an activity
+                # scheduled in this same workflow task would never reach the running turn.
+                work = dataclasses.replace(work, cancel=self._cancel is not None, after=after)
+                if begun.running and begun.queue is not None:
+                    return await self._follow_on(begun.queue, work)
+            return await self._run_turn(work)
         finally:
             self._active, self._cancel = None, None
             self._turns += 1
@@ -203,6 +196,101 @@ class SessionWorkflow:
                 if turn_id == request.turn_id:
                     del self._taken[steer_id]
                     self._steered[steer_id] = ("turn-not-found", "the turn ended before it took it")
+
+    async def _start_locally(self, work: TurnWork) -> tuple[TurnStart, str | None]:
+        """``start_turn`` on this worker, inside this workflow task (see
+        ``ExecutorOptions.local_start``); what it did not start, ``run_turn`` runs (after the
+        reason ``start_turn`` failed with: ``worker-stopped`` when it handed the turn over)."""
+        try:
+            begun: TurnStart = await workflow.execute_local_activity(
+                START_TURN,
+                dataclasses.replace(work, local_start=self._start.options.local_start),
+                result_type=TurnStart,
+                start_to_close_timeout=LOCAL_START_TIMEOUT,
+                retry_policy=RetryPolicy(maximum_attempts=1),
+            )
+        except ActivityError as error:
+            _raise_refusal(error)
+            cause = error.cause
+            return TurnStart(), cause.type if isinstance(cause, ApplicationError) else None
+        return begun, None
+
+    async def _follow_on(self, queue: str, work: TurnWork) -> TurnSummary:
+        """``run_turn`` on ``queue``, the task queue only the worker ``start_turn`` left the
+        turn running on polls: it follows the turn there. When that worker does not take it
+        within ``heartbeat_timeout`` (it died, or drained and stopped polling), goes silent, or
+        hands the turn over, ``run_turn`` goes to the shared queue, where the next worker takes
+        the turn over as the next attempt."""
+        options = self._start.options
+        while True:
+            try:
+                return await self._turn_activity(work, attempts=1, queue=queue)
+            except ActivityError as error:
+                cause = error.cause
+                if isinstance(cause, CancelledError):
+                    # cancelled before the worker took it: the turn runs on there; ask again,
+                    # with the cancel (a second cancel of that one is never asked)
+                    work = dataclasses.replace(work, cancel=True)
+                    continue
+                _raise_refusal(error)
+                after = cause.type if isinstance(cause, ApplicationError) else None
+            if options.max_attempts <= 1:
+                return TurnSummary(work.turn_id, "failed", after or "interrupted", attempt=1)
+            work = dataclasses.replace(work, cancel=self._cancel is not None, after=after)
+            return await self._run_turn(work, attempts=options.max_attempts - 1)
+
+    async def _run_turn(self, work: TurnWork, *, attempts: int | None = None) -> TurnSummary:
+        """The ``run_turn`` activity on the shared queue: runs the turn (or, in histories from
+        before workers had queues of their own, follows the one ``start_turn`` left running on
+        its worker, started there eagerly); ``attempts``: Temporal's, ``max_attempts`` unless
+        told."""
+        options = self._start.options
+        try:
+            return await self._turn_activity(
+                work, attempts=options.max_attempts if attempts is None else attempts
+            )
+        except ActivityError as error:
+            if isinstance(error.cause, CancelledError):
+                return TurnSummary(work.turn_id, "cancelled", "host")
+            _raise_refusal(error)
+            # every attempt was lost (workers died) or failed: the ledger holds what they wrote
+            cause = error.cause
+            reason = cause.type if isinstance(cause, ApplicationError) else None
+            return TurnSummary(
+                work.turn_id, "failed", reason or "interrupted", attempt=options.max_attempts
+            )
+
+    async def _turn_activity(
+        self, work: TurnWork, *, attempts: int, queue: str | None = None
+    ) -> TurnSummary:
+        """Schedule ``run_turn`` (on ``queue``: taken there within ``heartbeat_timeout`` or
+        not at all) and wait for its summary; the host's cancel cancels it."""
+        options = self._start.options
+        handle = workflow.start_activity(
+            RUN_TURN,
+            work,
+            result_type=TurnSummary,
+            task_queue=queue,
+            schedule_to_start_timeout=(
+                None if queue is None else timedelta(seconds=options.heartbeat_timeout)
+            ),
+            start_to_close_timeout=timedelta(seconds=options.turn_activity_timeout),
+            heartbeat_timeout=timedelta(seconds=options.heartbeat_timeout),
+            retry_policy=RetryPolicy(
+                maximum_attempts=attempts,
+                initial_interval=timedelta(milliseconds=200),
+                non_retryable_error_types=list(NON_RETRYABLE),
+            ),
+            # the worker records the cancel in the ledger before the activity ends
+            cancellation_type=workflow.ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+        )
+        await workflow.wait_condition(
+            lambda: handle.done() or (self._cancel is not None and not work.cancel)
+        )
+        if not handle.done():
+            handle.cancel()
+        summary: TurnSummary = await handle
+        return summary
 
     @turn.validator
     def _validate_turn(self, request: TurnRequest) -> None:
@@ -479,6 +567,13 @@ class SessionWorkflow:
             raise ApplicationError(f"the {name} failed", type="provider-failed") from None
         finally:
             self._operation = None
+
+
+def _raise_refusal(error: ActivityError) -> None:
+    """A turn refused before it started (as the local controller raises): the update fails."""
+    cause = error.cause
+    if isinstance(cause, ApplicationError) and cause.non_retryable:
+        raise ApplicationError(cause.message, type=cause.type) from None
 
 
 def _request(data: Any) -> PermissionRequest | None:

@@ -1,5 +1,8 @@
-"""Cancel through the workflow, the next turn, refusals, continue-as-new, replay (in-process
-worker on the dev server, PostgreSQL ledger)."""
+"""Cancel through the workflow, the next turn, refusals, continue-as-new, replay, turns that
+start inside the workflow task (``ExecutorOptions.local_start``): a short turn ends there (no
+``run_turn`` activity), a longer one goes on as ``run_turn`` on the same worker (one attempt,
+no resume), a cancel asked meanwhile reaches it, and ``local_start=0`` keeps every turn an
+activity (in-process worker on the dev server, PostgreSQL ledger)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import anyio
 import pytest
 from executor_temporal.activities import SessionActivities
 from executor_temporal.client import TemporalController
-from executor_temporal.shapes import ExecutorOptions
+from executor_temporal.shapes import RUN_TURN, ExecutorOptions
 from executor_temporal.worker import build_worker
 from executor_temporal.workflow import SessionWorkflow
 from harness_hookspecs import HarnessError
@@ -156,7 +159,12 @@ def test_a_refused_turn_raises_like_locally_and_is_not_retried(in_steps_session)
             e for e in history.events if e.HasField("activity_task_started_event_attributes")
         ]
         attempts = [e.activity_task_started_event_attributes.attempt for e in started]
-        assert attempts == [1, 1]  # open, then the refused turn once: not retried
+        local = [e.marker_recorded_event_attributes.marker_name for e in history.events
+                 if e.HasField("marker_recorded_event_attributes")]  # fmt: skip
+        # open, then the refused turn once, as the start_turn local activity (the session is
+        # held where it opened): not retried, and no run_turn activity after it
+        assert attempts == [1]
+        assert local.count("core_local_activity") == 1, local
         following = await controller.run_turn(ref, "still usable")
         assert following.status == "completed", following
         await controller.close_session(ref)
@@ -212,3 +220,117 @@ def test_a_turn_id_sent_again_gets_the_ended_turns_result_and_runs_nothing(in_st
         await controller.close_session(ref)
 
     in_steps_session(body)
+
+
+async def turn_kinds(client, session_id: str) -> list[str]:
+    """What ran the session's turns, in history order: ``local`` (a start_turn local
+    activity's marker) or ``activity`` (a run_turn activity started)."""
+    history = await client.get_workflow_handle(session_id).fetch_history()
+    kinds = []
+    scheduled: dict[int, str] = {}
+    for event in history.events:
+        if event.HasField("marker_recorded_event_attributes"):
+            if event.marker_recorded_event_attributes.marker_name == "core_local_activity":
+                kinds.append("local")
+        elif event.HasField("activity_task_scheduled_event_attributes"):
+            attributes = event.activity_task_scheduled_event_attributes
+            scheduled[event.event_id] = attributes.activity_type.name
+        elif event.HasField("activity_task_started_event_attributes"):
+            attributes = event.activity_task_started_event_attributes
+            if scheduled.get(attributes.scheduled_event_id) == RUN_TURN:
+                kinds.append(f"activity {attributes.attempt}")
+    return kinds
+
+
+async def cancel_after(controller, ref, prompt: str, seconds: float):
+    """Run ``prompt`` as a turn nobody streams; cancel it ``seconds`` into it."""
+    turn_id = f"turn_{uuid.uuid4().hex[:12]}"
+    summaries = []
+
+    async def run() -> None:
+        summaries.append(await controller.run_turn(ref, prompt, turn_id=turn_id))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await anyio.sleep(seconds)
+        await controller.cancel_turn(ref, turn_id)
+    return summaries[0]
+
+
+def assert_cancelled_once(controller, ref, summary, *, steps: int) -> None:
+    assert summary.status == "cancelled", summary
+    events = controller.events(ref.session_id)
+    turn = [e for e in events if e.turn_id == summary.turn_id]
+    assert [e.type for e in turn if e.type.startswith("turn.")] == [
+        "turn.started",
+        "turn.cancelled",
+    ]
+    assert turn[-1].payload.by == "host"
+    assert len([e for e in turn if e.type == "message.delta"]) < steps  # not run to its end
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+
+
+def test_short_turns_end_in_the_workflow_task_longer_ones_go_on_as_run_turn(
+    in_steps_session, pid_dir
+):
+    async def body(controller, client, ref):
+        short = await controller.run_turn(ref, "hello")
+        assert short.status == "completed", short
+        assert await turn_kinds(client, ref.session_id) == ["local"]
+
+        longer = await controller.run_turn(ref, "steps 8 0.25")  # 2 s: past the window
+        assert longer.status == "completed" and longer.attempt == 1, longer
+        assert await turn_kinds(client, ref.session_id) == ["local", "local", "activity 1"]
+        events = controller.events(ref.session_id)
+        turn = [e for e in events if e.turn_id == longer.turn_id]
+        assert [e.type for e in turn].count("turn.started") == 1
+        assert not [e for e in turn if e.type == "turn.restarted"]
+        assert [e.payload.text for e in turn if e.type == "message.delta"] == [
+            f"step {i} " for i in range(8)
+        ]
+        assert not [e for e in events if e.type == "session.resumed"]  # stayed on the worker
+
+        # a turn the caller streams is a run_turn activity (its events come as they are made)
+        async with controller.turn(ref, "hello streamed") as streamed:
+            assert [e.type async for e in streamed][-1] == "turn.completed"
+            assert (await streamed.result()).status == "completed"  # the activity's end too
+        kinds = await turn_kinds(client, ref.session_id)
+        assert kinds == ["local", "local", "activity 1", "activity 1"]
+
+        # a cancel asked in the window reaches the turn once run_turn follows it
+        cancelled = await cancel_after(controller, ref, "steps 100 0.1", 0.5)
+        assert_cancelled_once(controller, ref, cancelled, steps=100)
+        after = await controller.run_turn(ref, "hello again")
+        assert after.status == "completed", after
+        await controller.close_session(ref)
+
+    in_steps_session(body, ExecutorOptions(local_start=1.0))
+    assert pids_gone(pid_dir)
+
+
+def test_a_cancel_the_workflow_saw_before_run_turn_was_scheduled_reaches_the_turn(
+    in_steps_session, pid_dir
+):
+    """A window longer than the workflow task's heartbeat (8 s of its 10 s timeout): the
+    cancel signal is delivered while start_turn still waits, so the workflow has it before it
+    schedules run_turn, and cancelling an activity scheduled in the same workflow task would
+    never reach the worker: the cancel goes with the activity."""
+
+    async def body(controller, client, ref):
+        cancelled = await cancel_after(controller, ref, "steps 200 0.1", 2.0)
+        assert_cancelled_once(controller, ref, cancelled, steps=200)
+        await controller.close_session(ref)
+
+    in_steps_session(body, ExecutorOptions(local_start=9.0))
+    assert pids_gone(pid_dir)
+
+
+def test_local_start_zero_runs_every_turn_as_an_activity(in_steps_session):
+    async def body(controller, client, ref):
+        for prompt in ("hello", "steps 2 0.1"):
+            summary = await controller.run_turn(ref, prompt)
+            assert summary.status == "completed", summary
+        assert await turn_kinds(client, ref.session_id) == ["activity 1", "activity 1"]
+        await controller.close_session(ref)
+
+    in_steps_session(body, ExecutorOptions(local_start=0))

@@ -155,3 +155,66 @@ def test_a_turn_whose_attempts_are_all_lost_fails_as_interrupted(
     lost = [e.type for e in events if e.turn_id == turn_id]
     assert "turn.restarted" not in lost  # not retried (max_attempts=1)
     assert [e.sequence for e in events] == list(range(1, len(events) + 1))
+
+
+def test_sigkill_inside_the_local_start_window_completes_the_turn_on_the_other(
+    temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
+):
+    """A turn nobody streams starts inside the workflow task (``start_turn``); the worker dies
+    before the window ends: no activity heartbeats yet, so Temporal notices by the workflow
+    task timeout (10 s) and runs the task on the other worker, whose ``run_turn`` finds the
+    turn open in the ledger and runs it as attempt 2 under the same turn id."""
+    queue = f"q-{uuid.uuid4().hex[:8]}"
+    workers = [
+        WorkerProcess(name, temporal_address, queue, postgresql_ledger_url, tmp_path)
+        for name in ("a", "b")
+    ]
+
+    async def body():
+        client = await Client.connect(temporal_address)
+        options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, local_start=5.0)
+        async with TemporalController(
+            client, ledger=postgresql_ledger_url, task_queue=queue, options=options
+        ) as controller:
+            ref = await controller.open_session(
+                harness="stdio-jsonl", workspace=workspace, config=steps_config
+            )
+            summaries = []
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: _run(controller, ref, summaries))
+                while not any(pid_dir.iterdir()):  # the program started: the window runs
+                    await anyio.sleep(0.02)
+                program = program_pid(pid_dir)
+                victim = next(w for w in workers if w.pid in ancestors(program))
+                os.kill(victim.pid, signal.SIGKILL)
+                killed_at = time.monotonic()
+            took = time.monotonic() - killed_at
+            events = controller.events(ref.session_id)
+            await controller.close_session(ref)
+            return summaries[0], events, took, alive(program)
+
+    try:
+        for worker in workers:
+            worker.wait_ready()
+        summary, events, took, program_alive = anyio.run(body)
+    finally:
+        for worker in workers:
+            worker.stop()
+    print(f"failover in the window: completed {took:.2f} s after the SIGKILL")
+    assert summary.status == "completed" and summary.attempt == 2, summary
+    assert took <= 10.0 + 1.0 + STEPS * 0.2 + 8.0, took  # task timeout + sticky + rerun + margin
+    assert not program_alive
+    assert [e.sequence for e in events] == list(range(1, len(events) + 1))  # gap-free
+    turn = [e for e in events if e.turn_id is not None]
+    assert {e.turn_id for e in turn} == {summary.turn_id}
+    types = [e.type for e in turn]
+    assert types.count("turn.started") == 1 and types.count("turn.restarted") == 1
+    assert [t for t in types if t in ("turn.completed", "turn.failed", "turn.cancelled")] == [
+        "turn.completed"
+    ]
+    assert types[-1] == "turn.completed"
+    assert types[types.index("turn.restarted") :].count("message.delta") == STEPS
+
+
+async def _run(controller, ref, summaries) -> None:
+    summaries.append(await controller.run_turn(ref, f"steps {STEPS} 0.2"))
