@@ -579,16 +579,21 @@ def score(name: str, guard: Guard, exclusions: list[Exclusion]) -> Score | None:
 
 def table(scores: list[Score]) -> str:
     rows = [
-        "| module | tests used | mutants | excluded | killed | timeout | survived | score | target |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| module | tests used | mutants | excluded | killed | timeout | survived | errored "
+        "| no verdict | score | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in scores:
         tests = ", ".join(Path(t).stem if t.endswith(".py") else t for t in s.guard.tests)
         rows.append(
             f"| `{s.guard.path}` | {tests} | {s.mutants} | {len(s.excluded)} | {s.killed} | "
-            f"{s.timeout} | {len(s.survived)} | {s.percent:.1f} % | {s.guard.target:.0f} % |"
-            + (f" ({s.pending} not checked yet)" if s.pending else "")
-            + (f" ({s.errored} errored, no verdict: re-check)" if s.errored else "")
+            f"{s.timeout} | {len(s.survived)} | {s.errored} | {s.pending} | {s.percent:.1f} % | "
+            f"{s.guard.target:.0f} % |"
+        )
+    if any(s.errored or s.pending for s in scores):
+        rows.append(
+            "\nerrored: mutmut's child raised (exit 255), no verdict; no verdict: not checked yet. "
+            "Both are left out of the score: give them one with --recheck."
         )
     return "\n".join(rows)
 

@@ -92,6 +92,7 @@ HARMFUL: list[tuple[str, str, str]] = [
     ('rm -rf "$TARGET"', "ask", "delete-unknown-target"),
     # `..` after a glob: where it leads depends on what the glob matches (symlinks)
     ("rm -rf ./*/../../etc", "ask", "delete-unknown-target"),
+    ("rm -rf ./X/../../etc", "deny", "delete-outside-workspace"),  # no glob in it: known
     ("rm -rf /srv/ws/*/../x", "ask", "delete-unknown-target"),
     ("rm -rf $(cat dirs.txt)", "ask", "delete-unknown-target"),
     ("ls | xargs rm -rf", "ask", "delete-unknown-target"),

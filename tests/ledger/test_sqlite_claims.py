@@ -653,7 +653,7 @@ def test_a_process_that_never_closes_its_store_still_exits(tmp_path):
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     done = subprocess.run(
-        [sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", code, str(path)], env=env, capture_output=True, text=True, timeout=30
     )
     assert (done.returncode, done.stdout.strip()) == (0, "flushed"), done.stderr[-500:]
     assert _rows(path, "SELECT count(*) FROM sessions") == [(0,)]
