@@ -88,14 +88,21 @@ async def _our_turn(path: str, n: int) -> float:
         store.close()
 
 
-def _raw_rate(source: str, target: str) -> tuple[float, int]:
-    """The rows ``source`` holds, written again into ``target`` (a fresh ledger file: same
-    schema and pragmas) by the driver alone."""
+def _raw_rate(
+    source: str,
+    target: str,
+    *,
+    order: str = "session_id, sequence",
+    per_commit: int = RAW_BATCH,
+) -> tuple[float, int]:
+    """The rows ``source`` holds (in ``order``), written again into ``target`` (a fresh ledger
+    file: same schema and pragmas) by the driver alone, ``per_commit`` rows a transaction:
+    rows/s and the row count."""
     from harness_core.ledger import open_ledger
     from harness_core.ledger.sqlite_schema import connect
 
     with sqlite3.connect(source) as reader:
-        rows = reader.execute("SELECT * FROM events ORDER BY session_id, sequence").fetchall()
+        rows = reader.execute(f"SELECT * FROM events ORDER BY {order}").fetchall()
         sessions = reader.execute("SELECT * FROM sessions").fetchall()
     open_ledger(f"sqlite://{target}").close()  # the schema, as the store creates it
     connection = connect(target)
@@ -104,9 +111,9 @@ def _raw_rate(source: str, target: str) -> tuple[float, int]:
         placeholders = ", ".join(["?"] * len(rows[0]))
         insert = f"INSERT INTO events VALUES ({placeholders})"
         start = time.perf_counter()
-        for first in range(0, len(rows), RAW_BATCH):
+        for first in range(0, len(rows), per_commit):
             connection.execute("BEGIN")
-            connection.executemany(insert, rows[first : first + RAW_BATCH])
+            connection.executemany(insert, rows[first : first + per_commit])
             connection.execute("COMMIT")
         elapsed = time.perf_counter() - start
     finally:
@@ -115,32 +122,12 @@ def _raw_rate(source: str, target: str) -> tuple[float, int]:
 
 
 def _raw_interleaved(source: str, directory: str, per_commit: int) -> float:
-    """The events ``source`` holds, in the order they were recorded (many sessions
-    interleaved), written again by the driver alone into a fresh ledger of the same schema,
-    ``per_commit`` rows a transaction: rows/s. Appends interleaved across sessions land on a
-    different B-tree page each (the table is clustered by session), so this rate is far below
-    the sequential one of :func:`_raw_rate`: it is the store's own limit for a busy host."""
-    from harness_core.ledger import open_ledger
-    from harness_core.ledger.sqlite_schema import connect
-
-    with sqlite3.connect(source) as reader:
-        rows = reader.execute("SELECT * FROM events ORDER BY timestamp, sequence").fetchall()
-        sessions = reader.execute("SELECT * FROM sessions").fetchall()
+    """:func:`_raw_rate` of the rows in the order they were recorded (many sessions
+    interleaved). Appends interleaved across sessions land on a different B-tree page each (the
+    table is clustered by session), so this rate is far below the sequential one: it is the
+    store's own limit for a busy host."""
     target = os.path.join(directory, "raw-interleaved.sqlite")
-    open_ledger(f"sqlite://{target}").close()
-    connection = connect(target)
-    try:
-        connection.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", sessions)
-        insert = f"INSERT INTO events VALUES ({', '.join(['?'] * len(rows[0]))})"
-        start = time.perf_counter()
-        for first in range(0, len(rows), per_commit):
-            connection.execute("BEGIN")
-            connection.executemany(insert, rows[first : first + per_commit])
-            connection.execute("COMMIT")
-        elapsed = time.perf_counter() - start
-    finally:
-        connection.close()
-    return len(rows) / elapsed
+    return _raw_rate(source, target, order="timestamp, sequence", per_commit=per_commit)[0]
 
 
 def limit(n: int, runs: int) -> list[Figure]:
