@@ -296,3 +296,60 @@ def test_histories_from_before_own_queues_replay():
     ours, changed = anyio.run(replay)
     assert ours is None, ours
     assert changed is not None
+
+
+def test_a_cancel_before_the_worker_took_the_follow_up_reaches_the_turn(
+    temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
+):
+    """The host cancels after the workflow sent the follow-up to the worker's own queue and
+    before the worker took it (its own queue is not polled yet, in-process worker): Temporal
+    cancels that activity unseen, so the workflow sends it again, carrying the cancel; the turn
+    is cancelled where it runs (``turn.cancelled``, its program gone), not left running."""
+    from executor_temporal.activities import SessionActivities
+    from executor_temporal.worker import build_worker
+
+    async def body():
+        client = await Client.connect(temporal_address)
+        queue = f"q-{uuid.uuid4().hex[:8]}"
+        activities = SessionActivities(ledger=postgresql_ledger_url, state_dir=tmp_path / "s")
+        worker = build_worker(client, activities, task_queue=queue)
+        options = ExecutorOptions(local_start=0.25, heartbeat_timeout=30.0)
+        controller = TemporalController(
+            client, ledger=postgresql_ledger_url, task_queue=queue, options=options
+        )
+        async with activities, worker.shared, controller:  # its own queue: not yet
+            ref = await controller.open_session(
+                harness="stdio-jsonl", workspace=workspace, config=steps_config
+            )
+            summaries = []
+
+            async def run() -> None:
+                summaries.append(await controller.run_turn(ref, "steps 50 0.1"))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run)
+                while not await run_turn_queues(client, ref.session_id):  # sent, not taken
+                    await anyio.sleep(0.05)
+                await controller.cancel_turn(ref)
+                with anyio.fail_after(20):
+                    while len(await run_turn_queues(client, ref.session_id)) < 2 and (
+                        not summaries  # (without the second one, the workflow answers now)
+                    ):
+                        await anyio.sleep(0.05)
+                async with worker.own:
+                    with anyio.fail_after(20):
+                        while not summaries:
+                            await anyio.sleep(0.05)
+            events = controller.events(ref.session_id)
+            queues = await run_turn_queues(client, ref.session_id)
+            await controller.close_session(ref)
+            return summaries[0], events, queues
+
+    summary, events, queues = anyio.run(body)
+    assert (summary.status, summary.attempt) == ("cancelled", 1), summary
+    assert len(set(queues)) == 1 and queues[0].startswith("q-") and queues[0].count(".") >= 2
+    types = [e.type for e in events if e.turn_id == summary.turn_id]
+    assert [t for t in types if t in TERMINALS] == ["turn.cancelled"], types
+    assert types.count("message.delta") < 50
+    pids = invocations(pid_dir, summary.turn_id)
+    assert len(pids) == 1 and not alive(pids[0])
