@@ -18,6 +18,8 @@ such as an extension of a stored session.
 
 The host's redaction is applied to what is imported: an event string or config value holding a
 credential this host knows (or a key shape) is stored redacted, as a live session's would be.
+An imported session is stored closed (read, replay, export it; it cannot be resumed): what a
+bundle says to run is not this host's to run.
 """
 
 from __future__ import annotations
@@ -364,7 +366,15 @@ def import_bundle(
     (nothing written) if its session id is there - unless the store is not atomic and
     ``journal`` says an import of this very bundle was interrupted, which this one finishes."""
     redactor = redactor or Redactor()
-    record = attrs.evolve(bundle.record, config=stored_config(bundle.record.config, redactor))
+    # Stored closed: a bundle is data, not authority. Its config (a stdio-jsonl command, a CLI
+    # path) and workspace would run on a resume, and an open one with a future created_at was
+    # what `harness run -c` continued.
+    record = attrs.evolve(
+        bundle.record,
+        config=stored_config(bundle.record.config, redactor),
+        status="closed",
+        imported=True,
+    )
     session_id = record.ref.session_id
     events = _redacted(bundle.events(), redactor)
     if isinstance(store, ImportsAtomically):

@@ -280,9 +280,14 @@ class RuntimeSessionContext:
 
         if lifetime not in ("turn", "session"):
             raise HarnessError("invalid-request", "lifetime must be turn or session")
-        full_env = {**base_environment(self._passthrough), **self.env, **(env or {})}
+        argv = _argument_list(argv)
+        full_env = {**base_environment(self._passthrough), **self.env, **_environment(env)}
         workdir = cwd or self.workspace
         if workdir is not None and not os.path.isdir(workdir):
+            if cwd:
+                raise HarnessError(
+                    "invalid-request", f"the directory {cwd[-160:]!r} does not exist"
+                )
             raise HarnessError("invalid-request", "the workspace directory does not exist")
         untracked, self._spawned = self._spawned, True  # a failed spawn may have started one
         process = await spawn(
@@ -340,3 +345,30 @@ class RuntimeSessionContext:
             await anyio.to_thread.run_sync(
                 lambda: proctree.kill_all((), f"{proctree.owner()}/{self.tag_prefix}", prefix=True)
             )
+
+
+def _argument_list(argv: Sequence[str]) -> list[str]:
+    """``spawn``'s argv as the list of texts ``exec`` takes: a single string (a shell line) or
+    a NUL would otherwise be split into characters or raise deep in ``subprocess``."""
+    if isinstance(argv, (str, bytes)):
+        raise HarnessError(
+            "invalid-request", 'spawn takes a list of arguments (["pytest", "-q"]), not a string'
+        )
+    arguments = list(argv)
+    if not all(isinstance(a, str) and "\x00" not in a for a in arguments):
+        raise HarnessError("invalid-request", "every spawn argument must be text without NUL")
+    return arguments
+
+
+def _environment(env: Mapping[str, str] | None) -> Mapping[str, str]:
+    """``spawn``'s extra variables, checked as ``exec`` needs them (names without ``=``)."""
+    if not env:
+        return {}
+    for name, value in env.items():
+        if not (isinstance(name, str) and isinstance(value, str)) or (
+            not name or "=" in name or "\x00" in name or "\x00" in value
+        ):
+            raise HarnessError(
+                "invalid-request", "spawn's env must map names (no '=' or NUL) to text without NUL"
+            )
+    return env

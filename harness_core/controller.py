@@ -122,6 +122,7 @@ def closed_record(record: SessionRecord, stamp: str) -> SessionRecord:
         record.parent_session_id,
         record.parent_event_id,
         record.vendor_session_id,
+        record.imported,
     )
 
 

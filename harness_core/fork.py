@@ -138,23 +138,30 @@ def _fork_request(
             )
     kept = conversation_at(controller.ledger, events, point.sequence if point is not None else 0)
     opened = events[0].payload if events and isinstance(events[0].payload, SessionOpened) else None
-    try:
-        request = OpenSessionRequest(
-            **{
-                "harness": record.ref.harness,
-                "target": record.ref.target,
-                "workspace": record.workspace,
-                "model": record.model,
-                "posture": record.posture,
-                "agent": record.agent,
-                "user": record.user,
-                "config": resolved_config(record.config),
-                # the parent's instructions and thinking policy hold in the child too
-                "instructions": opened.instructions if opened is not None else None,
-                "record_thinking": opened.record_thinking if opened is not None else True,
-                **fields,
-            }
+    if record.imported and not fields.get("workspace"):
+        # A bundle's workspace, config and posture are data, not authority (a CLI path, a
+        # base URL the key is sent to, a permissive posture): the child states its own.
+        raise HarnessError(
+            "invalid-request",
+            f"session {parent_id} was imported: its fork needs a workspace of its own",
         )
+    inherited: dict[str, Any] = {
+        "harness": record.ref.harness,
+        "target": record.ref.target,
+        "workspace": record.workspace,
+        "model": record.model,
+        "posture": record.posture,
+        "agent": record.agent,
+        "user": record.user,
+        "config": resolved_config(record.config),
+        # the parent's instructions and thinking policy hold in the child too
+        "instructions": opened.instructions if opened is not None else None,
+        "record_thinking": opened.record_thinking if opened is not None else True,
+    }
+    if record.imported:  # the request's own defaults, not the bundle's
+        del inherited["posture"], inherited["config"]
+    try:
+        request = OpenSessionRequest(**{**inherited, **fields})
         return ForkSessionRequest(
             parent=record.ref,
             open=request,

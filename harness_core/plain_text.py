@@ -19,8 +19,9 @@ RESTARTED = "the turn restarted; what the previous attempt streamed is void"
 
 
 def clip(text: str, limit: int = 160) -> str:
-    """``text`` on one line, at most ``limit`` characters (``...`` marks a cut)."""
-    flat = text.replace("\n", "\\n")
+    """``text`` on one line, at most ``limit`` characters (``...`` marks a cut); a carriage
+    return is shown as ``\\r`` too (on a terminal it would overwrite the line's start)."""
+    flat = text.replace("\n", "\\n").replace("\r", "\\r")
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 

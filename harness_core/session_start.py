@@ -190,7 +190,7 @@ async def attach_session(
         and fields.target == "local"
         and not os.path.isdir(fields.workspace)
     ):
-        raise HarnessError("invalid-request", "the workspace directory does not exist")
+        raise HarnessError("invalid-request", _no_workspace(fields.workspace))
     sandbox = await _sandbox(controller, descriptor, session_id, fields)
     redactor = Redactor()
     resolvers = controller.plugins.credential_resolvers
@@ -339,3 +339,13 @@ async def _provision(controller: SessionStarter, request: SandboxRequest) -> San
     except Exception:
         raise HarnessError("sandbox-failed") from None
     return sandbox
+
+
+def _no_workspace(path: str) -> str:
+    """What is wrong with a workspace that is no directory, naming it (the host's own path;
+    a path with control characters is not repeated)."""
+    shown = path if len(path) <= 160 and path.isprintable() else None
+    if shown is None:
+        return "the workspace directory does not exist"
+    what = "is not a directory" if os.path.exists(path) else "does not exist"
+    return f"the workspace {shown} {what}"

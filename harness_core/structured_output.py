@@ -37,7 +37,7 @@ from harness_hookspecs import (
 )
 
 from .budgets import DEFAULT_OUTPUT_RETRIES  # defined there: the controller needs no more of this
-from .schema_check import foreign_keywords
+from .schema_check import foreign_keywords, reference_problem
 
 if TYPE_CHECKING:
     import jsonschema  # imported where a schema is compiled: a third of the controller's import
@@ -80,6 +80,7 @@ def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
     if not isinstance(schema, Mapping):
         raise HarnessError("invalid-request", "the output schema must be a JSON object")
     import jsonschema
+    import referencing
 
     schema = dict(schema)
     try:
@@ -89,12 +90,18 @@ def compile_schema(schema: Mapping[str, Any]) -> jsonschema.protocols.Validator:
         raise HarnessError(
             "invalid-request", "the output schema is not a valid JSON Schema"
         ) from None
+    except RecursionError:
+        raise HarnessError("invalid-request", "the output schema is nested too deeply") from None
     foreign = foreign_keywords(schema, cls)
     if foreign:
         raise HarnessError(
             "invalid-request", f"the output schema is not a JSON Schema (key {foreign[0][:40]!r})"
         )
-    validator: jsonschema.protocols.Validator = cls(schema)
+    problem = reference_problem(schema)
+    if problem is not None:
+        raise HarnessError("invalid-request", f"the output schema's {problem}"[:240])
+    # An empty registry: nothing is ever retrieved (jsonschema's default fetches a URL).
+    validator: jsonschema.protocols.Validator = cls(schema, registry=referencing.Registry())
     return validator
 
 

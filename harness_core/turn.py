@@ -57,6 +57,10 @@ if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).
 PENDING_MAX = 4096
+#: Events an adapter may still yield once its turn is cancelled or past its deadline (its last
+#: text, its usage, its terminal); past this it ignores the cancel (a function that swallows
+#: it and goes on streaming) and the turn ends without it.
+AFTER_CANCEL_MAX = 100
 
 
 class TurnOwner(Protocol):
@@ -513,6 +517,7 @@ class Turn:
         delivery = self.controller.delivery
         outcome: Payload | None = None
         deadline = self._deadline
+        after_cancel = 0
         with self._new_scope() if deadline is None else self._new_scope(deadline=deadline) as scope:
             self._scope = scope
             if self._cancel_by is not None:
@@ -541,6 +546,10 @@ class Turn:
                     failure = harness_failure(error)
                     outcome = TurnFailed(reason=failure.reason, hint=failure.hint)
                     break
+                if scope.cancel_called:
+                    after_cancel += 1
+                    if after_cancel > AFTER_CANCEL_MAX:
+                        break  # it ignores the cancel: the turn ends as cancelled or timed out
                 if type(payload) not in _PAYLOAD_CLASSES or payload.TYPE not in ADAPTER_TYPES:
                     outcome = TurnFailed(reason="provider-failed", hint="non-canonical event")
                 elif payload.TYPE in TERMINAL_TYPES:

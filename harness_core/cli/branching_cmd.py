@@ -14,6 +14,7 @@ from ..turn_diff import turn_diff
 from .errors import EXIT_OK
 from .ledger_read import open_for_reading, resolve_session
 from .output import print_json, print_json_lines
+from .prompt import check_workspace
 
 
 def _session_events(args: argparse.Namespace) -> tuple[Any, list[Event]]:
@@ -118,10 +119,11 @@ def cmd_fork(args: argparse.Namespace) -> int:
     from ..controller import Controller
 
     resolve_session(args)
+    fields = {} if args.workspace is None else {"workspace": check_workspace(args.workspace)}
 
     async def fork() -> Any:
         async with Controller(ledger=args.ledger) as controller:
-            return await controller.fork(args.session, at=args.at)
+            return await controller.fork(args.session, at=args.at, **fields)
 
     child = anyio.run(fork)
     if args.json:

@@ -55,7 +55,7 @@ def _policy_config(path: str | None) -> Any:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError:
         raise CliError("invalid-request", "the --policy file cannot be read") from None
-    except ValueError:
+    except (ValueError, RecursionError):
         raise CliError("invalid-request", "the --policy file is not JSON") from None
 
 

@@ -81,6 +81,8 @@ def parse_pairs(items: Sequence[str], option: str) -> dict[str, Any]:
             config[key] = json.loads(value)
         except ValueError:
             config[key] = value
+        except RecursionError:  # JSON, but nested past the interpreter's depth
+            raise CliError("invalid-request", f"{option} {key[:40]}: nested too deeply") from None
     return config
 
 

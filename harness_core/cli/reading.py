@@ -231,7 +231,7 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
         tokens = (
             "-"
             if usage["input_tokens"] is None and usage["output_tokens"] is None
-            else f"{usage['input_tokens'] or 0:,}/{usage['output_tokens'] or 0:,}"
+            else f"{_count(usage['input_tokens'])}/{_count(usage['output_tokens'])}"
         )
         table.append(
             [
@@ -270,13 +270,23 @@ def _sessions_table(rows: list[dict[str, Any]]) -> None:
     print(totals, file=sys.stderr)
 
 
+def _count(value: int | None) -> str:
+    """A token count as the tables show it: ``?`` when nobody reported it (never 0)."""
+    return "?" if value is None else f"{value:,}"
+
+
+def _known_sum(values: Any) -> int | None:
+    known = [value for value in values if value is not None]
+    return sum(known) if known else None
+
+
 def _totals(rows: list[dict[str, Any]]) -> str:
     turns = sum(r["turns"] for r in rows)
     usages = [r["usage"] for r in rows]
     known = [u for u in usages if u["input_tokens"] is not None or u["output_tokens"] is not None]
     tokens = (
-        f"{sum(u['input_tokens'] or 0 for u in known):,} in / "
-        f"{sum(u['output_tokens'] or 0 for u in known):,} out tokens"
+        f"{_count(_known_sum(u['input_tokens'] for u in known))} in / "
+        f"{_count(_known_sum(u['output_tokens'] for u in known))} out tokens"
         if known
         else "tokens unknown"
     )

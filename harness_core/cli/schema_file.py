@@ -12,7 +12,7 @@ from typing import Any
 
 from harness_hookspecs import safe_line
 
-from ..schema_check import foreign_keywords
+from ..schema_check import foreign_keywords, reference_problem
 from .errors import CliError
 
 #: A schema file larger than this is refused (a turn's schema travels in its request).
@@ -40,6 +40,8 @@ def read_output_schema(path: str) -> dict[str, Any]:
     except json.JSONDecodeError as error:
         where = f"{error.msg} at line {error.lineno} column {error.colno}"
         raise _refuse("the output schema file is not JSON", where) from None
+    except RecursionError:
+        raise _refuse("the output schema file is not JSON", "nested too deeply") from None
     if not isinstance(schema, dict):
         raise _refuse("the output schema is not a JSON Schema", "it must be a JSON object")
     try:
@@ -49,8 +51,13 @@ def read_output_schema(path: str) -> dict[str, Any]:
         at = "/".join(str(part) for part in error.path) or "the top level"
         detail = f"{error.message} at {at}"
         raise _refuse("the output schema is not a valid JSON Schema", detail) from None
+    except RecursionError:
+        raise _refuse("the output schema is not a valid JSON Schema", "nested too deeply") from None
     foreign = foreign_keywords(schema, cls)
     if foreign:
         keys = ", ".join(repr(key[:40]) for key in foreign[:3])
         raise _refuse("the output schema is not a JSON Schema", f"unknown keywords {keys}")
+    problem = reference_problem(schema)
+    if problem is not None:
+        raise _refuse("the output schema's references cannot be followed", problem)
     return schema

@@ -24,9 +24,10 @@ def new_token() -> str:
 
 def token_from_env(variable: str) -> str:
     """The token held in environment variable ``variable``; refuse a missing or short one."""
-    value = os.environ.get(variable, "")
+    value = os.environ.get(variable)
     if not value:
-        raise HarnessError("invalid-request", f"--token-env: ${variable} is not set"[:240])
+        missing = "is not set" if value is None else "is empty"
+        raise HarnessError("invalid-request", f"--token-env: ${variable} {missing}"[:240])
     if len(value) < MIN_TOKEN_LENGTH:
         raise HarnessError(
             "invalid-request", f"--token-env: the token needs {MIN_TOKEN_LENGTH}+ characters"

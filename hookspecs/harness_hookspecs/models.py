@@ -486,6 +486,10 @@ class SessionRecord(Value):
     #: the CLI's own id of the session (a Codex thread id...), as its adapter reported it;
     #: ``None`` while unknown
     vendor_session_id: str | None = None
+    #: loaded from a bundle (``harness import``): its workspace, config and posture are the
+    #: bundle's words, never the authority to run anything - it is stored closed, and a fork
+    #: of it takes a workspace of its own and neither the config nor the posture
+    imported: bool = False
 
     @property
     def session_id(self) -> str:

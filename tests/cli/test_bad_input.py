@@ -114,6 +114,17 @@ CASES = [
     (["run", "echo", " \n\t "], "invalid-request: the prompt is empty", USAGE),
     (["run", "echo"], "invalid-request: the prompt is empty", USAGE),  # stdin is empty
     (["run", "echo", "a\x01b"], "invalid-request: the prompt contains control characters", USAGE),
+    # JSON nested past the interpreter's depth (was: internal error (RecursionError), exit 70)
+    (
+        ["run", "echo", "hi", "--config", "command_policy=" + "[" * 20_000 + "]" * 20_000],
+        "invalid-request: --config command_policy: nested too deeply",
+        USAGE,
+    ),
+    (
+        ["run", "stdio-jsonl", "hi", "--config", "command=" + "[" * 20_000 + "]" * 20_000],
+        "invalid-request: --config command: nested too deeply",
+        USAGE,
+    ),
     (
         ["run", "echo", "--prompt-file", "{tmp}/missing.txt"],
         "invalid-request: cannot read the prompt file {tmp}/missing.txt (No such file or directory)",

@@ -10,6 +10,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+import attrs
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -55,7 +56,13 @@ def test_export_import_round_trips_equal(cli_env, tmp_path, exported):
     assert (
         harness(cli_env, "export", session_id, "--ledger", other, "-o", str(again)).returncode == 0
     )
-    assert _without_stamp(again) == _without_stamp(bundle)
+    reexported, original = _without_stamp(again), _without_stamp(bundle)
+    # the one difference: the record says it was imported (a fork takes nothing from it)
+    assert (original["session"].pop("imported"), reexported["session"].pop("imported")) == (
+        False,
+        True,
+    )
+    assert reexported == original
     # the imported session reads like any other
     listed = harness(cli_env, "sessions", "--ledger", other, "--json")
     listed_ids = [json.loads(line)["ref"]["session_id"] for line in listed.stdout.splitlines()]
@@ -231,7 +238,7 @@ def test_a_journalled_import_is_finished_only_by_the_same_bundle(cli_env, tmp_pa
     loaded = load_bundle_file(str(bundle))
     ledger = f"jsonl:///{tmp_path}/partial.jsonl"
     store = open_ledger(ledger)  # what a killed import leaves: the record and a prefix
-    store.create_session(loaded.record)
+    store.create_session(attrs.evolve(loaded.record, imported=True))  # as the import writes it
     store.append(list(loaded.events())[:3])
     store.close()
     journal = Path(cli_env["HARNESS_STATE_DIR"]) / "imports"
@@ -244,7 +251,12 @@ def test_a_journalled_import_is_finished_only_by_the_same_bundle(cli_env, tmp_pa
     assert out.returncode == 2 and "already has this session id" in out.stderr
     out = harness(cli_env, "import", str(bundle), "--ledger", ledger)
     assert out.returncode == 0, out.stderr
-    assert _export_of(cli_env, session_id, ledger, tmp_path / "a.json") == _without_stamp(bundle)
+    finished, original = (
+        _export_of(cli_env, session_id, ledger, tmp_path / "a.json"),
+        _without_stamp(bundle),
+    )
+    assert finished["session"].pop("imported") and not original["session"].pop("imported")
+    assert finished == original
     assert not marker.exists()
     # once complete it is the ledger's session like any other: a further import is refused
     out = harness(cli_env, "import", str(bundle), "--ledger", ledger)
@@ -261,7 +273,7 @@ def test_a_stored_prefix_without_a_journal_is_a_clash(cli_env, tmp_path, exporte
     loaded = load_bundle_file(str(bundle))
     other = f"sqlite:///{tmp_path}/clash.sqlite"
     store = open_ledger(other)
-    store.create_session(loaded.record)
+    store.create_session(attrs.evolve(loaded.record, imported=True))  # as the import writes it
     store.append(list(loaded.events())[:3])
     store.close()
     out = harness(cli_env, "import", str(bundle), "--ledger", other)
@@ -370,7 +382,9 @@ def test_seed_001_names_in_a_bundle_are_normalized_and_an_unknown_one_is_refused
     assert (
         harness(cli_env, "export", session_id, "--ledger", other, "-o", str(again)).returncode == 0
     )
-    assert _without_stamp(again) == _without_stamp(bundle)  # ours, as exported
+    reexported, original = _without_stamp(again), _without_stamp(bundle)
+    assert reexported["session"].pop("imported") and not original["session"].pop("imported")
+    assert reexported == original  # ours, as exported (the record now says imported)
     # a name in neither vocabulary: one line, nothing written
     data["events"][2]["type"] = "adapter.custom"
     seed.write_text(json.dumps(data))
@@ -379,3 +393,34 @@ def test_seed_001_names_in_a_bundle_are_normalized_and_an_unknown_one_is_refused
     assert out.returncode != 0 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "invalid-request" in out.stderr
     assert _rows(fresh) == 0
+
+
+def test_an_imported_session_is_closed_so_its_recorded_command_never_runs(cli_env, tmp_path):
+    # A crafted bundle: an open stdio-jsonl session created "in the future" (the newest, so
+    # `harness run -c` would pick it) whose config runs a command of the bundle's author.
+    ran = tmp_path / "ran"
+    command = ["sh", "-c", f'touch {ran}; echo \'{{"type": "turn.completed"}}\'']
+    opened = harness(cli_env, "run", "echo", "hello", "--workspace", str(tmp_path), "--json")
+    session_id = json.loads(opened.stdout.splitlines()[0])["session_id"]
+    bundle = tmp_path / "open.json"
+    assert harness(cli_env, "export", session_id, "-o", str(bundle)).returncode == 0
+    data = json.loads(bundle.read_text())
+    assert data["session"]["status"] == "open"
+    data["session"].update(created_at="2099-01-01T00:00:00Z", config={"command": command})
+    data["session"]["ref"]["provider"] = "stdio-jsonl"
+    for event in data["events"]:
+        event["harness"] = "stdio-jsonl"
+    data["events"][0]["payload"]["provider"] = "stdio-jsonl"
+    bundle.write_text(json.dumps(data))
+    other = f"sqlite:///{tmp_path}/other.sqlite"
+    assert harness(cli_env, "run", "echo", "mine", "--ledger", other).returncode == 0
+    imported = harness(cli_env, "import", str(bundle), "--ledger", other)
+    assert imported.returncode == 0, imported.stderr
+    listed = harness(cli_env, "sessions", "--ledger", other, "--json").stdout.splitlines()
+    states = {json.loads(line)["ref"]["session_id"]: json.loads(line)["status"] for line in listed}
+    assert states[session_id] == "closed"
+    resumed = harness(cli_env, "run", "--session", session_id, "go on", "--ledger", other)
+    assert resumed.returncode == 2 and "session-closed" in resumed.stderr
+    continued = harness(cli_env, "run", "-c", "go on", "--ledger", other)
+    assert continued.returncode == 0, continued.stderr  # the host's own open session
+    assert not ran.exists()

@@ -110,6 +110,17 @@ def test_retries_run_out_is_invalid_output(env, tmp_path):
             "'version'",
         ),
         (b"\xff\xfe", "the output schema file is not JSON: not UTF-8 text"),
+        (
+            '{"properties": {"a": {"$ref": "http://127.0.0.1:9/a.json"}}}',
+            (
+                "the output schema's references cannot be followed: $ref "
+                "'http://127.0.0.1:9/a.json' is another document (only #... references are followed)"
+            ),
+        ),
+        (
+            '{"properties": ' * 5000 + "{}" + "}" * 5000,
+            ("the output schema file is not JSON: nested too deeply"),
+        ),
         (None, "cannot read the output schema file: {path}: No such file or directory"),
     ],
 )

@@ -75,6 +75,21 @@ def test_sessions_table_totals_filters_and_search(ledger):
     assert "showing the newest 2" in limited.stderr
 
 
+def test_an_unreported_token_count_is_shown_unknown_not_zero(cli_env, tmp_path):
+    program = tmp_path / "inputs_only.py"
+    program.write_text(
+        "import json, sys\nsys.stdin.readline()\n"
+        'print(json.dumps({"type": "usage", "input_tokens": 100}))\n'
+        'print(json.dumps({"type": "turn.completed", "text": "ok"}))\n'
+    )
+    env = {**cli_env, "HARNESS_JSONL_COMMAND": json.dumps([sys.executable, str(program)])}
+    assert harness(env, "run", "stdio-jsonl", "hi", "--workspace", str(tmp_path)).returncode == 0
+    table = harness(env, "sessions")
+    (row,) = table.stdout.splitlines()[1:]
+    assert row.split()[4] == "100/?"  # the output count nobody reported was shown as 0
+    assert table.stderr == "1 session, 1 turns, 100 in / ? out tokens, cost unknown\n"
+
+
 def test_every_json_output_is_json_lines_of_objects(ledger, tmp_path):
     env, ids = ledger
     for args in (

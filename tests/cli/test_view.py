@@ -89,3 +89,13 @@ def test_the_per_event_line_and_group_unwrapping():
     assert unwrap(ExceptionGroup("g", [ExceptionGroup("h", [inner])])) is inner
     pipe = BrokenPipeError()
     assert unwrap(ExceptionGroup("g", [pipe])) is pipe
+
+
+def test_a_carriage_return_cannot_overwrite_a_one_line_view():
+    # "I approve nothing\rALL APPROVED" showed on a terminal as "ALL APPROVEDothing"
+    prompt, answer = _events(
+        ev.TurnStarted(prompt="I approve nothing\rALL APPROVED"),
+        ev.MessageCompleted(text="done\r\nnext"),
+    )
+    assert format_event(prompt) == "    1  turn.started          I approve nothing\\rALL APPROVED"
+    assert format_event(answer).endswith("[assistant] done\\r\\nnext")

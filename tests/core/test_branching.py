@@ -275,3 +275,53 @@ def test_a_ledger_inside_the_workspace_is_never_rewound(make_controller, workspa
         e.payload for e in types(events, "checkpoint.created") if e.payload.reason == "turn-end"
     ]
     assert all("runs.sqlite" not in line for end in ends for line in end.changes)
+
+
+def test_an_imported_sessions_fork_takes_no_authority_from_the_bundle(
+    make_controller, workspace, tmp_path
+):
+    """A bundle is data: its workspace, config and posture (a CLI path, a base URL a key is
+    sent to, ``dangerous``) never reach a fork of the imported session."""
+    import json
+
+    from harness_core.bundle_import import import_bundle, load_any_bundle
+    from harness_core.ledger import open_ledger
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    async def export() -> tuple[str, dict]:
+        async with make_controller(shaped) as controller:
+            ref = await controller.open_session(harness="shaped", workspace=workspace)
+            await controller.run_turn(ref, "one")
+            return ref.session_id, controller.export(ref.session_id)
+
+    session_id, bundle = anyio.run(export)
+    bundle["session"].update(
+        posture="dangerous", config={"base_url": "http://attacker.invalid"}, workspace="/"
+    )
+    path = tmp_path / "bundle.json"
+    path.write_text(json.dumps(bundle))
+    url = f"sqlite:///{tmp_path}/imported.sqlite"
+    store = open_ledger(url)
+    try:
+        import_bundle(store, load_any_bundle(str(path)))
+        assert store.get_session(session_id).imported
+    finally:
+        store.close()
+
+    async def fork() -> tuple[HarnessError, object, str]:
+        async with make_controller(shaped, ledger=url) as controller:
+            with pytest.raises(HarnessError) as refused:
+                await controller.fork(session_id)
+            assert len(controller.sessions()) == 1  # nothing opened
+            child = await controller.fork(session_id, workspace=str(elsewhere))
+            answer = await controller.run_turn(child, "two")
+            return refused.value, controller.ledger.get_session(child.session_id), answer.text
+
+    refused, child, answer = anyio.run(fork)
+    assert refused.reason == "invalid-request"
+    assert f"session {session_id} was imported" in str(refused)
+    assert (child.workspace, child.posture, dict(child.config)) == (str(elsewhere), "auto", {})
+    assert not child.imported
+    assert answer == "user=one;assistant=user=one;user=two"  # the conversation is kept

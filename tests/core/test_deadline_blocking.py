@@ -59,3 +59,48 @@ def test_a_function_blocking_past_its_deadline_ends_timeout(make_controller, wor
 def test_a_function_blocking_within_its_deadline_completes(make_controller, workspace):
     result, _ = _run(make_controller, workspace, blocks_then_answers, "0.05")
     assert (result.status, result.text) == ("completed", "done late")
+
+
+@harness("ignores-its-cancel")
+async def ignores_its_cancel(message, session):
+    """Swallows every cancel and streams on, for 5 s (a cancel is re-delivered at each sleep:
+    without the bound it streamed ~100,000 events past its deadline)."""
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        try:
+            await anyio.sleep(0.05)
+        except BaseException:  # what the harness under test does wrong: swallows the cancel
+            pass
+        yield "tick "
+    yield "done"
+
+
+def test_a_function_ignoring_its_cancel_ends_at_the_deadline_with_bounded_events(
+    make_controller, workspace
+):
+    from harness_core.turn import AFTER_CANCEL_MAX
+
+    started = time.monotonic()
+    result, _ = _run(make_controller, workspace, ignores_its_cancel, "go")
+    assert time.monotonic() - started < 4  # not the function's own 5 s
+    assert (result.status, result.reason) == ("failed", "timeout")
+    deltas = [event for event in result.events if event.type == "message.delta"]
+    assert len(deltas) <= 0.3 / 0.05 + AFTER_CANCEL_MAX + 1
+
+
+def test_a_cancelled_function_ignoring_it_ends_cancelled(make_controller, workspace):
+    async def main():
+        async with make_controller(ignores_its_cancel) as controller:
+            ref = await controller.open_session(harness="ignores-its-cancel", workspace=workspace)
+            asked = False
+            async with controller.turn(ref, "go") as turn:
+                async for event in turn:  # to its end: the terminal comes without leaving
+                    if event.type == "message.delta" and not asked:
+                        asked = True
+                        await controller.cancel_turn(ref, turn.turn_id)
+            return turn.result()
+
+    started = time.monotonic()
+    result = anyio.run(main)
+    assert time.monotonic() - started < 4
+    assert result.status == "cancelled"

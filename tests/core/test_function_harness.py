@@ -195,3 +195,39 @@ def test_returned_text_with_control_characters_completes_with_them_replaced(
     result = anyio.run(main)
     assert result.status == "completed", result
     assert result.text == "coloured \ufffd[31mred\ufffd[0m, a page\ufffdbreak, a NUL\ufffd"
+
+
+@harness("bad-spawn")
+async def bad_spawn(message, session):
+    argv, env, cwd = {
+        "a string": ("ls -la", None, None),
+        "a NUL": (["echo", "a\x00b"], None, None),
+        "an env name with =": (["true"], {"A=B": "1"}, None),
+        "a missing cwd": (["true"], None, "/no/such/dir"),
+    }[message.content]
+    await session.spawn(argv, env=env, cwd=cwd)
+    return "spawned"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "hint"),
+    [
+        ("a string", 'spawn takes a list of arguments (["pytest", "-q"]), not a string'),
+        ("a NUL", "every spawn argument must be text without NUL"),
+        ("an env name with =", "spawn's env must map names (no '=' or NUL) to text without NUL"),
+        ("a missing cwd", "the directory '/no/such/dir' does not exist"),
+    ],
+)
+def test_a_spawn_of_a_malformed_command_is_invalid_request_naming_what(
+    make_controller, workspace, prompt, hint
+):
+    # "ls -la" ran 'l' (the string taken as a list of characters); a NUL was "the harness
+    # raised ValueError"; a bad cwd was named "the workspace directory"
+    async def main():
+        async with make_controller(bad_spawn) as controller:
+            ref = await controller.open_session(harness="bad-spawn", workspace=workspace)
+            return await controller.run_turn(ref, prompt)
+
+    result = anyio.run(main)
+    failed = result.events[-1].payload
+    assert (result.status, failed.reason, failed.hint) == ("failed", "invalid-request", hint)

@@ -196,11 +196,13 @@ def test_the_closed_record_keeps_every_other_field() -> None:
         parent_session_id="p1",
         parent_event_id="p1:3",
         vendor_session_id="thread-1",
+        imported=True,
     )
     # every field set to a value of its own: a field added later and not copied shows here
     assert {a.name for a in attrs.fields(SessionRecord)} == {
         "ref", "status", "created_at", "updated_at", "workspace", "model", "posture", "agent",
         "user", "config", "parent_session_id", "parent_event_id", "vendor_session_id",
+        "imported",
     }  # fmt: skip
     stamp = "2026-01-02T00:00:00.000000Z"
     assert closed_record(record, stamp) == attrs.evolve(record, status="closed", updated_at=stamp)

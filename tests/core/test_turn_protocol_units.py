@@ -71,6 +71,40 @@ def test_a_bad_schema_is_invalid_request():
         StructuredTurn(SCHEMA, retries=-1)
 
 
+def test_a_schema_refers_only_to_itself_and_nothing_is_fetched():
+    # a $ref to another document was fetched from its URL at validation (jsonschema's default
+    # retrieval), then the turn failed provider-failed; a dangling pointer failed the same way
+    for reference, hint in [
+        ("http://127.0.0.1:9/schema.json", "is another document"),
+        ("other.json#/x", "is another document"),
+        ("#/$defs/missing", "points at nothing in the schema"),
+        ("#nowhere", "points at nothing in the schema"),
+    ]:
+        with pytest.raises(HarnessError) as raised:
+            compile_schema({"type": "object", "properties": {"a": {"$ref": reference}}})
+        assert raised.value.reason == "invalid-request"
+        assert raised.value.hint == f"the output schema's $ref {reference!r} {hint}" + (
+            " (only #... references are followed)" if "another" in hint else ""
+        )
+    local = compile_schema(
+        {
+            "$id": "https://example.com/answer",
+            "$defs": {"n": {"type": "integer"}, "s": {"$anchor": "word", "type": "string"}},
+            "properties": {"a": {"$ref": "#/$defs/n"}, "b": {"$ref": "#word"}},
+        }
+    )
+    assert [e.message for e in local.iter_errors({"a": "x", "b": 1})] == [
+        "'x' is not of type 'integer'",
+        "1 is not of type 'string'",
+    ]
+    nested: dict = {"type": "object"}
+    for _ in range(5000):
+        nested = {"properties": {"a": nested}}
+    with pytest.raises(HarnessError) as raised:
+        compile_schema(nested)
+    assert raised.value.hint == "the output schema is nested too deeply"
+
+
 def test_judge_accepts_native_output_and_parsed_text():
     turn = StructuredTurn(SCHEMA)
     assert turn.check(TurnCompleted(output={"step": "done"}), ()).value == {"step": "done"}

@@ -145,3 +145,14 @@ def test_a_deeply_nested_body_is_a_400(serve, workspace_dir):
         # the server lives on
         status, _ = server.call("GET", f"/api/sessions/{session_id}", token=False)
         assert status == 200
+
+
+def test_a_workspace_that_is_no_directory_is_named(serve, workspace_dir, tmp_path):
+    # both were "the workspace directory does not exist", naming nothing
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    with serve() as server:
+        for path, what in [(a_file, "is not a directory"), (tmp_path / "gone", "does not exist")]:
+            body = {"harness": "scripted", "workspace": str(path)}
+            error = assert_refused(raw_call(server, "/api/sessions", json.dumps(body).encode()))
+            assert error["hint"] == f"the workspace {path} {what}"

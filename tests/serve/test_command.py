@@ -178,6 +178,7 @@ def test_serve_binds_where_told_and_reads_the_token_from_the_environment(cli_env
     ("args", "env", "message"),
     [
         (["--token-env", "NOPE_UNSET"], {}, "--token-env: $NOPE_UNSET is not set"),
+        (["--token-env", "EMPTY"], {"EMPTY": ""}, "--token-env: $EMPTY is empty"),
         (["--token-env", "SHORT"], {"SHORT": "abc"}, "needs 16+ characters"),
         (["--port", "70000"], {}, "a port is an integer"),
         (["--port", "-1"], {}, "a port is an integer"),

@@ -72,3 +72,8 @@ def _rewind_arguments(p: ArgumentParser) -> None:
 def _fork_arguments(p: ArgumentParser) -> None:
     _session_arguments(p)
     p.add_argument("--at", metavar="EVENT", help="the parent's last event kept (default: its last)")
+    p.add_argument(
+        "--workspace",
+        metavar="DIR",
+        help="the child's workspace (default: the parent's; needed for an imported session)",
+    )

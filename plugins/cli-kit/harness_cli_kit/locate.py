@@ -93,7 +93,7 @@ def command_of(config: Mapping[str, Any], default: list[str]) -> list[str]:
     if isinstance(raw, str) and raw.lstrip().startswith("["):
         try:
             raw = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise HarnessError("invalid-request", "command is not valid JSON") from None
     elif isinstance(raw, str):
         raw = shlex.split(raw)

@@ -67,6 +67,10 @@ def test_command_of():
     for bad in ([], [1], 3):
         with pytest.raises(HarnessError):
             command_of({"command": bad}, ["pi"])
+    # a JSON text nested past the interpreter's depth (HARNESS_JSONL_COMMAND): not an exception
+    with pytest.raises(HarnessError) as deep:
+        command_of({"command": "[" * 20_000 + "]" * 20_000}, ["pi"])
+    assert (deep.value.reason, deep.value.hint) == ("invalid-request", "command is not valid JSON")
 
 
 def test_native_session_round_trip_and_missing_state(tmp_path):

@@ -189,7 +189,7 @@ class ProcessTransport:
                 continue
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested past the interpreter's depth too
                 continue  # agents log to stdout now and then; not JSON-RPC
             if isinstance(message, dict):
                 return message

@@ -454,3 +454,17 @@ def test_the_host_answers_the_agents_permission_request(agent, answer, workspace
     assert_one_terminal(result)
     if answer == "timeout":
         assert seconds < 50
+
+
+def test_the_transport_skips_a_line_nested_past_the_interpreters_depth():
+    # such a line raised RecursionError out of the SDK's receive loop: an internal error (70)
+    from harness_acp.adapter import ProcessTransport
+
+    class Lines:
+        async def lines(self):
+            yield b"[" * 50_000 + b"]" * 50_000
+            yield b"agent log line"
+            yield b'{"jsonrpc": "2.0", "id": 0, "result": {}}'
+
+    transport = ProcessTransport(Lines())
+    assert anyio.run(transport.receive) == {"jsonrpc": "2.0", "id": 0, "result": {}}

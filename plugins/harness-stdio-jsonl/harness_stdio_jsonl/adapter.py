@@ -63,6 +63,23 @@ USAGE_FIELDS = (
 )
 
 
+def _stop_when_it_exits(process: Any, context: SessionContext) -> None:
+    """Once the program has exited, stop what it left running after :data:`EXIT_GRACE`: a
+    child that inherited its stdout would keep the output open, and the turn would wait for
+    its deadline (forever without one) instead of ending as the contract says of a program
+    that exits without a terminal line. A session task (the runtime's ``start_soon``)."""
+    start_soon = getattr(context, "start_soon", None)
+    if start_soon is None:
+        return
+
+    async def stop() -> None:
+        await process.wait()
+        await anyio.sleep(EXIT_GRACE)
+        await process.terminate(grace=0)  # nothing if the runtime already did
+
+    start_soon(stop)
+
+
 def parse_line(line: bytes) -> Payload | None:
     """Map one output line to a payload; ``None`` for ignorable lines.
 
@@ -211,6 +228,7 @@ class StdioJsonlAdapter:
         session.resumed = False
         if session.mode == "per-turn":
             process = await context.spawn(session.command, env=self._env(context), stdin=True)
+            _stop_when_it_exits(process, context)
             await process.send(line)
             if context.config.get("permissions") is not True:
                 await process.close_stdin()  # the turn line is all it reads
@@ -220,6 +238,7 @@ class StdioJsonlAdapter:
                 session.process = await context.spawn(
                     session.command, env=self._env(context), stdin=True, lifetime="session"
                 )
+                _stop_when_it_exits(session.process, context)
                 session.lines = session.process.lines()
             process = session.process
             await process.send(line)

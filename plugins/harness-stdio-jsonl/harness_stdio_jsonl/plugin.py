@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from harness_hookspecs import hookimpl
 
-from .adapter import StdioJsonlAdapter
+from .adapter import ENV_COMMAND, StdioJsonlAdapter
 
 
 @hookimpl
@@ -18,11 +19,14 @@ def register_harnesses(register: Callable[[Any], None]) -> None:
 
 @hookimpl
 def conformance_profile(harness: str) -> Any:
-    """The conformance kit drives the bundled reference program."""
+    """The conformance kit drives the program ``HARNESS_JSONL_COMMAND`` names (how an author
+    checks their own program), else the bundled reference program."""
     if harness != "stdio-jsonl":
         return None
     from harness_hookspecs.specs.conformance import ConformanceProfile
 
+    if os.environ.get(ENV_COMMAND):  # the adapter reads it when the config names no command
+        return ConformanceProfile(prompt="reply ok", slow_prompt="sleep 30")
     return ConformanceProfile(
         prompt="reply ok",
         slow_prompt="sleep 30",

@@ -90,6 +90,34 @@ def test_garbage_and_truncated_streams_are_provider_failed(tmp_path, workspace, 
     assert "secret provider text" not in repr(result.events)
 
 
+LEAVES_A_CHILD = """
+import subprocess, sys
+sys.stdin.readline()
+subprocess.Popen(["sleep", "120"])  # inherits stdout: the output stays open after the exit
+print('{"type": "message.delta", "text": "bye"}', flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["per-turn", "session"])
+def test_a_program_that_exits_leaving_a_child_on_its_stdout_ends_its_turn(
+    tmp_path, workspace, mode
+):
+    # the exit ends the turn (after a short grace), not the turn's deadline
+    async def main():
+        async with controller(tmp_path) as c:
+            config = {"command": script(tmp_path, LEAVES_A_CHILD), "mode": mode}
+            ref = await c.open_session(harness="stdio-jsonl", workspace=workspace, config=config)
+            return await c.run_turn(ref, "hi", timeout=60)
+
+    result = anyio.run(main)
+    failed = result.events[-1].payload
+    assert (result.status, failed.reason, failed.hint) == (
+        "failed",
+        "provider-failed",
+        "the program exited without ending the turn",
+    ), failed
+
+
 def test_unknown_types_are_ignored():
     assert parse_line(b'{"type": "vendor.thing", "x": 1}') is None
     with pytest.raises(HarnessError):
@@ -190,6 +218,18 @@ def test_conformance_kit_passes_with_the_reference_program():
     report = run_conformance("stdio-jsonl", timeout=30)
     failed = [(c.name, c.detail) for c in report.checks if not c.passed]
     assert report.passed, failed
+
+
+def test_conformance_checks_the_program_harness_jsonl_command_names(tmp_path, monkeypatch):
+    # An author's own program, named as the README says: it is the one checked (the kit
+    # passed a broken program, checking the bundled reference instead).
+    from harness_core.conformance import run_conformance
+
+    broken = script(tmp_path, "import sys; sys.stdin.readline(); print('not json')")
+    monkeypatch.setenv("HARNESS_JSONL_COMMAND", " ".join(broken))
+    report = run_conformance("stdio-jsonl", timeout=30)
+    assert not report.passed
+    assert "turns-completed" in [c.name for c in report.checks if not c.passed]
 
 
 ASKING_AGENT = """
