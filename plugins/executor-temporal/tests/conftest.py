@@ -35,16 +35,15 @@ class ChangedWorkflow(SessionWorkflow):
         return await super().open()
 
 
-@pytest.fixture(scope="session")
-def temporal_address() -> Iterator[str]:
-    server = DevServer()
+def serving(server: DevServer) -> Iterator[str]:
+    """Start ``server`` and yield its address; after, every workflow history the tests recorded
+    there replays without a nondeterminism error (and the changed workflow's does not)."""
     try:
         server.start()
     except TemporalUnavailable as error:
         pytest.skip(f"Temporal dev server unavailable: {error}")
     try:
         yield server.address
-        # every workflow history the tests recorded replays without a nondeterminism error
         replayed = anyio.run(replay_every_history, server.address)
         if replayed is not None:  # None: the tests that ran started no workflow
             failures, control = replayed
@@ -52,6 +51,11 @@ def temporal_address() -> Iterator[str]:
             assert control, "the replayer did not notice a changed workflow"
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def temporal_address() -> Iterator[str]:
+    yield from serving(DevServer())
 
 
 async def replay_every_history(address: str) -> tuple[dict[str, str], int] | None:

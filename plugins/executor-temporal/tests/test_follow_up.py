@@ -8,6 +8,7 @@ over, recorded as a worker stop (1 s)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -22,11 +23,11 @@ import anyio
 import pytest
 from executor_temporal.client import TemporalController
 from executor_temporal.shapes import RUN_TURN, ExecutorOptions
-from executor_temporal.testing import DevServer, TemporalUnavailable
+from executor_temporal.testing import DevServer
 from temporalio.client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import replay_every_history
+from conftest import serving
 from temporal_workers import WorkerProcess, alive, ancestors
 
 HEARTBEAT_TIMEOUT = 2.0
@@ -35,17 +36,8 @@ TERMINALS = ("turn.completed", "turn.failed", "turn.cancelled")
 
 @pytest.fixture(scope="module")
 def no_eager_address() -> Iterator[str]:
-    server = DevServer(eager=False)
-    try:
-        server.start()
-    except TemporalUnavailable as error:
-        pytest.skip(f"Temporal dev server unavailable: {error}")
-    try:
-        yield server.address
-        replayed = anyio.run(replay_every_history, server.address)
-        assert replayed is not None and not replayed[0], replayed
-    finally:
-        server.stop()
+    """A dev server with eager activity start off (a self-hosted server's default)."""
+    yield from serving(DevServer(eager=False))
 
 
 class Workers:
@@ -160,52 +152,65 @@ def test_a_long_turn_is_followed_on_the_worker_that_started_it(
     assert queues == [workers.own_queue(workers.a)] * 4, queues
 
 
+async def interrupted_turn(address, ledger_url, workers, workspace, steps_config, pid_dir, *,
+                           local_start: float, prompt: str, when, signum: int):  # fmt: skip
+    """Run ``prompt`` unstreamed in a session opened on ``a``; once ``when(client, session_id)``
+    returns, send ``signum`` to the worker running the harness. The summary, the events, the
+    run_turn queues, that worker, seconds from the signal to the summary, the harness pid."""
+    client = await Client.connect(address)
+    options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, local_start=local_start)
+    async with TemporalController(
+        client, ledger=ledger_url, task_queue=workers.queue, options=options
+    ) as controller:
+        ref = await opened(controller, workers, workspace, steps_config)
+        summaries = []
+
+        async def run() -> None:
+            summaries.append(await controller.run_turn(ref, prompt))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            await when(client, ref.session_id)
+            program = next(int(p.name.rsplit(".", 1)[1]) for p in pid_dir.iterdir())
+            victim = next(w for w in workers.started if w.pid in ancestors(program))
+            os.kill(victim.pid, signum)
+            sent = time.monotonic()
+        took = time.monotonic() - sent
+        events = controller.events(ref.session_id)
+        queues = await run_turn_queues(client, ref.session_id)
+        await controller.close_session(ref)
+        return summaries[0], events, queues, victim, took, program
+
+
 def test_sigkill_during_the_follow_up_fails_over_as_attempt_2(
     no_eager_address, postgresql_ledger_url, workers, workspace, steps_config, pid_dir
 ):
     """The worker running the followed turn dies: its ``run_turn`` stops heartbeating, the
     workflow schedules ``run_turn`` on the shared queue, and the other worker runs the turn
     as attempt 2 (same turn id, one terminal, gap-free)."""
-    queue, started = workers.queue, workers.started
 
-    async def body():
-        client = await Client.connect(no_eager_address)
-        options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, local_start=0.25)
-        async with TemporalController(
-            client, ledger=postgresql_ledger_url, task_queue=queue, options=options
-        ) as controller:
-            ref = await opened(controller, workers, workspace, steps_config)
-            summaries = []
+    async def following(client: Client, session_id: str) -> None:
+        while not await run_turn_queues(client, session_id):  # the follow-up was sent
+            await anyio.sleep(0.05)
+        await anyio.sleep(0.5)  # it runs on its worker
 
-            async def run() -> None:
-                summaries.append(await controller.run_turn(ref, "steps 30 0.2"))
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(run)
-                while not await run_turn_queues(client, ref.session_id):  # the follow-up
-                    await anyio.sleep(0.05)
-                await anyio.sleep(0.5)  # it runs on its worker
-                program = next(int(p.name.rsplit(".", 1)[1]) for p in pid_dir.iterdir())
-                victim = next(w for w in started if w.pid in ancestors(program))
-                os.kill(victim.pid, signal.SIGKILL)
-                killed_at = time.monotonic()
-            took = time.monotonic() - killed_at
-            events = controller.events(ref.session_id)
-            queues = await run_turn_queues(client, ref.session_id)
-            await controller.close_session(ref)
-            return summaries[0], events, queues, victim, took, program
-
-    summary, events, queues, victim, took, program = anyio.run(body)
+    summary, events, queues, victim, took, program = anyio.run(
+        functools.partial(
+            interrupted_turn, no_eager_address, postgresql_ledger_url, workers, workspace,
+            steps_config, pid_dir, local_start=0.25, prompt="steps 30 0.2", when=following,
+            signum=signal.SIGKILL,
+        )
+    )  # fmt: skip
     print(f"failover during the follow-up: completed {took:.2f} s after the SIGKILL")
     assert (summary.status, summary.attempt) == ("completed", 2), summary
     assert victim is workers.a
-    assert queues == [workers.own_queue(victim), queue], queues
+    assert queues == [workers.own_queue(victim), workers.queue], queues
     assert not alive(program)
     types = assert_one_terminal(events, summary.turn_id)
     assert types.count("turn.started") == 1 and types.count("turn.restarted") == 1
     assert types[types.index("turn.restarted") :].count("message.delta") == 30
     assert len(invocations(pid_dir, summary.turn_id)) == 2  # once per attempt
-    other = next(w for w in started if w is not victim)
+    other = next(w for w in workers.started if w is not victim)
     failover = next(line for line in log_lines(other) if line["event"] == "turn.failover")
     assert (failover["reason"], failover["attempt"]) == ("worker-lost", 2)
 
@@ -220,34 +225,19 @@ def test_sigterm_inside_the_window_drains_the_followed_turn(
     turn but still polls its own queue, so the follow-up reaches it. Grace 30 s: the turn
     completes there, attempt 1, the harness run once. Grace 1 s: handed over, and the other
     worker runs attempt 2, recorded as a worker stop."""
-    queue, started = workers.queue, workers.started
-    grace = float(log_lines(started[0])[0]["grace"])
+    grace = float(log_lines(workers.a)[0]["grace"])
 
-    async def body():
-        client = await Client.connect(no_eager_address)
-        options = ExecutorOptions(heartbeat_timeout=HEARTBEAT_TIMEOUT, local_start=0.5)
-        async with TemporalController(
-            client, ledger=postgresql_ledger_url, task_queue=queue, options=options
-        ) as controller:
-            ref = await opened(controller, workers, workspace, steps_config)
-            summaries = []
+    async def started(client: Client, session_id: str) -> None:
+        while not any(pid_dir.iterdir()):  # the program started: the window runs
+            await anyio.sleep(0.02)
 
-            async def run() -> None:
-                summaries.append(await controller.run_turn(ref, "steps 20 0.25"))
-
-            async with anyio.create_task_group() as group:
-                group.start_soon(run)
-                while not any(pid_dir.iterdir()):  # the program started: the window runs
-                    await anyio.sleep(0.02)
-                program = next(int(p.name.rsplit(".", 1)[1]) for p in pid_dir.iterdir())
-                victim = next(w for w in started if w.pid in ancestors(program))
-                victim.process.send_signal(signal.SIGTERM)
-            events = controller.events(ref.session_id)
-            queues = await run_turn_queues(client, ref.session_id)
-            await controller.close_session(ref)
-            return summaries[0], events, queues, victim
-
-    summary, events, queues, victim = anyio.run(body)
+    summary, events, queues, victim, _, _ = anyio.run(
+        functools.partial(
+            interrupted_turn, no_eager_address, postgresql_ledger_url, workers, workspace,
+            steps_config, pid_dir, local_start=0.5, prompt="steps 20 0.25", when=started,
+            signum=signal.SIGTERM,
+        )
+    )  # fmt: skip
     assert victim.process.wait(timeout=60) == 0
     types = assert_one_terminal(events, summary.turn_id)
     victim_log = [line["event"] for line in log_lines(victim)]
@@ -262,11 +252,11 @@ def test_sigterm_inside_the_window_drains_the_followed_turn(
         assert "turn.finished" in victim_log and "turn.handover" not in victim_log
     else:
         assert (summary.status, summary.attempt) == ("completed", 2), summary
-        assert queues[1:] == [queue]
+        assert queues[1:] == [workers.queue]
         assert types.count("turn.restarted") == 1 and "turn.cancelled" not in types
         stopped = [e.payload.message for e in events if e.type == "status"]
         assert stopped == ["worker stopped: the turn continues on another worker"]
-        other = next(w for w in started if w is not victim)
+        other = next(w for w in workers.started if w is not victim)
         failover = next(line for line in log_lines(other) if line["event"] == "turn.failover")
         assert (failover["reason"], failover["attempt"]) == ("worker-stopped", 2)
 
@@ -296,3 +286,60 @@ def test_histories_from_before_own_queues_replay():
     ours, changed = anyio.run(replay)
     assert ours is None, ours
     assert changed is not None
+
+
+def test_a_cancel_before_the_worker_took_the_follow_up_reaches_the_turn(
+    temporal_address, postgresql_ledger_url, tmp_path: Path, workspace, steps_config, pid_dir
+):
+    """The host cancels after the workflow sent the follow-up to the worker's own queue and
+    before the worker took it (its own queue is not polled yet, in-process worker): Temporal
+    cancels that activity unseen, so the workflow sends it again, carrying the cancel; the turn
+    is cancelled where it runs (``turn.cancelled``, its program gone), not left running."""
+    from executor_temporal.activities import SessionActivities
+    from executor_temporal.worker import build_worker
+
+    async def body():
+        client = await Client.connect(temporal_address)
+        queue = f"q-{uuid.uuid4().hex[:8]}"
+        activities = SessionActivities(ledger=postgresql_ledger_url, state_dir=tmp_path / "s")
+        worker = build_worker(client, activities, task_queue=queue)
+        options = ExecutorOptions(local_start=0.25, heartbeat_timeout=30.0)
+        controller = TemporalController(
+            client, ledger=postgresql_ledger_url, task_queue=queue, options=options
+        )
+        async with activities, worker.shared, controller:  # its own queue: not yet
+            ref = await controller.open_session(
+                harness="stdio-jsonl", workspace=workspace, config=steps_config
+            )
+            summaries = []
+
+            async def run() -> None:
+                summaries.append(await controller.run_turn(ref, "steps 50 0.1"))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(run)
+                while not await run_turn_queues(client, ref.session_id):  # sent, not taken
+                    await anyio.sleep(0.05)
+                await controller.cancel_turn(ref)
+                with anyio.fail_after(20):
+                    while len(await run_turn_queues(client, ref.session_id)) < 2 and (
+                        not summaries  # (without the second one, the workflow answers now)
+                    ):
+                        await anyio.sleep(0.05)
+                async with worker.own:
+                    with anyio.fail_after(20):
+                        while not summaries:
+                            await anyio.sleep(0.05)
+            events = controller.events(ref.session_id)
+            queues = await run_turn_queues(client, ref.session_id)
+            await controller.close_session(ref)
+            return summaries[0], events, queues
+
+    summary, events, queues = anyio.run(body)
+    assert (summary.status, summary.attempt) == ("cancelled", 1), summary
+    assert len(set(queues)) == 1 and queues[0].startswith("q-") and queues[0].count(".") >= 2
+    types = [e.type for e in events if e.turn_id == summary.turn_id]
+    assert [t for t in types if t in TERMINALS] == ["turn.cancelled"], types
+    assert types.count("message.delta") < 50
+    pids = invocations(pid_dir, summary.turn_id)
+    assert len(pids) == 1 and not alive(pids[0])
