@@ -27,7 +27,7 @@ from executor_temporal.testing import DevServer
 from temporalio.client import Client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import serving
+from temporal_serving import serving
 from temporal_workers import WorkerProcess, alive, ancestors
 
 HEARTBEAT_TIMEOUT = 2.0
@@ -266,8 +266,8 @@ def test_histories_from_before_own_queues_replay():
     ``local_start=0.25``: a turn that ended in the window, one followed by ``run_turn`` on the
     shared queue, one cancelled while followed) replays with this code; the changed workflow
     (a new command) does not, so the replayer looks."""
-    from conftest import ChangedWorkflow
     from executor_temporal.workflow import SessionWorkflow
+    from temporal_serving import ChangedWorkflow
     from temporalio.client import WorkflowHistory
     from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
 
