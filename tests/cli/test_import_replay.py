@@ -424,3 +424,18 @@ def test_an_imported_session_is_closed_so_its_recorded_command_never_runs(cli_en
     continued = harness(cli_env, "run", "-c", "go on", "--ledger", other)
     assert continued.returncode == 0, continued.stderr  # the host's own open session
     assert not ran.exists()
+
+
+def test_fork_with_a_workspace_that_is_not_there_is_one_line_naming_it(cli_env, tmp_path):
+    opened = harness(cli_env, "run", "echo", "hello", "--workspace", str(tmp_path), "--json")
+    session_id = json.loads(opened.stdout.splitlines()[0])["session_id"]
+    before = harness(cli_env, "events", session_id, "--json").stdout
+    missing = tmp_path / "not-here"
+    out = harness(cli_env, "fork", session_id, "--workspace", str(missing))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.strip().splitlines() == [
+        f"harness: error: invalid-request: the workspace {missing} does not exist"
+    ]
+    assert harness(cli_env, "events", session_id, "--json").stdout == before
+    listed = harness(cli_env, "sessions", "--json").stdout.splitlines()
+    assert len(listed) == 1  # no child opened
