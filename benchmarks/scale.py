@@ -13,7 +13,9 @@
   in one Controller on SQLite: aggregate events/s against the single-turn rate of the same run,
   delivery latency (from the harness yielding a delta to the turn's caller receiving it,
   durable first) p50 / p99 with every turn streaming a delta each ``--gap`` ms (unpaced, it
-  measures the backlog), and the slowest turn's rate against the median turn's.
+  measures the backlog), the same from the event's recording to an ``on_event`` observer
+  (the issue's definition: its ``timestamp`` is stamped when it is recorded), and the slowest
+  turn's rate against the median turn's.
 
     python benchmarks/scale.py [--only limit,idle,listing,concurrent] [--events 100000]
         [--sessions 10000] [--listed 100000] [--turns 1000] [--deltas 1000]
@@ -31,6 +33,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -292,15 +295,28 @@ def _timed_streamer(deltas: int, gap: float) -> Any:
     return timed
 
 
+def _epoch(timestamp: str) -> float:
+    """An event's timestamp (``...Z``, stamped when it was recorded) as seconds since the
+    epoch."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
 async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> dict[str, Any]:
     import anyio
 
-    from harness_core import Controller, plugins_from
+    from harness_core import Controller, hookimpl, plugins_from
     from harness_core.ledger import open_ledger
 
     store = open_ledger(f"sqlite://{os.path.join(directory, 'ledger.sqlite')}")
     latencies: list[float] = []
     rates: list[float] = []
+    observed: list[float] = []  # record -> an on_event observer (the issue's definition)
+
+    class Observer:
+        @hookimpl
+        def on_event(self, event: Any) -> None:
+            if event.type == "message.delta":
+                observed.append(time.time() - _epoch(event.timestamp))
 
     async def one(controller: Any, ref: Any, keep: bool) -> float:
         clock = time.perf_counter
@@ -317,7 +333,7 @@ async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> di
         return count / elapsed
 
     try:
-        plugins = plugins_from([_timed_streamer(deltas, gap)])
+        plugins = plugins_from([_timed_streamer(deltas, gap), Observer()])
         async with Controller(plugins=plugins, ledger=store, state_dir=directory) as controller:
             single = await controller.open_session(harness="bench-timed", workspace=directory)
             await one(controller, single, False)  # warm
@@ -332,6 +348,7 @@ async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> di
             async def run(ref: Any) -> None:
                 rates.append(await one(controller, ref, True))
 
+            observed.clear()
             start = time.perf_counter()
             async with anyio.create_task_group() as group:
                 for ref in refs:
@@ -341,7 +358,10 @@ async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> di
         store.close()
     latencies.sort()
     rates.sort()
+    observed.sort()
     return {
+        "observed_p50": observed[len(observed) // 2] * 1000,
+        "observed_p99": observed[int(len(observed) * 0.99)] * 1000,
         "aggregate": turns * deltas / elapsed,
         "single": single_rate,
         "p50": latencies[len(latencies) // 2] * 1000,
@@ -366,6 +386,14 @@ def concurrent(turns: int, deltas: int, paced: int, gap_ms: float) -> list[Figur
         Figure(f"{name}.aggregate_vs_single", ratio, "x", ">= 0.8", ok=ratio >= 0.8),
         Figure(f"{name}.slowest_vs_median", spread, "x", ">= 0.5", "turn rates", spread >= 0.5),
         Figure(f"{name}.backlog_p99", got["p99"], "ms", note="yield -> caller, unpaced"),
+        Figure(
+            f"{name}.record_to_observer_p99",
+            got["observed_p99"],
+            "ms",
+            "<= 50 ms",
+            "the event recorded -> an on_event observer, unpaced",
+            got["observed_p99"] <= 50,
+        ),
     ]
     directory = tempdir("scale-paced")
     offered = turns * 1000 / gap_ms
@@ -385,6 +413,12 @@ def concurrent(turns: int, deltas: int, paced: int, gap_ms: float) -> list[Figur
             note=f"the driver alone: the run's rows, as interleaved, {per_commit} a commit",
         ),
         Figure(f"{name}.delivery_p50", got["p50"], "ms", note=f"{offered:,.0f} ev/s offered"),
+        Figure(
+            f"{name}.record_to_observer_p99",
+            got["observed_p99"],
+            "ms",
+            note="the event recorded -> an on_event observer",
+        ),
         Figure(
             f"{name}.delivery_p99",
             got["p99"],

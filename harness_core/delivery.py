@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import math
 import sys
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +40,8 @@ class Delivery:
         self.instant = isinstance(ledger, CommitsOnAppend) and bool(ledger.commits_on_append)
         #: a flush has nothing to wait for (memory): ending a turn needs no shielded wait
         self.free_flush = self._flush is _nothing
-        self._waiting: list[Event] = []  # recorded, not yet shown to observers
+        #: recorded, not yet shown to observers: (how many were appended with it, the event)
+        self._waiting: deque[tuple[int, Event]] = deque()
         self._appended = 0  # events appended through this controller
         self._covered = 0  # of those, how many a finished flush covered
         self.observer_errors = 0
@@ -56,6 +58,7 @@ class Delivery:
         self._shown: tuple[Any, ...] = ()  # called in delivery, once durable (pluggy's order)
         self._queues: tuple[AsyncObserver, ...] = ()  # fed at once; each waits for durability
         self._wrapped = False  # a wrapper around observers: pluggy runs the whole chain
+        self._flushing: anyio.Event | None = None  # set when the durable wait under way ends
 
     def recorded(self, event: Event) -> None:
         self._appended += 1
@@ -67,7 +70,7 @@ class Delivery:
         # The others see it in delivery, once durable; an observer registered later sees what
         # is recorded from then on.
         if shown or self.listeners:
-            self._waiting.append(event)
+            self._waiting.append((self._appended, event))
 
     def _split(self) -> tuple[tuple[Any, ...], tuple[AsyncObserver, ...]]:
         """The observers called in delivery, and the async ones fed through their queues."""
@@ -94,21 +97,29 @@ class Delivery:
         observer or a runtime listener (async observers are fed through their queues)."""
         return bool(self.listeners or self._split()[0])
 
-    async def deliver(self, *, seen: bool = False) -> None:
+    @property
+    def appended(self) -> int:
+        """How many events were appended through this controller (a mark for
+        :meth:`durable_through` and :meth:`deliver`)."""
+        return self._appended
+
+    async def deliver(self, *, seen: bool = False, through: int | None = None) -> None:
         """Show what was recorded to observers once it is durable.
 
         ``seen``: the caller is about to hand events out too (a turn's iterator), so wait for
-        durability even when no observer is waiting.
+        durability even when no observer is waiting. ``through``: wait only until the first
+        ``through`` events appended are durable (a turn's own, not those other turns recorded
+        since); observers are shown what is durable by then, in order, and the rest later.
+        Nothing is taken before the wait, so a cancel during it loses nothing.
         """
-        batch, self._waiting = self._waiting, []
-        if batch and not self.observed:
-            batch = []  # nobody observes
-        if (batch or seen) and self._covered < self._appended:
-            mark = self._appended
-            await self._durable()
-            self._covered = max(self._covered, mark)
-        for event in batch:
-            self._notify(event)
+        waiting = self._waiting
+        if waiting and not self.observed:
+            waiting.clear()  # nobody observes
+        if waiting or seen:
+            await self.durable_through(self._appended if through is None else through)
+        covered = self._covered
+        while waiting and waiting[0][0] <= covered:
+            self._notify(waiting.popleft()[1])
 
     def _notify(self, event: Event) -> None:
         """Each observer on its own: one that raises is reported (once, by name) and the
@@ -161,13 +172,26 @@ class Delivery:
                 print(f"harness: the on_event observer {name} failed; continuing", file=sys.stderr)
 
     async def durable_through(self, mark: int) -> None:
-        """Wait until the first ``mark`` events appended are durable (an async observer's
-        worker, before it hands an event over). One wait covers everything appended so far."""
-        if self._covered >= mark:
-            return
-        reach = self._appended
-        await self._durable()
-        self._covered = max(self._covered, reach)
+        """Wait until the first ``mark`` events appended are durable (a turn's iterator, a
+        producer past the backlog, an async observer's worker before it hands an event over).
+
+        Group commit: one wait for the ledger is under way at a time, covering everything
+        appended when it began; whoever needs more meanwhile waits for it, then starts the next
+        (a thousand turns waiting make one flush and one wake-up from the writer, not a
+        thousand)."""
+        while self._covered < mark:
+            running = self._flushing
+            if running is not None:
+                await running.wait()
+                continue
+            self._flushing = done = anyio.Event()
+            reach = self._appended
+            try:
+                await self._durable()
+                self._covered = max(self._covered, reach)
+            finally:
+                self._flushing = None
+                done.set()
 
     async def flush(self) -> None:
         """Make everything recorded durable as far as the store can (its fsync included)."""

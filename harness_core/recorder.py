@@ -69,11 +69,12 @@ class SessionRecorder:
             self.delivery.recorded(event)
         return event
 
-    async def deliver(self, *, seen: bool = False) -> None:
+    async def deliver(self, *, seen: bool = False, through: int | None = None) -> None:
         """Show what was recorded to the observers once durable (see :meth:`Delivery.deliver`;
-        ``seen``: the caller hands events out too, so wait for durability anyway)."""
+        ``seen``: the caller hands events out too, so wait for durability anyway; ``through``:
+        only that far, a mark from :attr:`Delivery.appended`)."""
         if self.delivery is not None:
-            await self.delivery.deliver(seen=seen)
+            await self.delivery.deliver(seen=seen, through=through)
 
     async def flush(self) -> None:
         """Make everything recorded durable as far as the store can."""

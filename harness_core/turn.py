@@ -221,6 +221,7 @@ class Turn:
         self._iterating = False
         self._delivered = 0  # events handed out (index of the pending head in self.events)
         self._durable = 0  # events known durable (a flush covering them returned)
+        self._mark = 0  # the controller's count of appended events at this turn's latest
         self._error: BaseException | None = None
         self._cancel_by: str | None = None
         #: who asked for a cancel the harness may answer itself (before the runtime cancels)
@@ -275,7 +276,7 @@ class Turn:
                     # wait for then covers it too (a short turn: one commit less).
                     await checkpoint()
                 covered = len(self.events)
-                await self.recorder.deliver(seen=True)
+                await self.recorder.deliver(seen=True, through=self._mark)
                 self._durable = covered
             pending.popleft()
             self._delivered += 1
@@ -445,6 +446,7 @@ class Turn:
 
     def _record(self, payload: Payload) -> Event:
         event = self.recorder.record(self.turn_id, payload)
+        self._mark = self.controller.delivery.appended  # what the iterator waits durable for
         self.events.append(event)
         self._pending.append(event)
         if self._ready is not None:
