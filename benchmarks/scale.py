@@ -295,13 +295,19 @@ def _timed_streamer(deltas: int, gap: float) -> Any:
     return timed
 
 
+#: the bound of the concurrent run's second pass (``Controller(max_backlog=...)``)
+BACKLOG = 4096
+
+
 def _epoch(timestamp: str) -> float:
     """An event's timestamp (``...Z``, stamped when it was recorded) as seconds since the
     epoch."""
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
-async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> dict[str, Any]:
+async def _concurrent(
+    turns: int, deltas: int, gap: float, directory: str, max_backlog: int | None = None
+) -> dict[str, Any]:
     import anyio
 
     from harness_core import Controller, hookimpl, plugins_from
@@ -334,7 +340,9 @@ async def _concurrent(turns: int, deltas: int, gap: float, directory: str) -> di
 
     try:
         plugins = plugins_from([_timed_streamer(deltas, gap), Observer()])
-        async with Controller(plugins=plugins, ledger=store, state_dir=directory) as controller:
+        async with Controller(
+            plugins=plugins, ledger=store, state_dir=directory, max_backlog=max_backlog
+        ) as controller:
             single = await controller.open_session(harness="bench-timed", workspace=directory)
             await one(controller, single, False)  # warm
             single_rate = statistics.median(
@@ -393,6 +401,22 @@ def concurrent(turns: int, deltas: int, paced: int, gap_ms: float) -> list[Figur
             "<= 50 ms",
             "the event recorded -> an on_event observer, unpaced",
             got["observed_p99"] <= 50,
+        ),
+    ]
+    directory = tempdir("scale-bounded")
+    try:  # the same with the producers paced by the ledger (Controller(max_backlog=...))
+        got = run_async(_concurrent, turns, deltas, 0.0, directory, BACKLOG)
+    finally:
+        rmtree(directory)
+    name = f"scale.concurrent.{turns}x{deltas}.max_backlog_{BACKLOG}"
+    figures += [
+        Figure(f"{name}.aggregate", got["aggregate"], "ev/s", note="all turns at once"),
+        Figure(f"{name}.aggregate_vs_single", got["aggregate"] / got["single"], "x"),
+        Figure(
+            f"{name}.record_to_observer_p99",
+            got["observed_p99"],
+            "ms",
+            note="the event recorded -> an on_event observer",
         ),
     ]
     directory = tempdir("scale-paced")

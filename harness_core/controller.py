@@ -146,6 +146,7 @@ class Controller:
         dangerous_grant: bool | Collection[str] = False,
         tool_hooks: Sequence[ToolHook] = (),
         observer_queue: int = DEFAULT_OBSERVER_QUEUE,
+        max_backlog: int | None = None,
         checkpoints: CheckpointSettings | bool = False,
         delegation: Delegation | None = None,
     ) -> None:
@@ -163,8 +164,7 @@ class Controller:
             A resume in another process needs the same directory.
         :param turn_timeout: default deadline of every turn, in seconds (``None``: none); a
             turn past it ends ``turn.failed(timeout)``.
-        :param max_events_per_turn: default event-count limit of a turn
-            (``turn.failed(limit-exceeded)``).
+        :param max_events_per_turn: default event limit of a turn (``turn.failed(limit-exceeded)``).
         :param env_passthrough: names of host environment variables passed to the processes
             sessions spawn, on top of the minimal base (``PATH``, ``HOME``, ``LANG``, ...), the
             sandbox's variables and the session's credentials; nothing else of the host's
@@ -185,9 +185,10 @@ class Controller:
             all, or a collection of the agent names allowed (otherwise ``dangerous`` is
             ``policy-refused`` and nothing opens).
         :param tool_hooks: the host's ``before_tool``/``after_tool`` hooks (:mod:`.tool_hooks`).
-        :param observer_queue: how many events an ``async def`` ``on_event`` observer may lag;
-            it is fed from its own queue by a task, never awaited by a turn; the events beyond
-            are dropped for it and reported (:mod:`.observer_queue`).
+        :param observer_queue: how many events an ``async def`` ``on_event`` observer may lag (fed
+            by a task, never awaited by a turn; beyond: dropped, reported; :mod:`.observer_queue`).
+        :param max_backlog: events all turns together may record ahead of the ledger's commits
+            before each waits for it (``None``: no bound; see ``docs/host-apps.md``).
         :param checkpoints: snapshot workspaces around each turn (``True``, or settings).
         :param delegation: lets sessions run other harnesses (:mod:`.delegation`); default: no.
         """
@@ -205,7 +206,7 @@ class Controller:
         )
         self.budget = Budget.of(budget)
         self.dangerous_grant = dangerous_grant
-        self._set_delivery(tool_hooks, observer_queue)
+        self._set_delivery(tool_hooks, observer_queue, max_backlog)
         self._set_tools(host_tools, delegation)
         self._set_backend()
 
@@ -258,7 +259,9 @@ class Controller:
             (self.log_directory, *ledger_files(self.ledger)),
         )
 
-    def _set_delivery(self, tool_hooks: Sequence[ToolHook], observer_queue: int) -> None:
+    def _set_delivery(
+        self, tool_hooks: Sequence[ToolHook], observer_queue: int, max_backlog: int | None
+    ) -> None:
         """The hook fast path, the delivery every session's recorder shares, and the host's
         after_tool hooks fed from it."""
         #: ``call(hook, **kwargs)``: a lifecycle hook, straight to the core's default when no
@@ -271,6 +274,7 @@ class Controller:
             self.call.implementations("on_event"),
             spawn=lambda: self.task_group,
             observer_queue=observer_queue,
+            max_backlog=max_backlog,
         )
         #: the host's after_tool hooks, fed what is recorded (tasks of this controller)
         self.after_tool = AfterTool(tool_hooks, lambda: self.task_group)

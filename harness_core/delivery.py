@@ -28,9 +28,16 @@ class Delivery:
         *,
         spawn: Callable[[], Any] = lambda: None,
         observer_queue: int = DEFAULT_OBSERVER_QUEUE,
+        max_backlog: int | None = None,
     ) -> None:
         """``spawn``: the task group async observers' workers run in (the controller's, while
-        it runs); ``observer_queue``: how many events each async observer may be behind by."""
+        it runs); ``observer_queue``: how many events each async observer may be behind by;
+        ``max_backlog``: see :attr:`max_backlog`."""
+        if max_backlog is not None and max_backlog < 1:
+            raise ValueError("max_backlog is at least one event")
+        #: events all turns together may record ahead of the ledger's commits before their
+        #: producers wait for it (``None``: no bound beyond each turn's ``PENDING_MAX``)
+        self.max_backlog = max_backlog
         self._hook = hook
         #: the ``on_event`` implementations (pluggy's list, kept current by pluggy), else asked
         self._observers = observers
@@ -170,6 +177,17 @@ class Delivery:
             self.observer_failures[name] = failures + 1
             if failures == 0:
                 print(f"harness: the on_event observer {name} failed; continuing", file=sys.stderr)
+
+    @property
+    def backlog(self) -> int:
+        """Events appended through this controller that no finished wait has seen durable
+        yet (every turn's together)."""
+        return self._appended - self._covered
+
+    async def catch_up(self) -> None:
+        """Wait until everything appended so far is durable. Nothing is taken from the
+        observers' share, so a cancel here loses nothing: the next delivery shows it."""
+        await self.durable_through(self._appended)
 
     async def durable_through(self, mark: int) -> None:
         """Wait until the first ``mark`` events appended are durable (a turn's iterator, a

@@ -520,6 +520,7 @@ class Turn:
         outcome: Payload | None = None
         deadline = self._deadline
         after_cancel = 0
+        backlog = None if delivery.instant else delivery.max_backlog
         with self._new_scope() if deadline is None else self._new_scope(deadline=deadline) as scope:
             self._scope = scope
             if self._cancel_by is not None:
@@ -534,6 +535,8 @@ class Turn:
                     elif len(pending) >= PENDING_MAX:
                         self._room = self._new_event()
                         await self._room.wait()
+                if backlog is not None and delivery.backlog >= backlog:
+                    await delivery.catch_up()  # the ledger paces the harnesses (max_backlog)
                 try:
                     payload = await iterator.__anext__()
                 except StopAsyncIteration:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import anyio
+import pytest
 
 from harness_core import Controller, harness, hookimpl, plugins_from
 from harness_core.ledger.sqlite import SqliteStore
@@ -135,3 +136,58 @@ def test_a_caller_that_stops_waiting_for_a_commit_costs_the_observers_nothing(tm
     assert got == [e.sequence for e in events if e.turn_id is not None]
     # Every event reached the observer once, in order: none went with the abandoned wait.
     assert [s for _, s in audit.seen] == [e.sequence for e in events]
+
+
+def _backlog_seen(tmp_path, max_backlog):
+    """The most events recorded ahead of the ledger's commits that any harness saw, with 20
+    turns streaming 150 deltas each at once."""
+    store = SqliteStore(str(tmp_path / "ledger.sqlite"))
+    seen = [0]
+    holder: list[Controller] = []
+
+    @harness("watcher")
+    async def watcher(message, session):
+        for index in range(150):
+            seen[0] = max(seen[0], holder[0].delivery.backlog)
+            yield f"d{index} "
+
+    async def one(controller, ref):
+        async with controller.turn(ref, "go") as turn:
+            async for _ in turn:
+                pass
+        assert turn.result().status == "completed"
+
+    async def main():
+        async with Controller(
+            plugins=plugins_from([watcher]),
+            ledger=store,
+            state_dir=tmp_path,
+            max_backlog=max_backlog,
+        ) as controller:
+            holder.append(controller)
+            refs = [
+                await controller.open_session(harness="watcher", workspace=tmp_path)
+                for _ in range(20)
+            ]
+            async with anyio.create_task_group() as group:
+                for ref in refs:
+                    group.start_soon(one, controller, ref)
+            return [len(controller.events(ref.session_id)) for ref in refs]
+
+    try:
+        counts = anyio.run(main)
+    finally:
+        store.close()
+    assert all(count >= 152 for count in counts)  # every turn ran to its end, nothing lost
+    return seen[0]
+
+
+def test_max_backlog_paces_the_harnesses_by_the_ledger(tmp_path):
+    # A turn checks before it asks its harness for more: at most one event per turn beyond.
+    assert _backlog_seen(tmp_path / "bounded", 50) <= 50 + 20
+    assert _backlog_seen(tmp_path / "free", None) > 200  # without it the turns run far ahead
+
+
+def test_max_backlog_is_at_least_one_event(tmp_path):
+    with pytest.raises(ValueError, match="max_backlog is at least one event"):
+        Controller(plugins=plugins_from([]), ledger="memory:", max_backlog=0)
