@@ -29,20 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import positive_int, rmtree, tempdir
 
-COLUMNS = """
-    session_id        TEXT NOT NULL,
-    sequence          INTEGER NOT NULL,
-    event_id          TEXT NOT NULL{unique},
-    turn_id           TEXT,
-    type              TEXT NOT NULL,
-    timestamp         TEXT NOT NULL,
-    harness           TEXT NOT NULL,
-    parent_event_id   TEXT,
-    protocol_version  INTEGER NOT NULL,
-    payload           TEXT NOT NULL,
-    PRIMARY KEY (session_id, sequence)
-"""
-
 
 def layouts() -> dict[str, str]:
     from harness_core.ledger import open_ledger
@@ -57,10 +43,14 @@ def layouts() -> dict[str, str]:
             ).fetchone()[0]
     finally:
         rmtree(directory)
+    rowid = built.replace(") WITHOUT ROWID", ")")  # the same columns and keys
+    event_id = "event_id          TEXT NOT NULL UNIQUE"
+    if rowid == built or event_id not in built:
+        raise SystemExit("the events table is no longer what this script reshapes")
     return {
         "as built": built,
-        "rowid": f"CREATE TABLE events ({COLUMNS.format(unique=' UNIQUE')})",
-        "rowid, no event_id index": f"CREATE TABLE events ({COLUMNS.format(unique='')})",
+        "rowid": rowid,
+        "rowid, no event_id index": rowid.replace(event_id, "event_id          TEXT NOT NULL"),
     }
 
 
