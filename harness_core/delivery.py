@@ -33,8 +33,10 @@ class Delivery:
         """``spawn``: the task group async observers' workers run in (the controller's, while
         it runs); ``observer_queue``: how many events each async observer may be behind by;
         ``max_backlog``: see :attr:`max_backlog`."""
-        if max_backlog is not None and max_backlog < 1:
-            raise ValueError("max_backlog is at least one event")
+        if max_backlog is not None and (
+            type(max_backlog) is not int or max_backlog < 1  # (not a bool, not a float)
+        ):
+            raise ValueError("max_backlog is at least one event, a whole number")
         #: events all turns together may record ahead of the ledger's commits before their
         #: producers wait for it (``None``: no bound beyond each turn's ``PENDING_MAX``)
         self.max_backlog = max_backlog

@@ -188,6 +188,7 @@ def test_max_backlog_paces_the_harnesses_by_the_ledger(tmp_path):
     assert _backlog_seen(tmp_path / "free", None) > 200  # without it the turns run far ahead
 
 
-def test_max_backlog_is_at_least_one_event(tmp_path):
-    with pytest.raises(ValueError, match="max_backlog is at least one event"):
-        Controller(plugins=plugins_from([]), ledger="memory:", max_backlog=0)
+@pytest.mark.parametrize("bad", [0, -5, 2.5, True])
+def test_max_backlog_is_at_least_one_event(bad):
+    with pytest.raises(ValueError, match="max_backlog is at least one event, a whole number"):
+        Controller(plugins=plugins_from([]), ledger="memory:", max_backlog=bad)
