@@ -35,7 +35,6 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -301,12 +300,6 @@ def _timed_streamer(deltas: int, gap: float) -> Any:
 BACKLOG = 4096
 
 
-def _epoch(timestamp: str) -> float:
-    """An event's timestamp (``...Z``, stamped when it was recorded) as seconds since the
-    epoch."""
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-
-
 async def _concurrent(
     turns: int,
     deltas: int,
@@ -378,7 +371,10 @@ async def _concurrent(
         store.close()
     latencies.sort()
     rates.sort()
-    observed = sorted(at - _epoch(stamp) for at, stamp in seen) or [math.nan]
+    from harness_core.clock import epoch_seconds
+
+    moments = [(at, epoch_seconds(stamp)) for at, stamp in seen]
+    observed = sorted(at - moment for at, moment in moments if moment is not None) or [math.nan]
     return {
         "observed_p50": observed[len(observed) // 2] * 1000,
         "observed_p99": observed[int(len(observed) * 0.99)] * 1000,

@@ -26,6 +26,15 @@ def now() -> str:
     return prefix + "%06dZ" % (micros % 1_000_000)  # noqa: UP031 - fastest form here
 
 
+def epoch_seconds(timestamp: str) -> float | None:
+    """An event's timestamp (what :func:`now` writes, or any zoned ISO 8601 spelling) as
+    seconds since the epoch; ``None`` when it is not one."""
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def timestamp_ok(value: Any) -> bool:
     """Whether ``value`` is an ISO 8601 timestamp with a zone (what :func:`now` writes, or any
     zoned spelling): the conformance kit's check of a harness's events, and the import's of a

@@ -40,6 +40,7 @@ from harness_hookspecs import PAYLOAD_TYPES, Event, HarnessError, LedgerStore, S
 from harness_hookspecs.events import MessageCompleted, TurnStarted
 from harness_hookspecs.names import SEED_001_FIELDS, SEED_001_NAMES, V1_NAMES, normalize_event
 
+from .clock import epoch_seconds
 from .serialize import event_from_dict, event_to_dict, record_from_dict
 
 #: superqode's ``HARNESS_PROTOCOL_VERSION``: what we write, and the major version we read
@@ -419,13 +420,6 @@ _BUILD: dict[str, Any] = {
 # -- ours -> v1 ------------------------------------------------------------------------------
 
 
-def _epoch(timestamp: str) -> float:
-    try:
-        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
-
-
 def _v1_data(event: Event, payload: dict[str, Any]) -> dict[str, Any]:
     """The v1 event's data: our payload's fields and the v1 names of those it has."""
     data = dict(payload)
@@ -468,7 +462,7 @@ def _v1_event(event: Event, run_id: str, sequence: int, parent: str | None) -> d
     return {
         "type": kind,
         "data": data,
-        "timestamp": _epoch(event.timestamp),
+        "timestamp": epoch_seconds(event.timestamp) or 0.0,
         "session_id": event.session_id,
         "run_id": run_id,
         "protocol_version": PROTOCOL_VERSION,

@@ -91,9 +91,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _moment(timestamp: str) -> float:
-    from datetime import datetime  # here: this module is imported to build every parser
+    from ..clock import epoch_seconds  # here: this module is imported to build every parser
 
-    try:
-        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    return epoch_seconds(timestamp) or 0.0
