@@ -42,6 +42,7 @@ STATUS = {
     "provider-unavailable": 503,
 }
 OPEN_FIELDS = ("harness", "target", "workspace", "model", "posture", "agent", "user", "config")
+FORK_FIELDS = ("at", "workspace")
 MAX_LIMIT = 10_000
 #: How deep a request body may nest arrays and objects (a session's config is the deepest part)
 MAX_DEPTH = 32
@@ -179,6 +180,21 @@ def number_field(body: dict[str, Any], name: str, *, seconds: bool = False) -> f
         raise HarnessError("invalid-request", f"{name} {error}") from None
 
 
+def refuse_unknown(body: dict[str, Any], known: tuple[str, ...]) -> None:
+    """A field the route does not take is ``invalid-request`` naming it (a misspelt optional
+    field would otherwise be dropped without a word)."""
+    unknown = sorted(set(body) - set(known))
+    if unknown:
+        raise HarnessError("invalid-request", f"unknown field {unknown[0]!r}"[:240])
+
+
+def workspace_field(body: dict[str, Any]) -> str | None:
+    """``body["workspace"]`` as an absolute path (``None`` when absent); the controller then
+    says which one does not exist or is not a directory."""
+    workspace = text_field(body, "workspace")
+    return None if workspace is None else os.path.abspath(workspace)
+
+
 def int_param(request: Request, name: str, default: int | None, maximum: int) -> int | None:
     raw = request.query_params.get(name)
     if raw is None:
@@ -304,12 +320,10 @@ async def export(request: Request) -> Response:
 
 async def open_session(request: Request) -> Response:
     body = await json_body(request)
-    unknown = sorted(set(body) - set(OPEN_FIELDS))
-    if unknown:
-        raise HarnessError("invalid-request", f"unknown field {unknown[0]!r}"[:240])
+    refuse_unknown(body, OPEN_FIELDS)
     fields: dict[str, Any] = {}
     for name in OPEN_FIELDS:
-        if name != "config" and name in body:
+        if name not in ("config", "workspace") and name in body:
             fields[name] = text_field(body, name, required=name == "harness")
     if not isinstance(body.get("harness"), str):
         raise HarnessError("invalid-request", "harness (a name) is required")
@@ -318,7 +332,7 @@ async def open_session(request: Request) -> Response:
         if not isinstance(config, dict):
             raise HarnessError("invalid-request", "config must be a JSON object")
         fields["config"] = config
-    fields["workspace"] = os.path.abspath(fields.get("workspace") or os.getcwd())
+    fields["workspace"] = workspace_field(body) or os.getcwd()
     server = server_of(request)
     ref = await server.controller.open_session(**fields)
     return JSONResponse(await session_view(server, ref.session_id), status_code=201)
@@ -401,15 +415,19 @@ async def steer(request: Request) -> Response:
 
 
 async def fork(request: Request) -> Response:
-    """A child session continuing this one up to event ``at`` (default: its last)."""
+    """A child session continuing this one up to event ``at`` (default: its last), in
+    ``workspace`` (default: the parent's; an imported session's child needs its own)."""
     body = await json_body(request)
+    refuse_unknown(body, FORK_FIELDS)
     at = body.get("at")
     if at is not None and not isinstance(at, str):
         raise HarnessError("invalid-request", "at (an event id) must be a string")
+    workspace = workspace_field(body)
+    fields = {} if workspace is None else {"workspace": workspace}
     server = server_of(request)
     session_id = request.path_params["id"]
     await server.record(session_id)
-    child = await server.controller.fork(session_id, at=at)
+    child = await server.controller.fork(session_id, at=at, **fields)
     server.hub.notify(session_id)
     return JSONResponse(await session_view(server, child.session_id), status_code=201)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,88 @@ def test_a_turns_diff_over_http_needs_the_token(tmp_path):
     assert "-two\n+TWO\n" in diff["patch"] and "a.txt" not in diff["patch"]
     status, missing = unknown
     assert status == 404 and missing["error"]["reason"] == "turn-not-found"
+
+
+def test_fork_names_the_childs_workspace_as_the_cli_can(server, tmp_path):
+    session_id = _open(server)
+    _turn(server, session_id, "write a.txt one")
+    other = tmp_path / "other"
+    other.mkdir()
+    status, child = server.call(
+        "POST", f"/api/sessions/{session_id}/fork", {"workspace": str(other)}
+    )
+    assert status == 201, child
+    assert child["workspace"] == str(other)
+    child_id = child["ref"]["session_id"]
+    _turn(server, child_id, "write b.txt two")
+    assert (other / "b.txt").read_text() == "two"
+    assert not Path(server.workspace, "b.txt").exists()
+    # without one the child keeps the parent's
+    status, child = server.call("POST", f"/api/sessions/{session_id}/fork", {})
+    assert status == 201 and child["workspace"] == server.workspace
+
+
+def test_fork_workspace_is_checked_like_the_open_routes(server, tmp_path):
+    session_id = _open(server)
+    _turn(server, session_id, "one")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for path, what in [(a_file, "is not a directory"), (tmp_path / "gone", "does not exist")]:
+        for route, body in [
+            ("/api/sessions", {"harness": "shaper", "workspace": str(path)}),
+            (f"/api/sessions/{session_id}/fork", {"workspace": str(path)}),
+        ]:
+            status, error = server.call("POST", route, body)
+            assert status == 400, error
+            assert error["error"]["reason"] == "invalid-request"
+            assert error["error"]["hint"] == f"the workspace {path} {what}"
+    for value in [1, True, [1], {"a": 1}, ""]:
+        status, error = server.call(
+            "POST", f"/api/sessions/{session_id}/fork", {"workspace": value}
+        )
+        assert status == 400 and error["error"]["hint"] == "workspace must be non-empty text"
+    # a misspelt field is named, not dropped (the child would land in the parent's workspace)
+    status, error = server.call(
+        "POST", f"/api/sessions/{session_id}/fork", {"workspce": str(tmp_path)}
+    )
+    assert status == 400 and error["error"]["hint"] == "unknown field 'workspce'"
+    # nothing was forked
+    status, listing = server.call("GET", "/api/sessions")
+    assert len(listing["sessions"]) == 1
+
+
+def test_an_imported_session_forks_over_http_into_a_workspace_of_its_own(tmp_path):
+    from harness_core.bundle_import import import_bundle, load_bundle_file
+    from harness_core.ledger import open_ledger
+    from harness_core.testing.serve import ServeThread
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    with ServeThread(
+        shaper, ledger=f"sqlite:///{tmp_path}/a.sqlite", state_dir=tmp_path / "state"
+    ) as first:
+        first.workspace = str(workspace)
+        session_id = _open(first)
+        _turn(first, session_id, "one")
+        status, bundle = first.call("GET", f"/api/sessions/{session_id}/export")
+        assert status == 200
+    bundle_path = tmp_path / "bundle.json"
+    bundle_path.write_text(json.dumps(bundle))
+    store = open_ledger(f"sqlite:///{tmp_path}/b.sqlite")
+    try:
+        import_bundle(store, load_bundle_file(str(bundle_path)))
+    finally:
+        store.close()
+    with ServeThread(
+        shaper, ledger=f"sqlite:///{tmp_path}/b.sqlite", state_dir=tmp_path / "state-b"
+    ) as second:
+        route = f"/api/sessions/{session_id}/fork"
+        status, error = second.call("POST", route, {})
+        assert status == 400
+        assert error["error"]["hint"] == (
+            f"session {session_id} was imported: its fork needs a workspace of its own"
+        )
+        status, child = second.call("POST", route, {"workspace": str(workspace)})
+        assert status == 201, child
+        _turn(second, child["ref"]["session_id"], "two")
+        assert _events(second, child["ref"]["session_id"])[-1]["payload"]["text"] == "one;one;two"
