@@ -28,7 +28,6 @@ import codecs
 import hashlib
 import json
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -157,10 +156,14 @@ class _Reader:
             return value
 
 
-def _walk(reader: _Reader, top: Callable[[str, Any], None]) -> Iterator[Any]:
+def _walk(
+    reader: _Reader,
+    top: Callable[[str, Any], None],
+    first_key: Callable[[str], object] | None = None,
+) -> Iterator[Any]:
     """The rows of the bundle's ``events`` array, one at a time; every other top-level value
     goes to ``top`` (an array's elements are read one by one and dropped: ``turns`` may be as
-    large as the events)."""
+    large as the events); ``first_key`` is told the object's first key as soon as it is read."""
     try:
         reader.take("{")
         keys: set[str] = set()
@@ -171,6 +174,8 @@ def _walk(reader: _Reader, top: Callable[[str, Any], None]) -> Iterator[Any]:
                 key = reader.value()
                 if not isinstance(key, str) or key in keys:
                     raise _Bad
+                if first_key is not None and not keys:
+                    first_key(key)
                 keys.add(key)
                 reader.take(":")
                 if reader.peek() == "[":
@@ -235,13 +240,53 @@ def first_key(path: str) -> str | None:
     return key if isinstance(key, str) else None
 
 
+def _check_rows(
+    reader: _Reader, top: dict[str, Any], first_key: Callable[[str], object] | None = None
+) -> tuple[int, tuple[str, str] | None]:
+    """The streamed pass of :func:`load_bundle_file`: the event count and the first event's
+    (session id, harness), the other top-level values into ``top``; ``invalid-request`` where
+    the bundle is refused. Ends at the first event once ``top`` names another format (the
+    caller refuses it)."""
+    count = 0
+    first: tuple[str, str] | None = None
+    try:
+        if reader.peek() not in ("{", ""):
+            raise HarnessError("invalid-request", f"the file is not a {EXPORT_FORMAT} bundle")
+        # the format is known from the first keys of an export: fail early on another file
+        for row in _walk(reader, top.__setitem__, first_key):
+            if top.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
+                break
+            if not isinstance(row, Mapping):
+                raise HarnessError("invalid-request", "the bundle holds a malformed record")
+            try:
+                event = event_from_dict(in_our_names(row))
+            except HarnessError:
+                raise HarnessError(
+                    "invalid-request", "the bundle holds a malformed record"
+                ) from None
+            if not envelope_ok(row):
+                raise HarnessError("invalid-request", "the bundle holds a malformed event envelope")
+            count += 1
+            if first is None:
+                first = (event.session_id, event.harness)
+            elif (event.session_id, event.harness) != first:
+                raise HarnessError("invalid-request", "the bundle holds another session's event")
+            if event.sequence != count:
+                raise HarnessError("invalid-request", "the bundle's event sequence has a gap")
+    except HarnessError as error:
+        if top.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
+            raise HarnessError(
+                "invalid-request", f"the file is not a {EXPORT_FORMAT} bundle"
+            ) from None
+        raise error from None
+    return count, first
+
+
 def load_bundle_file(path: str) -> Bundle:
     """Check the bundle at ``path`` (one streamed pass); ``invalid-request`` with a one-line
     hint when it is unusable."""
     digest = hashlib.sha256()
     top: dict[str, Any] = {}
-    count = 0
-    first: tuple[str, str] | None = None
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below, after the generator
     except OSError as error:  # the path and the OS's reason: the user's own file, no secret
@@ -250,42 +295,7 @@ def load_bundle_file(path: str) -> Bundle:
             "invalid-request", f"cannot read the bundle {path[-160:]} ({reason})"
         ) from None
     with handle:
-        reader = _Reader(handle, digest.update)
-        try:
-            if reader.peek() not in ("{", ""):
-                raise HarnessError("invalid-request", f"the file is not a {EXPORT_FORMAT} bundle")
-            reader_rows = _walk(reader, top.__setitem__)
-            # the format is known from the first keys of an export: fail early on another file
-            for row in reader_rows:
-                if top.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
-                    break
-                if not isinstance(row, Mapping):
-                    raise HarnessError("invalid-request", "the bundle holds a malformed record")
-                try:
-                    event = event_from_dict(in_our_names(row))
-                except HarnessError:
-                    raise HarnessError(
-                        "invalid-request", "the bundle holds a malformed record"
-                    ) from None
-                if not envelope_ok(row):
-                    raise HarnessError(
-                        "invalid-request", "the bundle holds a malformed event envelope"
-                    )
-                count += 1
-                if first is None:
-                    first = (event.session_id, event.harness)
-                elif (event.session_id, event.harness) != first:
-                    raise HarnessError(
-                        "invalid-request", "the bundle holds another session's event"
-                    )
-                if event.sequence != count:
-                    raise HarnessError("invalid-request", "the bundle's event sequence has a gap")
-        except HarnessError as error:
-            if top.get("format", EXPORT_FORMAT) != EXPORT_FORMAT:
-                raise HarnessError(
-                    "invalid-request", f"the file is not a {EXPORT_FORMAT} bundle"
-                ) from None
-            raise error from None
+        count, first = _check_rows(_Reader(handle, digest.update), top)
     if top.get("format") != EXPORT_FORMAT:
         raise HarnessError("invalid-request", f"the file is not a {EXPORT_FORMAT} bundle")
     if top.get("version") != EXPORT_VERSION:
@@ -306,13 +316,57 @@ def load_bundle_file(path: str) -> Bundle:
     return Bundle(record=record, count=count, digest=digest.hexdigest(), path=path)
 
 
+class _Refused(Exception):
+    """The copy holds enough for the file's check to refuse it: copy no more."""
+
+
 def spool(stream: IO[bytes], directory: str | None = None) -> str:
     """Copy a bundle read from a pipe to a file (read twice, in bounded memory); the caller
-    removes it."""
+    removes it and checks the copy as it checks a file given by its path.
+
+    The copy stops as soon as what it holds is refused as a file would be - not a JSON object,
+    broken JSON, a value past :data:`VALUE_MAX`, a SuperQode bundle past its ``FILE_MAX`` - so a
+    huge or endless wrong input is never written to disk whole, and the check of the copy
+    gives the file's own one-line error."""
     handle, path = tempfile.mkstemp(prefix="harness-import-", suffix=".json", dir=directory)
     with os.fdopen(handle, "wb") as out:
-        shutil.copyfileobj(stream, out, _CHUNK)
+        try:
+            _copy_checked(stream, out.write)
+        except (_Refused, HarnessError):
+            pass  # the copy holds what makes the check refuse it
     return path
+
+
+def _copy_checked(stream: IO[bytes], write: Callable[[bytes], object]) -> None:
+    """Copy ``stream`` through ``write`` while checking it as :func:`load_bundle_file` does
+    (``HarnessError`` where that refuses it; it may end early, at another format); a SuperQode
+    bundle (read whole, not streamed) is copied as it is, up to one chunk past its size cap
+    (``_Refused``)."""
+    from .superqode_bundle import FILE_MAX, FIRST_KEYS
+
+    class SuperQode(Exception):
+        pass
+
+    def first(key: str) -> None:
+        if key in FIRST_KEYS:
+            raise SuperQode
+
+    copied = 0
+
+    def keep(data: bytes) -> None:
+        nonlocal copied
+        copied += len(data)
+        write(data)
+
+    try:
+        _check_rows(_Reader(stream, keep), {}, first)
+    except SuperQode:
+        while copied <= FILE_MAX:
+            data = stream.read(_CHUNK)
+            if not data:
+                return
+            keep(data)
+        raise _Refused from None
 
 
 def _redacted(events: Iterable[Event], redactor: Redactor) -> Iterator[Event]:

@@ -439,3 +439,68 @@ def test_fork_with_a_workspace_that_is_not_there_is_one_line_naming_it(cli_env, 
     assert harness(cli_env, "events", session_id, "--json").stdout == before
     listed = harness(cli_env, "sessions", "--json").stdout.splitlines()
     assert len(listed) == 1  # no child opened
+
+
+class _Endless:
+    """A pipe that never ends: ``head`` once, then ``body`` forever; counts what was read."""
+
+    def __init__(self, head: bytes, body: bytes):
+        self.head, self.body, self.read_bytes = head, body, 0
+
+    def read(self, size: int = -1) -> bytes:
+        assert self.read_bytes < 100 * 1024 * 1024, "read on and on (the pipe has no end)"
+        data = self.head or self.body * max(1, size // len(self.body))
+        self.head = b""
+        self.read_bytes += len(data)
+        return data
+
+
+@pytest.mark.parametrize(
+    ("head", "body", "hint", "most"),
+    [
+        (b"", b"y\n", "the file is not a harness-core.export bundle", 2),
+        (b'{"format": "harness-core.export", "x": "', b"a", "the bundle is not JSON", 66),
+        (b'{"format": "harness-core.export", "events": [', b"{}, ", "malformed record", 2),
+        (b'{"protocol_version": 1, "x": "', b"a", "the SuperQode bundle is over 1 MiB", 3),
+    ],
+    ids=["not-json", "a-value-past-the-cap", "bad-events", "superqode-past-its-cap"],
+)
+def test_stdin_is_copied_only_until_a_file_would_be_refused(
+    tmp_path, monkeypatch, head, body, hint, most
+):
+    # `yes | harness import -` wrote gigabytes to the temporary directory before any check
+    from harness_hookspecs import HarnessError
+
+    from harness_core import superqode_bundle
+    from harness_core.bundle_import import load_any_bundle, spool
+
+    monkeypatch.setattr(superqode_bundle, "FILE_MAX", 1024 * 1024)
+    stream = _Endless(head, body)
+    path = spool(stream, str(tmp_path))  # type: ignore[arg-type]
+    assert stream.read_bytes <= most * 1024 * 1024
+    assert Path(path).stat().st_size <= most * 1024 * 1024
+    with pytest.raises(HarnessError) as refused:
+        load_any_bundle(path)
+    assert hint in refused.value.hint
+
+
+@pytest.mark.parametrize("wrong", ["y\n" * 3_000_000, '{"format": "x", "a": 1}\n  x'])
+def test_import_from_stdin_is_refused_as_the_file_is(cli_env, tmp_path, wrong):
+    as_file = tmp_path / "wrong.json"
+    as_file.write_text(wrong)
+    target = f"sqlite:///{tmp_path}/empty.sqlite"
+    from_file = harness(cli_env, "import", str(as_file), "--ledger", target)
+    from_stdin = harness(cli_env, "import", "-", "--ledger", target, stdin=wrong)
+    assert from_file.returncode == from_stdin.returncode == 2
+    assert from_stdin.stderr == from_file.stderr
+    assert len(from_stdin.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "empty.sqlite").exists() or _rows(tmp_path / "empty.sqlite") == 0
+
+
+def test_a_good_bundle_from_stdin_imports_whole(cli_env, tmp_path, exported):
+    session_id, bundle = exported
+    other = f"sqlite:///{tmp_path}/other.sqlite"
+    out = harness(cli_env, "import", "-", "--ledger", other, "--json", stdin=bundle.read_text())
+    assert out.returncode == 0, out.stderr
+    count = len(json.loads(bundle.read_text())["events"])
+    assert json.loads(out.stdout) == {"session_id": session_id, "harness": "echo", "events": count}
