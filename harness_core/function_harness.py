@@ -8,13 +8,24 @@ event payloads. The runtime turns whatever it gets into the contract's events.
 from __future__ import annotations
 
 import inspect
+import logging
+import math
+import types
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from types import CoroutineType
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 from attrs import define, field, frozen
 from harness_hookspecs import (
     ADAPTER_TYPES,
@@ -54,6 +65,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _PAYLOAD_CLASSES = frozenset(PAYLOAD_TYPES.values())
 
 ADAPTER_ATTRIBUTE = "__harness_adapter__"
+
+#: Seconds a function may go on after its turn is cancelled (a cancel, the deadline) while
+#: catching the cancellation and awaiting again; past them it is closed and left, and the
+#: turn ends as the cancellation says (:func:`_bounded`).
+CANCEL_GRACE = 2.0
+
+_log = logging.getLogger("harness_core")
 
 
 @frozen(repr=False, eq=False)
@@ -381,7 +399,13 @@ class _FunctionTurn:
         if type(result) is CoroutineType or (
             not isinstance(result, str) and inspect.isawaitable(result)
         ):
-            result = await result
+            inner: Any = result.__await__() if hasattr(result, "__await__") else result
+            try:
+                step = inner.send(None)
+            except StopIteration as stop:
+                result = stop.value
+            else:
+                result = await _bounded(inner, step, session)
         if isinstance(result, str):
             self._ready.extend(_reply_end(session, [_fits(result)], None))  # type: ignore[union-attr]
         elif isinstance(result, Result):
@@ -406,7 +430,20 @@ async def _streamed(session: FunctionSession, result: Any) -> AsyncIterator[Payl
     text_parts: list[str] = []
     usage: Usage | None = None
     append = text_parts.append
-    async for item in items:
+    following = items.__anext__
+    while True:
+        inner = following().__await__()
+        try:  # the function's next item, bounded after a cancel (see _bounded)
+            step = inner.send(None)
+        except StopIteration as stop:
+            item = stop.value
+        except StopAsyncIteration:
+            break
+        else:
+            try:
+                item = await _bounded(inner, step, session)
+            except StopAsyncIteration:
+                break
         if isinstance(item, str):
             if item:
                 append(item)
@@ -425,6 +462,68 @@ async def _streamed(session: FunctionSession, result: Any) -> AsyncIterator[Payl
             raise HarnessError("provider-failed", "the function yielded a non-event value")
     for payload in _reply_end(session, text_parts, usage):
         yield payload
+
+
+@types.coroutine
+def _bounded(inner: Any, step: Any, session: FunctionSession) -> Generator[Any, Any, Any]:
+    """The rest of an ``await`` of a step of the function whose iterator ``inner`` yielded
+    ``step`` (it waits: the step that does not wait is taken by the caller, without this
+    generator), as ``await`` does it, except that once the turn is cancelled the function has
+    :data:`CANCEL_GRACE` seconds to stop. One that catches the cancellation and awaits again
+    past them (a swallowing loop: the cancel scope delivers the cancellation again at each of
+    its awaits) is closed and left, with a warning on the ``harness_core`` logger, and the
+    cancellation goes on: the turn still ends, as cancelled or timed out, with one terminal
+    event. Whether the turn is cancelled is asked of anyio each time the function waits (a
+    wait in a cancelled scope that no scope of its own shields: trio sends the cancellation
+    in as the awaited outcome, so it cannot be told from the exceptions that pass here).
+    A function that also swallows the close (``GeneratorExit``) while inside a cancel scope of
+    its own leaves that scope open in the turn's task: the turn then ends ``provider-failed``
+    (asyncio), or trio's run fails on its corrupted cancel scope stack."""
+    since: float | None = None  # when the function first waited in the cancelled turn
+    while True:
+        if anyio.current_effective_deadline() == -math.inf:  # it waits, cancelled, unshielded
+            now = anyio.current_time()
+            if since is None:
+                since = now
+            elif now - since >= CANCEL_GRACE:
+                _abandon(inner, session, now - since)
+                yield from _cancellation()
+        try:
+            sent = yield step
+        except BaseException as error:
+            try:
+                step = inner.throw(error)
+            except StopIteration as stop:
+                return stop.value
+            continue
+        try:
+            step = inner.send(sent)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _cancellation() -> Generator[Any, Any, None]:
+    """Raise the cancellation of the cancelled scope we are in (a checkpoint does)."""
+    yield from anyio.lowlevel.checkpoint().__await__()
+    raise HarnessError("provider-failed", "the function went on after its turn was cancelled")
+
+
+def _abandon(inner: Any, session: FunctionSession, seconds: float) -> None:
+    """Leave a function that ignores its turn's cancellation: close it (``GeneratorExit``
+    where it waits: its ``finally`` blocks run; one that catches that too and waits again is
+    never resumed)."""
+    _log.warning(
+        "harness %s went on %.1f s after its turn was cancelled in session %s: abandoned",
+        session.harness_id,
+        seconds,
+        session.session_id,
+        extra={"session_id": session.session_id},
+    )
+    try:  # throw, not close(): an async generator's step (asend) closes without its frame
+        inner.throw(GeneratorExit)
+    except BaseException:  # GeneratorExit, StopIteration...: it is closed
+        pass
+    # else it caught GeneratorExit too and waits again: nothing drives it any more
 
 
 def _reply_end(
