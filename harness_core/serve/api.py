@@ -14,6 +14,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from harness_hookspecs import HarnessError, PermissionDecision
 from starlette.requests import Request
@@ -57,6 +58,16 @@ def error_response(error: HarnessError, status: int | None = None) -> JSONRespon
     return JSONResponse(body, status_code=code, headers=headers)
 
 
+class RequestTimeout(HarnessError):
+    """A request body not received within the server's ``read_timeout``: ``invalid-request``,
+    answered 408 and the connection closed."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            "invalid-request", f"the request was not received within {seconds:g} seconds"
+        )
+
+
 class BodyTooLarge(HarnessError):
     """A request body past the server's ``max_body``: ``invalid-request``, answered 413."""
 
@@ -90,24 +101,32 @@ def guarded(handler: Handler, *, changes_state: bool) -> Handler:
             return await handler(request)
         except BodyTooLarge as error:
             return error_response(error, 413)
+        except RequestTimeout as error:
+            answer = error_response(error, 408)
+            answer.headers["connection"] = "close"  # the rest of the body is not awaited
+            return answer
         except HarnessError as error:
             return error_response(error)
 
     return endpoint
 
 
-async def read_body(request: Request, limit: int) -> bytes:
+async def read_body(request: Request, limit: int, seconds: float | None = None) -> bytes:
     """The request body, read only up to ``limit`` bytes (``BodyTooLarge`` past it): a huge
-    body is refused as it arrives, never buffered whole."""
+    body is refused as it arrives, never buffered whole; one not all received within
+    ``seconds`` is ``RequestTimeout`` (a client trickling it holds no connection for long)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise BodyTooLarge(limit)
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise BodyTooLarge(limit)
-        chunks.append(chunk)
+    with anyio.move_on_after(math.inf if seconds is None else seconds) as scope:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise BodyTooLarge(limit)
+            chunks.append(chunk)
+    if scope.cancelled_caught:
+        raise RequestTimeout(seconds or 0)
     return b"".join(chunks)
 
 
@@ -141,7 +160,8 @@ def _too_deep(value: Any, limit: int) -> bool:
 async def json_body(request: Request) -> dict[str, Any]:
     """The body as one JSON object: strict JSON (no NaN/Infinity, no number past a float),
     at most ``max_body`` bytes and ``MAX_DEPTH`` levels; anything else is ``invalid-request``."""
-    raw = await read_body(request, server_of(request).max_body)
+    server = server_of(request)
+    raw = await read_body(request, server.max_body, server.read_timeout)
     if not raw:
         return {}
     try:

@@ -20,7 +20,7 @@ from ..approvals import PendingApprovals
 from ..controller import Controller
 from . import api, sessions_page, viewer
 from .access_log import AccessLog
-from .limits import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT
 from .runner import Server
 
 __all__ = ["create_app", "serve"]
@@ -110,13 +110,20 @@ async def serve(
     handle_signals: bool = False,
     max_body: int = DEFAULT_MAX_BODY,
     access_log: bool = False,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> None:
     """Serve until told to exit (SIGINT/SIGTERM with ``handle_signals``, or ``should_exit`` on
     the handle passed to ``ready(url, handle)``); running turns are then cancelled (recorded as
     ``turn.cancelled``) and the controller, left by the caller, kills their processes.
     ``max_body``: the largest request body read, in bytes (a larger one is a 413);
-    ``access_log``: a line per request on stderr (``harness serve`` without ``--quiet``)."""
+    ``access_log``: a line per request on stderr (``harness serve`` without ``--quiet``);
+    ``read_timeout``: seconds a request's headers, and then its body, may take to arrive (408
+    past them); ``max_connections``: connections held at once (503 past them, see
+    :mod:`.deadlines`)."""
     import uvicorn
+
+    from .deadlines import protocol_class
 
     sock = bind(host, port)
     bound = sock.getsockname()
@@ -128,6 +135,7 @@ async def serve(
             token=token,
             approvals=approval_queue(controller),
             max_body=max_body,
+            read_timeout=read_timeout,
         )
         if state.approvals is not None:  # a request waiting for the viewer wakes its followers
             state.approvals.on_request = lambda request: state.hub.notify(request.session_id or "")
@@ -137,6 +145,7 @@ async def serve(
             access_log=False,
             lifespan="off",
             timeout_graceful_shutdown=1,
+            http=protocol_class(read_timeout, max_connections),
         )
         handle = _uvicorn_server(config, state.hub.close)
         if handle_signals:

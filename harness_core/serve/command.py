@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from .limits import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY, DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT
 
 DEFAULT_PORT = 8421
 
@@ -33,6 +33,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="BYTES",
         default=DEFAULT_MAX_BODY,
         help=f"largest request body accepted, in bytes (default {DEFAULT_MAX_BODY}: 413 past it)",
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=_positive,
+        metavar="SECONDS",
+        default=DEFAULT_READ_TIMEOUT,
+        help=f"seconds a request's headers, then its body, may take to arrive "
+        f"(default {DEFAULT_READ_TIMEOUT:g}: 408 past them)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=_byte_count,
+        metavar="N",
+        default=DEFAULT_MAX_CONNECTIONS,
+        help=f"connections held at once, event streams included "
+        f"(default {DEFAULT_MAX_CONNECTIONS}: 503 past them)",
     )
     parser.add_argument(
         "--quiet",
@@ -110,6 +126,8 @@ def main(args: argparse.Namespace) -> int:
                 handle_signals=True,
                 max_body=args.max_body,
                 access_log=not args.quiet,
+                read_timeout=args.read_timeout,
+                max_connections=args.max_connections,
             )
 
     try:

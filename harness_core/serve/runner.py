@@ -21,7 +21,7 @@ from ..approvals import PendingApprovals
 from ..controller import Controller
 from ..record_close import close_from_anywhere
 from ..turn import Turn
-from .limits import DEFAULT_MAX_BODY
+from .limits import DEFAULT_MAX_BODY, DEFAULT_READ_TIMEOUT
 
 #: How long a follower sleeps when nothing woke it (events written by another process).
 POLL_SECONDS = 0.5
@@ -158,6 +158,8 @@ class Server:
     )
     #: the largest request body read, in bytes (``harness serve --max-body``); 413 past it
     max_body: int = DEFAULT_MAX_BODY
+    #: seconds a request's body may take to arrive (``--read-timeout``); 408 past them
+    read_timeout: float = DEFAULT_READ_TIMEOUT
 
     @property
     def ledger(self) -> Any:

@@ -19,9 +19,19 @@ TEST_TOKEN = "test-token-0123456789abcdef"
 
 class ServeThread:
     def __init__(
-        self, *plugins: Any, ledger: str, state_dir: Any, token: str = TEST_TOKEN, **kwargs: Any
+        self,
+        *plugins: Any,
+        ledger: str,
+        state_dir: Any,
+        token: str = TEST_TOKEN,
+        serve_options: dict[str, Any] | None = None,
+        **kwargs: Any,
     ):
+        """``serve_options``: keyword arguments of :func:`harness_core.serve.app.serve`
+        (``read_timeout``, ``max_connections``, ``max_body``...); ``kwargs``: the
+        Controller's."""
         self.plugins = plugins
+        self.serve_options = serve_options or {}
         self.ledger = ledger
         self.state_dir = state_dir
         self.token = token
@@ -50,7 +60,14 @@ class ServeThread:
                 state_dir=self.state_dir,
                 **self.controller_kwargs,
             ) as controller:
-                await serve(controller, host="127.0.0.1", port=0, token=self.token, ready=ready)
+                await serve(
+                    controller,
+                    host="127.0.0.1",
+                    port=0,
+                    token=self.token,
+                    ready=ready,
+                    **self.serve_options,
+                )
 
         try:
             anyio.run(main)

@@ -183,6 +183,8 @@ def test_serve_binds_where_told_and_reads_the_token_from_the_environment(cli_env
         (["--port", "70000"], {}, "a port is an integer"),
         (["--port", "-1"], {}, "a port is an integer"),
         (["--timeout", "-1"], {}, "a positive number"),
+        (["--read-timeout", "0"], {}, "--read-timeout: must be a positive number"),
+        (["--max-connections", "0"], {}, "--max-connections: must be at least 1"),
     ],
 )
 def test_serve_bad_input_is_one_line(cli_env, tmp_path, args, env, message):
