@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from _common import figure, open_store, rmtree, run_async, tempdir
 
+from harness_core.digests import event_id_prefix
+
 TARGETS = {"memory": ">= 200k", "sqlite": ">= 100k"}
 
 
@@ -76,12 +78,23 @@ def turn_rate(kind: str, n: int, runs: int) -> tuple[float, float]:
     return statistics.median(rates), statistics.median(cpu_rates)
 
 
+PREFIX = event_id_prefix("bench-session")
+
+
+def _record() -> Any:
+    from harness_hookspecs import SessionRecord, SessionRef
+
+    ref = SessionRef(provider="bench-stream", target="local", session_id="bench-session")
+    stamp = "2025-01-01T00:00:00.000000Z"
+    return SessionRecord(ref=ref, created_at=stamp, updated_at=stamp, workspace=".", model=None)
+
+
 def _event(i: int, payload: Any) -> Any:
     from harness_hookspecs import Event
 
     # The envelope as the controller stamps it (see SessionRecorder.record).
     return Event(
-        event_id=f"ev_0123456789abcdef_{i}",
+        event_id=f"{PREFIX}{i}",
         sequence=i,
         session_id="bench-session",
         turn_id="turn_0123456789abcdef01234567",
@@ -106,6 +119,7 @@ def append_rate(kind: str, n: int, runs: int, *, build: bool) -> float:
         directory = tempdir(f"append-{kind}")
         store = make_store(kind, directory)
         try:
+            store.create_session(_record())  # as open_session does, before the clock starts
             append = store.append
             start = time.perf_counter()
             if prebuilt is None:

@@ -108,10 +108,12 @@ def _raw_rate(
     with sqlite3.connect(source) as reader:
         rows = reader.execute(f"SELECT * FROM events ORDER BY {order}").fetchall()
         sessions = reader.execute("SELECT * FROM sessions").fetchall()
+        prefixes = reader.execute("SELECT * FROM event_prefixes").fetchall()
     open_ledger(f"sqlite://{target}").close()  # the schema, as the store creates it
     connection = connect(target)
-    try:
+    try:  # the sessions as the store creates them: with their event ids' prefixes
         connection.executemany("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", sessions)
+        connection.executemany("INSERT INTO event_prefixes VALUES (?, ?, ?)", prefixes)
         placeholders = ", ".join(["?"] * len(rows[0]))
         insert = f"INSERT INTO events VALUES ({placeholders})"
         start = time.perf_counter()

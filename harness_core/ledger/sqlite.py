@@ -237,7 +237,7 @@ class SqliteStore(QueuedWrites):
         try:
             connection.execute("BEGIN IMMEDIATE")
             try:
-                write_session(connection, Session(record, False))
+                write_session(connection, Session(record, False), imported=True)
             except sqlite3.IntegrityError:
                 raise HarnessError(
                     "invalid-request", "the ledger already has this session id"
@@ -607,6 +607,8 @@ class SqliteStore(QueuedWrites):
             raise HarnessError("session-busy")
         connection.execute("INSERT INTO pruned VALUES (?, ?, ?)", (session_id, clock_now(), last))
         removed = connection.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+        connection.execute("DELETE FROM event_ids WHERE session_id = ?", (session_id,))
+        connection.execute("DELETE FROM event_prefixes WHERE session_id = ?", (session_id,))
         connection.execute("DELETE FROM sessions WHERE session_id = ?", (session_id,))
         connection.execute("DELETE FROM claims WHERE session_id = ?", (session_id,))
         return int(removed.rowcount)

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 
 from harness_hookspecs import SessionRecord
 
+from ..digests import event_id_prefix
 from .base import STOP, Waiter, event_row, record_row
 
 INSERT_EVENT = "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -163,7 +164,11 @@ def _insert_claims(connection: sqlite3.Connection, claims: list[Claim]) -> None:
         )
 
 
-def write_session(connection: sqlite3.Connection, session: Session) -> None:
+def write_session(
+    connection: sqlite3.Connection, session: Session, *, imported: bool = False
+) -> None:
+    """Store a session record (an upsert: an update). A new session's prefix goes into
+    ``event_prefixes``; ``imported``: all_listed, its bundle's ids kept (``sqlite_schema``)."""
     values = record_row(session.record)
     if session.upsert:
         connection.execute(
@@ -174,3 +179,7 @@ def write_session(connection: sqlite3.Connection, session: Session) -> None:
         )
     else:
         connection.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, ?, ?)", values)
+        connection.execute(
+            "INSERT INTO event_prefixes VALUES (?, ?, ?)",
+            (values[0], event_id_prefix(values[0]), int(imported)),
+        )

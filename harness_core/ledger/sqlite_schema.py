@@ -1,11 +1,24 @@
 """The SQLite ledger's schema: creation, migration, and the checks before anything writes.
 
 Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`): ``events`` has one row per event with
-the envelope in columns and the payload as compact JSON; ``UNIQUE(session_id, sequence)`` (the
-primary key) and ``UNIQUE(event_id)``; triggers refuse ``UPDATE`` and ``DELETE``; ``claims`` says
-who may write each session; ``pruned`` lists the sessions ``harness ledger prune`` archived and
-removed, the only rows the delete trigger lets go. A ledger of an older version is migrated in
-place on open (or by ``harness ledger migrate``).
+the envelope in columns and the payload as compact JSON, in the order they were written, and
+``UNIQUE(session_id, sequence)`` (the primary key); triggers refuse ``UPDATE`` and ``DELETE``;
+``event_ids`` keeps event ids unique (see below); ``claims`` says who may write each session;
+``pruned`` lists the sessions ``harness ledger prune`` archived and removed, the only rows the
+delete trigger lets go. A ledger of an older version is migrated in place on open (or by
+``harness ledger migrate``).
+
+Event ids are unique without an index over every event's id (it cost two more B-tree pages per
+event when many sessions write at once: ``benchmarks/sqlite_layout.py``). The id a controller
+gives an event is its *own id*, ``<the session's prefix><sequence>``, the prefix
+``ev_<16 hex of SHA-1(session id)>_`` (:func:`harness_core.digests.event_id_prefix`), kept in
+``event_prefixes`` (unique) when the session is created: an own id is unique with its
+``(session_id, sequence)``. The trigger ``events_listed`` lists every other id in ``event_ids``,
+whose primary key keeps it unique, and refuses an id of the own form whose prefix is another
+session's or, in a session the controller writes, that is not the event's own (it could be the
+own id of another event). An imported session's ids are its bundle's, which may have
+renumbered its events: it is created ``all_listed``, every id of it listed. So the database
+itself keeps every id unique, whoever writes.
 """
 
 from __future__ import annotations
@@ -17,7 +30,9 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
-SCHEMA_VERSION = 4
+from ..digests import event_id_prefix
+
+SCHEMA_VERSION = 5
 
 _SESSIONS = """
 CREATE TABLE sessions (
@@ -31,7 +46,8 @@ CREATE TABLE sessions (
 CREATE INDEX sessions_created ON sessions (created_at);
 """
 
-_EVENTS = """
+# Up to version 4 the table was clustered by (session_id, sequence) and every event id indexed.
+_EVENTS_V4 = """
 CREATE TABLE events (
     session_id        TEXT NOT NULL,
     sequence          INTEGER NOT NULL,
@@ -45,22 +61,76 @@ CREATE TABLE events (
     payload           TEXT NOT NULL,
     PRIMARY KEY (session_id, sequence)
 ) WITHOUT ROWID;
+"""
+
+# Rows go at the table's end in the order they are written; only the primary key's index is
+# kept per event (see the module docstring for the ids).
+_EVENTS = """
+CREATE TABLE events (
+    session_id        TEXT NOT NULL,
+    sequence          INTEGER NOT NULL,
+    event_id          TEXT NOT NULL,
+    turn_id           TEXT,
+    type              TEXT NOT NULL,
+    timestamp         TEXT NOT NULL,
+    harness           TEXT NOT NULL,
+    parent_event_id   TEXT,
+    protocol_version  INTEGER NOT NULL,
+    payload           TEXT NOT NULL,
+    PRIMARY KEY (session_id, sequence)
+);
+CREATE TABLE event_prefixes (
+    session_id  TEXT PRIMARY KEY,
+    prefix      TEXT NOT NULL UNIQUE,
+    all_listed  INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE event_ids (
+    event_id    TEXT PRIMARY KEY,
+    session_id  TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX event_ids_session ON event_ids (session_id);
+"""
+
+_NO_UPDATE = """
 CREATE TRIGGER events_no_update BEFORE UPDATE ON events
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 """
 
+# An id that is not the event's own is listed. One of the own form (`ev_`, 16 hex digits, `_`, a
+# digit: the GLOB) is refused unless its session is all_listed and the prefix is that session's
+# own. RAISE(ABORT) is a constraint error, like a duplicate id.
+_LISTED = (
+    """
+CREATE TRIGGER events_listed BEFORE INSERT ON events
+    WHEN NEW.event_id IS NOT (SELECT prefix FROM event_prefixes
+        WHERE session_id = NEW.session_id AND NOT all_listed) || NEW.sequence
+    BEGIN
+        SELECT RAISE(ABORT, 'an event id of another event''s form')
+            WHERE NEW.event_id GLOB 'ev_"""
+    + "[0-9a-f]" * 16
+    + """_[0-9]*'
+            AND substr(NEW.event_id, 1, 20) IS NOT (SELECT prefix FROM event_prefixes
+                WHERE session_id = NEW.session_id AND all_listed);
+        INSERT INTO event_ids VALUES (NEW.event_id, NEW.session_id);
+    END;
+"""
+)
+
 # A row may go only once its session is listed in ``pruned`` (archived first, closed, no live
 # writer: see ``SqliteStore.prune_session``); everything else stays append-only.
-_PRUNED = """
+_PRUNED_TABLE = """
 CREATE TABLE pruned (
     session_id     TEXT PRIMARY KEY,
     pruned_at      TEXT NOT NULL,
     last_sequence  INTEGER NOT NULL
 );
+"""
+_NO_DELETE = """
 CREATE TRIGGER events_no_delete BEFORE DELETE ON events
     WHEN NOT EXISTS (SELECT 1 FROM pruned WHERE session_id = OLD.session_id)
     BEGIN SELECT RAISE(ABORT, 'the ledger is append-only'); END;
 """
+_PRUNED = _PRUNED_TABLE + _NO_DELETE
 
 # Who may write a session (see ``SqliteStore.claim``): one row per session ever claimed; the
 # epoch only grows, ``owner`` is NULL once released.
@@ -76,7 +146,8 @@ CREATE TABLE claims (
 # Version 1 kept the whole envelope as JSON in ``body``; move it into columns.
 _MIGRATE_1_TO_2 = (
     "ALTER TABLE events RENAME TO events_v1;"
-    + _EVENTS
+    + _EVENTS_V4
+    + _NO_UPDATE
     + """
 INSERT INTO events SELECT session_id, sequence, event_id, turn_id, type, timestamp,
     json_extract(body, '$.harness'), json_extract(body, '$.parent_event_id'),
@@ -89,18 +160,41 @@ DROP TABLE events_v1;
 # Version 3 refused every delete.
 _MIGRATE_3_TO_4 = "DROP TRIGGER events_no_delete;" + _PRUNED
 
+# Version 4 indexed every event id: rows now in the order written, the ids that are not their
+# event's own listed (those of the own form too: version 4 allowed them), and a session with
+# such an id all_listed (an imported one: no new event is its own). The renamed table takes its
+# triggers along, and drops them with it: they are made anew.
+_MIGRATE_4_TO_5 = (
+    "ALTER TABLE events RENAME TO events_v4;"
+    + _EVENTS
+    + """
+INSERT INTO event_prefixes SELECT session_id, harness_event_prefix(session_id), 0 FROM sessions;
+INSERT INTO events SELECT * FROM events_v4 ORDER BY session_id, sequence;
+INSERT INTO event_ids SELECT e.event_id, e.session_id FROM events_v4 AS e
+    LEFT JOIN event_prefixes AS p ON p.session_id = e.session_id
+    WHERE e.event_id IS NOT p.prefix || e.sequence;
+UPDATE event_prefixes SET all_listed = 1 WHERE session_id IN (SELECT session_id FROM event_ids);
+DROP TABLE events_v4;
+"""
+    + _NO_UPDATE
+    + _NO_DELETE
+    + _LISTED
+)
+
 #: The script that brings a ledger of each version to :data:`SCHEMA_VERSION` (0: a new file).
 _UPGRADES = {
-    0: _SESSIONS + _EVENTS + _CLAIMS + _PRUNED,
-    1: _MIGRATE_1_TO_2 + _CLAIMS + _PRUNED,  # its new events table has no delete trigger yet
-    2: _CLAIMS + _MIGRATE_3_TO_4,
-    3: _MIGRATE_3_TO_4,
+    0: _SESSIONS + _EVENTS + _NO_UPDATE + _LISTED + _CLAIMS + _PRUNED,
+    1: _MIGRATE_1_TO_2 + _CLAIMS + _PRUNED_TABLE + _MIGRATE_4_TO_5,
+    2: _CLAIMS + _MIGRATE_3_TO_4 + _MIGRATE_4_TO_5,
+    3: _MIGRATE_3_TO_4 + _MIGRATE_4_TO_5,
+    4: _MIGRATE_4_TO_5,
     SCHEMA_VERSION: "",
 }
 
 EXPECTED_TABLES = {1: {"sessions", "events"}, 2: {"sessions", "events"}}
 EXPECTED_TABLES[3] = {"sessions", "events", "claims"}
-EXPECTED_TABLES[SCHEMA_VERSION] = {"sessions", "events", "claims", "pruned"}
+EXPECTED_TABLES[4] = {"sessions", "events", "claims", "pruned"}
+EXPECTED_TABLES[SCHEMA_VERSION] = EXPECTED_TABLES[4] | {"event_prefixes", "event_ids"}
 ALL_TABLES = EXPECTED_TABLES[SCHEMA_VERSION]
 
 
@@ -206,6 +300,8 @@ def migrate(connection: sqlite3.Connection) -> int:
     version = int(connection.execute("PRAGMA user_version").fetchone()[0])
     if version == SCHEMA_VERSION:
         return version
+    # (the 4 -> 5 step computes the sessions' event id prefixes)
+    connection.create_function("harness_event_prefix", 1, event_id_prefix, deterministic=True)
     connection.execute("BEGIN IMMEDIATE")  # one process creates or migrates; others wait
     try:
         version = connection.execute("PRAGMA user_version").fetchone()[0]
@@ -245,6 +341,8 @@ def check(connection: sqlite3.Connection) -> list[tuple[str, bool]]:
     }
     for trigger in ("events_no_update", "events_no_delete"):
         found.append((f"trigger {trigger} (append-only)", trigger in triggers))
+    if version >= 5:
+        found.append(("trigger events_listed (unique event ids)", "events_listed" in triggers))
     return found
 
 

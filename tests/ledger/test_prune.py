@@ -20,32 +20,48 @@ from .ledger_samples import open_store, url_for
 
 HARNESS = [str(Path(sys.executable).with_name("harness"))]
 FIXTURES = Path(__file__).with_name("fixtures")
-#: The previous schema's ledgers: (closed session, open session, version, events of each).
+#: Ledgers of the schema before pruning: (closed session, open session, version, the version
+#: they are migrated to).
 OLD = {
     "sqlite": (
         "3da436a9-220f-49d3-85f1-0ca409b38d78",
         "a668dc57-3841-44db-9805-22f4bc631892",
         3,
+        5,
     ),
     "postgresql": (
         "6d7c3d17-efae-4203-bf6d-704c70d05d44",
         "d7107b02-edc2-462b-bae1-21e8bbaac361",
         1,
+        2,
     ),
 }
 #: After every session of the fixtures, before anything a test makes.
 CUTOFF = "2026-12-04T18:10:00Z"
 
 
+#: The workspace the fixtures' sessions were made in: each test gives them one of its own.
+FIXTURE_WORKSPACE = "/tmp/w-ops"
+
+
 def _old_ledger(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
     url = url_for(kind, tmp_path, request)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
     if kind == "sqlite":
         shutil.copy(FIXTURES / "ledger-v3.sqlite", tmp_path / "ledger.sqlite")
+        with sqlite3.connect(tmp_path / "ledger.sqlite") as connection:
+            connection.execute(
+                "UPDATE sessions SET record = replace(record, ?, ?)",
+                (FIXTURE_WORKSPACE, str(workspace)),
+            )
+        connection.close()
     else:
         import psycopg
 
+        script = (FIXTURES / "ledger-postgresql-v1.sql").read_text()
         with psycopg.connect(url, autocommit=True) as connection:
-            connection.execute((FIXTURES / "ledger-postgresql-v1.sql").read_text())
+            connection.execute(script.replace(FIXTURE_WORKSPACE, str(workspace)))
     return url
 
 
@@ -80,23 +96,23 @@ def _delete_refused(url: str, session_id: str) -> None:
 def test_an_old_ledger_is_migrated_then_pruned_and_its_archive_imports_back(
     kind: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    closed, still_open, old_version = OLD[kind]
+    closed, still_open, old_version, new_version = OLD[kind]
     url = _old_ledger(kind, tmp_path, request)
     env = {**os.environ, "HARNESS_LEDGER": url, "HARNESS_STATE_DIR": str(tmp_path / "state")}
 
     # check names the old version; a dry run prints the upgrade and changes nothing
     found = _lines(_harness(env, "ledger", "check", "--json", code=1))
-    assert found[0] == {"check": f"schema version {old_version} (this store: {old_version + 1})",
+    assert found[0] == {"check": f"schema version {old_version} (this store: {new_version})",
                         "ok": False}  # fmt: skip
     plan = _harness(env, "ledger", "migrate", "--dry-run", "--json")
     assert [s for s in _lines(plan) if "ledger_pruned" in s["statement"] or "pruned (" in
             s["statement"]]  # fmt: skip
-    assert f"version {old_version} -> {old_version + 1}" in plan.stderr
+    assert f"version {old_version} -> {new_version}" in plan.stderr
     _harness(env, "ledger", "check", code=1)
     migrated = _harness(env, "ledger", "migrate")
-    assert migrated.stdout == f"ledger schema version {old_version} -> {old_version + 1}\n"
+    assert migrated.stdout == f"ledger schema version {old_version} -> {new_version}\n"
     again = _harness(env, "ledger", "migrate", "--json")
-    assert _lines(again) == [{"from": old_version + 1, "to": old_version + 1}]
+    assert _lines(again) == [{"from": new_version, "to": new_version}]
     assert all(line["ok"] for line in _lines(_harness(env, "ledger", "check", "--json")))
 
     # every event the old code wrote reads back, and the open session goes on
