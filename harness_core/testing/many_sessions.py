@@ -14,6 +14,7 @@ from typing import Any
 from harness_hookspecs import Event, SessionRecord, SessionRef, Usage
 from harness_hookspecs import events as ev
 
+from ..digests import event_id_prefix
 from ..ledger import open_ledger
 
 HARNESSES = ("claude-code", "codex", "opencode", "pi")
@@ -71,9 +72,10 @@ def session_events(index: int, start: datetime) -> list[Event]:
         payloads.append((turn_id, ev.TurnCompleted(text=None), 2.0))
     if kind["state"] == "closed":
         payloads.append((None, ev.SessionClosed(), 2.1))
+    prefix = event_id_prefix(session_id)  # the ids a controller gives them
     return [
         Event(
-            event_id=f"ev_{index}_{sequence}",
+            event_id=f"{prefix}{sequence}",
             sequence=sequence,
             session_id=session_id,
             turn_id=turn,
