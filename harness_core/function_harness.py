@@ -425,8 +425,8 @@ class _FunctionTurn:
 
 async def _streamed(session: FunctionSession, result: Any) -> AsyncIterator[Payload]:
     """The events of a reply the function streams (an (async) iterator of chunks/payloads)."""
-    # An async iterator is iterated directly (no wrapper generator per item).
-    items = result if hasattr(result, "__aiter__") else _aiter(result)
+    # An async iterable's iterator is iterated directly (no wrapper generator per item).
+    items = result.__aiter__() if hasattr(result, "__aiter__") else _aiter(result)
     text_parts: list[str] = []
     usage: Usage | None = None
     append = text_parts.append

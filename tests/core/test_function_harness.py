@@ -231,3 +231,30 @@ def test_a_spawn_of_a_malformed_command_is_invalid_request_naming_what(
     result = anyio.run(main)
     failed = result.events[-1].payload
     assert (result.status, failed.reason, failed.hint) == ("failed", "invalid-request", hint)
+
+
+class _Chunks:
+    """An async iterable that is not its own iterator (``__aiter__`` only)."""
+
+    def __aiter__(self):
+        async def chunks():
+            yield "a"
+            yield "b"
+
+        return chunks()
+
+
+@harness("async-iterable")
+def async_iterable(message, session):
+    return _Chunks()
+
+
+def test_an_async_iterable_that_is_not_an_iterator_streams_its_chunks(make_controller, workspace):
+    async def main():
+        async with make_controller(async_iterable) as controller:
+            ref = await controller.open_session(harness="async-iterable", workspace=workspace)
+            return await controller.run_turn(ref, "hi")
+
+    result = anyio.run(main)
+    assert result.ok and result.text == "ab"
+    assert [e.payload.text for e in result.events if e.type == "message.delta"] == ["a", "b"]
