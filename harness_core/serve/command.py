@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=_positive, help="default turn deadline in seconds")
     parser.add_argument(
         "--max-body",
-        type=_byte_count,
+        type=_at_least_one,
         metavar="BYTES",
         default=DEFAULT_MAX_BODY,
         help=f"largest request body accepted, in bytes (default {DEFAULT_MAX_BODY}: 413 past it)",
@@ -44,11 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max-connections",
-        type=_byte_count,
+        type=_at_least_one,
         metavar="N",
         default=DEFAULT_MAX_CONNECTIONS,
         help=f"connections held at once, event streams included "
         f"(default {DEFAULT_MAX_CONNECTIONS}: 503 past them)",
+    )
+    parser.add_argument(
+        "--max-backlog",
+        type=_at_least_one,
+        metavar="EVENTS",
+        help="events all turns together may record ahead of the ledger's commits; past them "
+        "each turn waits for the ledger (default: no bound; see Controller(max_backlog=...))",
     )
     parser.add_argument(
         "--quiet",
@@ -72,13 +79,25 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _byte_count(text: str) -> int:
+def _at_least_one(text: str) -> int:
     from ..number_checks import whole_number
 
     try:
         return whole_number(text, 1)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def controller_from(args: argparse.Namespace) -> Any:
+    """The :class:`~harness_core.Controller` ``harness serve`` runs turns on, as its options
+    say (unless a plugin's serve option hands over another)."""
+    from ..controller import Controller
+
+    return Controller(
+        ledger=args.ledger,
+        turn_timeout=args.timeout,
+        max_backlog=args.max_backlog,
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -93,7 +112,6 @@ def main(args: argparse.Namespace) -> int:
         return 2
     import anyio
 
-    from ..controller import Controller
     from .app import serve
     from .auth import new_token, token_from_env
 
@@ -115,7 +133,7 @@ def main(args: argparse.Namespace) -> int:
     )
 
     async def run() -> None:
-        chosen = served or Controller(ledger=args.ledger, turn_timeout=args.timeout)
+        chosen = served or controller_from(args)
         async with chosen as controller:
             await serve(
                 controller,

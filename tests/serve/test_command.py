@@ -185,6 +185,8 @@ def test_serve_binds_where_told_and_reads_the_token_from_the_environment(cli_env
         (["--timeout", "-1"], {}, "a positive number"),
         (["--read-timeout", "0"], {}, "--read-timeout: must be a positive number"),
         (["--max-connections", "0"], {}, "--max-connections: must be at least 1"),
+        (["--max-backlog", "0"], {}, "--max-backlog: must be at least 1"),
+        (["--max-backlog", "2.5"], {}, "--max-backlog: must be"),
     ],
 )
 def test_serve_bad_input_is_one_line(cli_env, tmp_path, args, env, message):
@@ -200,3 +202,25 @@ def test_serve_bad_input_is_one_line(cli_env, tmp_path, args, env, message):
     assert message in result.stderr and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) <= 3  # argparse: usage + the one error line
     assert not (tmp_path / ".harness").exists()
+
+
+def test_serve_runs_turns_on_a_controller_with_the_backlog_bound_it_was_given(tmp_path):
+    """--max-backlog reaches the Controller serve runs turns on; without it, no bound."""
+    import argparse
+
+    import anyio
+
+    from harness_core.serve.command import add_arguments, controller_from
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    ledger = ["--ledger", f"sqlite://{tmp_path / 'ledger.sqlite'}"]
+
+    async def bounds() -> list[int | None]:
+        found = []
+        for extra in (["--max-backlog", "64"], []):
+            async with controller_from(parser.parse_args([*ledger, *extra])) as controller:
+                found.append(controller.delivery.max_backlog)
+        return found
+
+    assert anyio.run(bounds) == [64, None]
