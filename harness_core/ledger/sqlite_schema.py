@@ -162,8 +162,9 @@ _MIGRATE_3_TO_4 = "DROP TRIGGER events_no_delete;" + _PRUNED
 
 # Version 4 indexed every event id: rows now in the order written, the ids that are not their
 # event's own listed (those of the own form too: version 4 allowed them), and a session with
-# such an id all_listed (an imported one: no new event is its own). The renamed table takes its
-# triggers along, and drops them with it: they are made anew.
+# such an id all_listed (an imported one), its own ids then listed too: an all_listed session's
+# ids are all in event_ids, so a later one of its prefix cannot repeat one of them. The renamed
+# table takes its triggers along, and drops them with it: they are made anew.
 _MIGRATE_4_TO_5 = (
     "ALTER TABLE events RENAME TO events_v4;"
     + _EVENTS
@@ -174,6 +175,9 @@ INSERT INTO event_ids SELECT e.event_id, e.session_id FROM events_v4 AS e
     LEFT JOIN event_prefixes AS p ON p.session_id = e.session_id
     WHERE e.event_id IS NOT p.prefix || e.sequence;
 UPDATE event_prefixes SET all_listed = 1 WHERE session_id IN (SELECT session_id FROM event_ids);
+INSERT INTO event_ids SELECT e.event_id, e.session_id FROM events_v4 AS e
+    JOIN event_prefixes AS p ON p.session_id = e.session_id
+    WHERE p.all_listed AND e.event_id = p.prefix || e.sequence;
 DROP TABLE events_v4;
 """
     + _NO_UPDATE

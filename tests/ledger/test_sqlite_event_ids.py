@@ -195,14 +195,21 @@ def test_a_version_4_ledger_is_migrated_with_its_ids_still_unique(tmp_path: Path
     connection.close()
     assert (after, version) == (before, 5)
     assert prefixes == [("a", event_id_prefix("a"), 1)]  # it has an imported id: all listed
-    # not their own: the imported id, the session-less events' ids, the other's form
+    # not their own: the imported id, the session-less events' ids, the other's form; and,
+    # its session holding an imported id (all_listed), a's own ids too
     assert _listed(path) == sorted(
         [
+            (event_id_prefix("a") + "1", "a"),
+            (event_id_prefix("a") + "3", "a"),
             (event_id_prefix("a") + "9", "b"),
             (event_id_prefix("orphan") + "1", "orphan"),
             ("imported-2", "a"),
         ]
     )
+    # an all_listed session may take ids of its prefix at any sequence, but not one it has
+    with pytest.raises(sqlite3.IntegrityError):
+        _raw_insert(path, "a", 4, event_id_prefix("a") + "1")
+    _raw_insert(path, "a", 4, event_id_prefix("a") + "40")
     # still unique after the migration, own and listed ids alike
     for event_id in (event_id_prefix("a") + "1", "imported-2", event_id_prefix("a") + "9"):
         with pytest.raises(sqlite3.IntegrityError):
