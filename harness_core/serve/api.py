@@ -51,8 +51,13 @@ MAX_DEPTH = 32
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+def error_body(error: HarnessError) -> dict[str, Any]:
+    """``error`` in the API's shape: ``{"error": {"reason", "message", "hint"}}``."""
+    return {"error": {"reason": error.reason, "message": error.message, "hint": error.hint}}
+
+
 def error_response(error: HarnessError, status: int | None = None) -> JSONResponse:
-    body = {"error": {"reason": error.reason, "message": error.message, "hint": error.hint}}
+    body = error_body(error)
     headers = {"WWW-Authenticate": "Bearer"} if error.reason == "authentication-required" else None
     code = status or STATUS.get(error.reason, 500)
     return JSONResponse(body, status_code=code, headers=headers)

@@ -17,27 +17,17 @@ from typing import Any
 
 from harness_hookspecs import HarnessError
 
-
-def error_body(error: HarnessError) -> bytes:
-    """``error`` in the API's shape (``{"error": {"reason", "message", "hint"}}``)."""
-    shown = {"reason": error.reason, "message": error.message, "hint": error.hint}
-    return json.dumps({"error": shown}).encode()
+from . import api
 
 
 def error_bytes(status: int, phrase: str, error: HarnessError) -> bytes:
     """A whole HTTP/1.1 response in the API's error shape, closing the connection."""
-    body = error_body(error)
+    body = json.dumps(api.error_body(error)).encode()
     head = (
         f"HTTP/1.1 {status} {phrase}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     return head.encode() + body
-
-
-def headers_late(seconds: float) -> HarnessError:
-    return HarnessError(
-        "invalid-request", f"the request was not received within {seconds:g} seconds"
-    )
 
 
 def too_many(limit: int) -> HarnessError:
@@ -50,8 +40,9 @@ def protocol_class(read_timeout: float, max_connections: int) -> type[Any]:
     """uvicorn's HTTP protocol class with the headers' deadline and the connection cap."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-    late = error_bytes(408, "Request Timeout", headers_late(read_timeout))
-    full = error_body(too_many(max_connections))
+    # the headers late: the same error as a body late (api.read_body)
+    late = error_bytes(408, "Request Timeout", api.RequestTimeout(read_timeout))
+    full = json.dumps(api.error_body(too_many(max_connections))).encode()
     full_head = [(b"content-type", b"application/json"), (b"connection", b"close")]
 
     class Bounded(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
