@@ -42,17 +42,14 @@ from harness_hookspecs import (
 from harness_hookspecs.events import CHANGES_MAX, SKIP_REASONS
 
 from .branches import conversation_at
-from .checkpoints import (
-    CHECKPOINT_PREFIX,
-    JOURNAL,
-    CheckpointSettings,
-    CheckpointStore,
-    store_directory,
-)
 from .request_checks import safe_hint
 
 if TYPE_CHECKING:
+    from .checkpoints import CheckpointSettings, CheckpointStore
     from .turn import LiveSession, Turn
+
+# (.checkpoints is imported where a checkpoint is taken or looked up: a run without
+# checkpoints never needs it)
 
 __all__ = ["Checkpoints", "conversation_at", "find_checkpoint", "steer"]
 
@@ -60,6 +57,8 @@ __all__ = ["Checkpoints", "conversation_at", "find_checkpoint", "steer"]
 def find_checkpoint(events: Sequence[Event], checkpoint_id: str) -> Event:
     """The ``checkpoint.created`` event of ``checkpoint_id`` (or a unique prefix of it) among a
     session's events; ``invalid-request`` naming it when the session has none such."""
+    from .checkpoints import CHECKPOINT_PREFIX
+
     wanted = checkpoint_id if checkpoint_id.startswith(CHECKPOINT_PREFIX) else ""
     found = [
         event
@@ -119,6 +118,8 @@ class Checkpoints:
             workspace = live.context.workspace
             if workspace is None:
                 raise HarnessError("invalid-request", "the session has no workspace to checkpoint")
+            from .checkpoints import CheckpointSettings, CheckpointStore, store_directory
+
             store = CheckpointStore(
                 store_directory(self.state_root, session_id),
                 workspace,
@@ -240,6 +241,8 @@ class Checkpoints:
         """Finish a rewind of ``live``'s session that a killed process left journaled (called
         when the session is resumed): the files restored, the conversation taken back and
         ``session.rewound`` recorded, unless the killed process recorded it already."""
+        from .checkpoints import JOURNAL, store_directory
+
         session_id = live.ref.session_id
         journal = store_directory(self.state_root, session_id) / JOURNAL
         if live.context.workspace is None or not journal.exists():

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -54,11 +53,21 @@ __all__ = [
 CHECKPOINT_PREFIX = "ckpt_"
 #: The rewind journal's file name in a store's directory.
 JOURNAL = _JOURNAL = "REWIND"
-#: ``setpriv --pdeathsig KILL``: a git the runtime started dies with it (a rewind killed with
-#: SIGKILL leaves no git writing the workspace behind the next process's recovery).
-_SETPRIV = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
-_DIES_WITH_US: tuple[str, ...] = (_SETPRIV, "--pdeathsig", "KILL", "--") if _SETPRIV else ()
 _MiB = 1024 * 1024
+#: ``setpriv --pdeathsig KILL``: a git the runtime started dies with it (a rewind killed with
+#: SIGKILL leaves no git writing the workspace behind the next process's recovery). Looked up
+#: when the first git runs, not at import (a run without checkpoints never needs it).
+_dies_with_us: tuple[str, ...] | None = None
+
+
+def _setpriv_prefix() -> tuple[str, ...]:
+    global _dies_with_us
+    if _dies_with_us is None:
+        import shutil
+
+        setpriv = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+        _dies_with_us = (setpriv, "--pdeathsig", "KILL", "--") if setpriv else ()
+    return _dies_with_us
 
 
 def _positive(instance: object, attribute: object, value: object) -> None:
@@ -155,7 +164,7 @@ class CheckpointStore:
             del env["GIT_DIR"], env["GIT_WORK_TREE"]
         try:
             done = subprocess.run(
-                [*_DIES_WITH_US, "git", *args],
+                [*_setpriv_prefix(), "git", *args],
                 env=env,
                 cwd=self.workspace,
                 input=input,

@@ -50,13 +50,11 @@ from harness_hookspecs.protocols import LedgerStore
 from .approvals import DEFAULT_PERMISSION_TIMEOUT, Approvals
 from .branching import Checkpoints, steer
 from .budgets import DEFAULT_OUTPUT_RETRIES, Budget, SessionLimits
-from .checkpoints import CheckpointSettings
 from .clock import backend_clock, now
 from .config_check import check_config
 from .context import default_state_root
 from .delivery import Delivery
 from .diagnostics import ledger_files, log_directory
-from .fork import fork_session
 from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .observer_queue import DEFAULT_OBSERVER_QUEUE
@@ -95,6 +93,7 @@ from .turn import (
 from .turn_start import TurnOptions, begin_turn
 
 if TYPE_CHECKING:
+    from .checkpoints import CheckpointSettings
     from .command_policy import CommandPolicy
     from .delegation import Delegation
 
@@ -253,8 +252,12 @@ class Controller:
         #: where each session's diagnostic log goes (:mod:`.diagnostics`): beside the ledger
         self.log_directory = log_directory(self.ledger, self.state_root)
         #: the sessions' workspace checkpoints (:mod:`.branching`)
+        if checkpoints is True:
+            from .checkpoints import CheckpointSettings
+
+            checkpoints = CheckpointSettings()
         self.checkpoints = Checkpoints(
-            CheckpointSettings() if checkpoints is True else checkpoints or None,
+            checkpoints or None,
             self.state_root,
             (self.log_directory, *ledger_files(self.ledger)),
         )
@@ -712,6 +715,8 @@ class Controller:
         up to its event ``at`` (an event id; default: its last event) and nothing after;
         ``fields`` override what the child takes from the parent's record (workspace, model,
         posture, config...). ``session.forked`` is recorded in both sessions."""
+        from .fork import fork_session  # only a fork needs it
+
         return await fork_session(self, session, at, session_id, fields)
 
     async def checkpoint(self, session: SessionRef | str) -> str:

@@ -33,6 +33,7 @@ class _Parser(ArgumentParser):
 
     intermixed = False
     _mixing = False
+    _checking = False
     #: the command the last parse found (its ``--help`` is the one a usage error points at)
     _command: str | None = None
 
@@ -47,12 +48,51 @@ class _Parser(ArgumentParser):
         self._command = getattr(known, "command", None)
         return known, extras
 
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self) -> Any:
+        # add_argument builds a formatter only to check the metavar against nargs, and the
+        # width does not matter to that: give one, or argparse queries the terminal size for
+        # every argument (and imports shutil, with bz2 and lzma, to do it).
+        formatter: Any = self.formatter_class  # argparse's formatters all take ``width``
+        if self._checking:
+            return formatter(prog=self.prog, width=80)
+        # HelpFormatter's own default width, without importing shutil for it (intermixed
+        # parsing formats the usage on every ``harness run``)
+        return formatter(prog=self.prog, width=_terminal_columns() - 2)
+
     def error(self, message: str) -> NoReturn:
         from .errors import CliError
 
         command = self._command if " " not in self.prog else None
         hint = f"{message}; see {self.prog}{' ' + command if command else ''} --help"
         raise CliError("invalid-request", hint)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns`` (``$COLUMNS``, else the terminal of stdout, else
+    80), as argparse's HelpFormatter asks it, without importing shutil."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    try:
+        lines = int(os.environ["LINES"])
+    except (KeyError, ValueError):
+        lines = 0
+    if columns <= 0 or lines <= 0:
+        try:
+            size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            size = os.terminal_size((80, 24))
+        if columns <= 0:
+            columns = size.columns or 80
+    return columns
 
 
 def build_parser(command: str | None = None, *, only_command: bool = True) -> ArgumentParser:
@@ -88,7 +128,8 @@ def _parser(commands: CommandSet, command: str | None, *, only: bool) -> Argumen
         serve_hand_offs=[options.controller for options in commands.serve_options],
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # prog given: argparse would otherwise format the usage of "harness" to find it
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", prog=parser.prog)
     for entry in commands.commands.values():
         # argparse builds each subparser with gettext look-ups and a terminal-size query per
         # argument: most of a ``harness run``'s parsing time, for parsers it never uses.

@@ -16,7 +16,6 @@ from harness_hookspecs.values import Value
 
 from ..diagnostics import session_log
 from ..digests import sha256_hex
-from .approve import TerminalApprover, open_terminal
 from .errors import (
     EXIT_CANCELLED,
     EXIT_OK,
@@ -252,7 +251,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         handed = hand_off(args, invocation)
         if handed is not None:
             return int(handed)
-    approver = TerminalApprover(open_terminal()) if args.approve else None
+    approver = None
+    if args.approve:
+        from .approve import TerminalApprover, open_terminal
+
+        approver = TerminalApprover(open_terminal())
 
     async def main() -> int:
         async with (
@@ -303,11 +306,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 async def _watch(signals: Any, controller: Any, running: dict[str, Any], signalled: Any) -> None:
     """``harness run``'s signals: SIGINT/SIGTERM cancel the turn; SIGUSR1 says ``harness
     steer`` left text in the session's inbox (:mod:`.steer_inbox`)."""
-    from .steer_inbox import deliver
-
     async for number in signals:
         if number == signal.SIGUSR1:
             if "ref" in running:
+                from .steer_inbox import deliver
+
                 await deliver(controller, running["ref"].session_id, controller.state_root)
             continue
         signalled.set()

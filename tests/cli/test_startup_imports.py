@@ -25,6 +25,15 @@ NOT_AT_START = (
     "harness_codex",
     "harness_claude_code",
     "aiohttp",
+    # the checkpoint store (and its setpriv look-up), a fork's code, the y/n approver of
+    # --approve and harness steer's inbox: only when checkpointing, forking, asked or steered
+    "harness_core.checkpoints",
+    "harness_core.fork",
+    "harness_core.cli.approve",
+    "harness_core.cli.steer_inbox",
+    # argparse imports it (with bz2, lzma) for the terminal's width; the CLI's parser asks it
+    # without (harness_core.cli._terminal_columns)
+    "shutil",
 )
 
 PROBE = (
@@ -84,6 +93,7 @@ GENERATED = (
     "from harness_core.cli import _main\n"
     "with contextlib.redirect_stdout(io.StringIO()):\n"
     "    code = _main(['run', 'echo', 'hi'])\n"
+    "import harness_core.checkpoints\n"  # (a run with --checkpoints builds its settings)
     "prefix = '<attrs generated methods '\n"
     "for name, entry in list(linecache.cache.items()):\n"
     "    if name.startswith(prefix):\n"

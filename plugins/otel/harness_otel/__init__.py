@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import sys
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from attrs import define, field
@@ -58,6 +57,8 @@ def _global_provider_possible() -> bool:
 
 
 def _ns(timestamp: str) -> int:
+    from datetime import datetime  # here: a `harness run` without an SDK never needs it
+
     moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
 
