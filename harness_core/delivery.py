@@ -11,10 +11,27 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+from anyio.lowlevel import checkpoint
 from harness_hookspecs import CommitsOnAppend, Event, LedgerStore
 
 from .ledger import _nothing, durable_waiter, flusher
 from .observer_queue import CLOSE_GRACE, DEFAULT_OBSERVER_QUEUE, AsyncObserver
+
+#: Events a producer let go by the ledger's pace is expected to record: a commit that frees
+#: room for N events lets N // PACED_SHARE waiting producers go (at least one), not all of them.
+PACED_SHARE = 256
+
+
+class _Waiter:
+    """One task waiting in :meth:`Delivery.durable_through` or :meth:`Delivery.make_room`."""
+
+    __slots__ = ("drive", "event", "gone", "share")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.drive = False  # woken to run the next wait for the ledger, not because covered
+        self.gone = False  # cancelled while waiting: skipped when waking
+        self.share = 1  # a producer let go: the events it may record before it asks again
 
 
 class Delivery:
@@ -67,7 +84,14 @@ class Delivery:
         self._shown: tuple[Any, ...] = ()  # called in delivery, once durable (pluggy's order)
         self._queues: tuple[AsyncObserver, ...] = ()  # fed at once; each waits for durability
         self._wrapped = False  # a wrapper around observers: pluggy runs the whole chain
-        self._flushing: anyio.Event | None = None  # set when the durable wait under way ends
+        self._flushing = False  # a wait for the ledger is under way
+        self._reach = 0  # how many appended events the wait under way covers
+        self._running_done: anyio.Event | None = None  # set when the wait under way ends
+        #: those needing the wait after it: one is woken to run it, the others when it ends
+        self._next_runner: _Waiter | None = None
+        self._next_done: anyio.Event | None = None
+        #: producers waiting for room under max_backlog, in the order they came
+        self._paced: deque[_Waiter] = deque()
 
     def recorded(self, event: Event) -> None:
         self._appended += 1
@@ -192,26 +216,136 @@ class Delivery:
         await self.durable_through(self._appended)
 
     async def durable_through(self, mark: int) -> None:
-        """Wait until the first ``mark`` events appended are durable (a turn's iterator, a
-        producer past the backlog, an async observer's worker before it hands an event over).
+        """Wait until the first ``mark`` events appended are durable (a turn's iterator, an
+        async observer's worker before it hands an event over).
 
         Group commit: one wait for the ledger is under way at a time, covering everything
-        appended when it began; whoever needs more meanwhile waits for it, then starts the next
-        (a thousand turns waiting make one flush and one wake-up from the writer, not a
-        thousand)."""
+        appended when it began, run by one of the tasks that need it; the others sleep until
+        a wait covers their mark and are woken once, then (a thousand turns waiting make one
+        flush and one wake-up each, not a thousand flushes). When a wait ends and some still
+        need more, the one needing least is woken to run the next."""
         while self._covered < mark:
-            running = self._flushing
-            if running is not None:
-                await running.wait()
+            if not self._flushing:
+                await self._run_wait()
+            elif mark <= self._reach:  # the wait under way covers it
+                await self._running_done.wait()  # type: ignore[union-attr]
+            elif self._next_runner is None:  # runs the next one
+                waiter = self._next_runner = _Waiter()
+                await self._sleep(waiter)
+                if self._covered >= mark:
+                    self._wake_next()  # covered meanwhile (a full flush): hand it on
+            else:
+                if self._next_done is None:
+                    self._next_done = anyio.Event()
+                await self._next_done.wait()
+
+    async def make_room(self) -> int:
+        """The ledger's pace (:attr:`max_backlog`): a producer whose harness is to be asked
+        for more while the backlog is full waits here, in line with the others, until a
+        commit makes room. A commit lets go as many as the room it made is for, first come
+        first, each with a share of it (at most :data:`PACED_SHARE` events). Returns how many
+        events the producer may record before it asks again (at least one). When nobody
+        records any more, everyone goes."""
+        bound = self.max_backlog
+        if bound is None:
+            return 1
+        while self.backlog >= bound:
+            if not self._flushing:
+                await self._run_wait()
                 continue
-            self._flushing = done = anyio.Event()
-            reach = self._appended
+            waiter = _Waiter()
+            self._paced.append(waiter)
             try:
-                await self._durable()
-                self._covered = max(self._covered, reach)
-            finally:
-                self._flushing = None
-                done.set()
+                await waiter.event.wait()
+                if waiter.drive:
+                    await self._keep_committing()
+            except BaseException:
+                waiter.gone = True
+                if waiter.event.is_set():  # let go, perhaps to run the next wait: pass it on
+                    self._wake_next()
+                raise
+            return waiter.share
+        return 1
+
+    async def _keep_committing(self) -> None:
+        """Run by the producer let go first when no other task will run the next wait for the
+        ledger: while producers wait for room, commits must go on (and let them go)."""
+        if not self._flushing and not self.backlog:
+            await checkpoint()  # the others let go record first: the commit covers them
+        if self._flushing:
+            return
+        if self.backlog:
+            await self._run_wait()  # its end lets the next ones go
+        else:  # nobody records: nothing to commit, no reason to hold anyone
+            paced = self._paced
+            while paced:
+                paced.popleft().event.set()
+
+    async def _sleep(self, waiter: _Waiter) -> None:
+        """The next wait's runner until it is woken (to run it, or covered by another)."""
+        try:
+            await waiter.event.wait()
+        except BaseException:
+            if self._next_runner is waiter:
+                self._next_runner = None  # those needing the next wait: woken when it is due
+            elif waiter.event.is_set():  # woken to run the next wait: pass that on
+                self._wake_next()
+            raise
+
+    async def _run_wait(self) -> None:
+        """One wait for the ledger, covering what was appended when it began; then wake who
+        it covers and hand the next wait on."""
+        self._flushing = True
+        self._reach = reach = self._appended
+        # it covers those who were waiting for the next one, their runner too
+        done = self._running_done = self._next_done or anyio.Event()
+        runner, self._next_done, self._next_runner = self._next_runner, None, None
+        try:
+            await self._durable()
+            self._covered = max(self._covered, reach)
+        finally:
+            self._flushing = False
+            self._running_done = None
+            done.set()
+            if runner is not None:
+                runner.event.set()
+            self._wake_next()
+
+    def _wake_next(self) -> None:
+        """After a wait for the ledger (or a waiter leaving): wake the one to run the next
+        wait (or, if it left, all who need it: one of them runs it), and the producers there
+        is room for."""
+        if self._flushing:
+            return  # the running wait wakes them when it ends
+        running = False
+        runner = self._next_runner
+        if runner is not None:
+            self._next_runner = None
+            runner.drive = running = True
+            runner.event.set()
+        elif self._next_done is not None:
+            done, self._next_done = self._next_done, None
+            running = True
+            done.set()
+        paced = self._paced
+        while paced and paced[0].gone:
+            paced.popleft()
+        if not paced:
+            return
+        room = (self.max_backlog or 0) - self.backlog
+        if room > 0:
+            let_go = max(1, room // PACED_SHARE)
+            share = max(1, min(PACED_SHARE, room // let_go))
+        else:  # unless a wait for the ledger is coming, one of them runs the next
+            let_go, share = (0, 1) if running else (1, 1)
+        while paced and let_go:
+            waiter = paced.popleft()
+            if not waiter.gone:
+                waiter.drive = not running
+                waiter.share = share
+                running = True
+                waiter.event.set()
+                let_go -= 1
 
     async def flush(self) -> None:
         """Make everything recorded durable as far as the store can (its fsync included)."""

@@ -57,6 +57,10 @@ if TYPE_CHECKING:  # imported by a turn that has an output schema (turn_start)
 CLEANUP_GRACE = 0.25
 #: Events recorded and not yet handed to the iterator, at most (then the producer waits).
 PENDING_MAX = 4096
+#: A stream that ended without its terminal event (a frozen value: one serves every turn).
+_ENDED_EARLY = TurnFailed(
+    reason="provider-failed", hint="the stream ended without a terminal event"
+)
 #: Events an adapter may still yield once its turn is cancelled or past its deadline (its last
 #: text, its usage, its terminal); past this it ignores the cancel (a function that swallows
 #: it and goes on streaming) and the turn ends without it.
@@ -521,6 +525,7 @@ class Turn:
         deadline = self._deadline
         after_cancel = 0
         backlog = None if delivery.instant else delivery.max_backlog
+        share = 0  # events the ledger's pace let this producer record before it asks again
         with self._new_scope() if deadline is None else self._new_scope(deadline=deadline) as scope:
             self._scope = scope
             if self._cancel_by is not None:
@@ -535,14 +540,14 @@ class Turn:
                     elif len(pending) >= PENDING_MAX:
                         self._room = self._new_event()
                         await self._room.wait()
-                if backlog is not None and delivery.backlog >= backlog:
-                    await delivery.catch_up()  # the ledger paces the harnesses (max_backlog)
+                if share:
+                    share -= 1
+                elif backlog is not None and delivery.backlog >= backlog:  # the ledger's pace
+                    share = await delivery.make_room() - 1
                 try:
                     payload = await iterator.__anext__()
                 except StopAsyncIteration:
-                    outcome = TurnFailed(
-                        reason="provider-failed", hint="the stream ended without a terminal event"
-                    )
+                    outcome = _ENDED_EARLY
                     break
                 except cancelled:
                     raise

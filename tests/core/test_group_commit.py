@@ -4,12 +4,16 @@ commit takes nothing away from the observers."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import anyio
 import pytest
+from anyio import wait_all_tasks_blocked
+from anyio.lowlevel import checkpoint
 
 from harness_core import Controller, harness, hookimpl, plugins_from
+from harness_core.delivery import Delivery
 from harness_core.ledger.sqlite import SqliteStore
 
 
@@ -192,3 +196,294 @@ def test_max_backlog_paces_the_harnesses_by_the_ledger(tmp_path):
 def test_max_backlog_is_at_least_one_event(bad):
     with pytest.raises(ValueError, match="max_backlog is at least one event, a whole number"):
         Controller(plugins=plugins_from([]), ledger="memory:", max_backlog=bad)
+
+
+def _mixed_turns(tmp_path, max_backlog, seed):
+    """40 turns at once under ``max_backlog``: fast streamers, ones that pause between deltas
+    (a model thinking), ones that stop early, and callers that give up part-way. Returns each
+    turn's status and how many deltas the ledger holds for each session."""
+    store = SqliteStore(str(tmp_path / f"ledger-{max_backlog}-{seed}.sqlite"))
+    chance = random.Random(seed)
+    plans = [(chance.choice("fpsc"), chance.randint(1, 120)) for _ in range(40)]
+
+    @harness("mixed")
+    async def mixed(message, session):
+        kind, deltas = plans[int(message.content)]
+        for index in range(deltas):
+            if kind == "p" and index % 7 == 0:
+                await anyio.sleep(chance.random() / 50)
+            if kind == "s" and index == deltas // 2:
+                return
+            yield f"d{index} "
+
+    async def one(controller, ref, number, statuses):
+        kind = plans[number][0]
+        async with controller.turn(ref, str(number)) as turn:
+            with anyio.move_on_after(0.05 if kind == "c" else 60):
+                async for _ in turn:
+                    pass
+            if kind == "c":
+                await turn.cancel()
+        statuses[number] = turn.result().status
+
+    async def main():
+        statuses: dict[int, str] = {}
+        async with Controller(
+            plugins=plugins_from([mixed]), ledger=store, state_dir=tmp_path, max_backlog=max_backlog
+        ) as controller:
+            refs = [
+                await controller.open_session(harness="mixed", workspace=tmp_path) for _ in plans
+            ]
+            with anyio.fail_after(60):  # a producer left waiting for room nobody makes hangs
+                async with anyio.create_task_group() as group:
+                    for number, ref in enumerate(refs):
+                        group.start_soon(one, controller, ref, number, statuses)
+            counts = [
+                sum(e.type == "message.delta" for e in controller.events(ref.session_id))
+                for ref in refs
+            ]
+        return statuses, counts
+
+    try:
+        statuses, counts = anyio.run(main)
+    finally:
+        store.close()
+    return plans, statuses, counts
+
+
+@pytest.mark.parametrize("max_backlog", [1, 7, 64])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_turns_paced_by_the_ledger_all_end_whatever_their_harnesses_do(tmp_path, max_backlog, seed):
+    plans, statuses, counts = _mixed_turns(tmp_path, max_backlog, seed)
+    assert len(statuses) == len(plans)
+    for number, (kind, deltas) in enumerate(plans):
+        status, count = statuses[number], counts[number]
+        if kind in "fp":  # fast, pausing: every delta recorded
+            assert (status, count) == ("completed", deltas)
+        elif kind == "s":  # stops half-way: what it yielded, then its end
+            assert (status, count) == ("completed", deltas // 2)
+        else:  # the caller gave up and cancelled: nothing past the cancel
+            assert status in ("completed", "cancelled") and count <= deltas
+
+
+def test_a_producer_waiting_for_room_goes_when_a_full_flush_commits_everything(tmp_path):
+    # A wait for the ledger hands the next one to a turn still waiting (mark 8); a full flush
+    # (a turn's end) commits everything before that turn runs, so it needs no wait and runs
+    # none. The producer waiting for room must still be let go: nothing is left to commit.
+    store = CountingStore(str(tmp_path / "ledger.sqlite"))
+    ended: list[str] = []
+
+    async def then(name, wait, *args):
+        await wait(*args)
+        ended.append(name)
+
+    async def main():
+        delivery = Delivery(store, None, [], max_backlog=3)
+        store.hold = True
+        for _ in range(5):
+            delivery.recorded(None)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(then, "first", delivery.durable_through, 5)  # runs the wait
+                await wait_all_tasks_blocked()
+                for _ in range(3):
+                    delivery.recorded(None)
+                group.start_soon(then, "second", delivery.durable_through, 8)
+                group.start_soon(then, "flush", delivery.flush)
+                group.start_soon(then, "producer", delivery.make_room)
+                await wait_all_tasks_blocked()
+                assert ended == [] and len(store.parked) == 2
+                store.let_go()
+                await checkpoint()
+        return delivery.backlog
+
+    try:
+        backlog = anyio.run(main)
+    finally:
+        store.close()
+    assert sorted(ended) == ["first", "flush", "producer", "second"] and backlog == 0
+
+
+@pytest.mark.parametrize(
+    ("max_backlog", "shares"),
+    [
+        (10, [10, 1, 1]),  # room for 10: one producer goes, with all of it
+        (600, [256, 256, 1, 1]),  # room for 600: two go with a full share each (PACED_SHARE)
+    ],
+)
+def test_a_commit_lets_go_as_many_producers_as_it_made_room_for(tmp_path, max_backlog, shares):
+    # The others stay in line (a commit does not wake every producer to find the room gone);
+    # once nobody records, they go too.
+    store = CountingStore(str(tmp_path / "ledger.sqlite"))
+    got: dict[int, int] = {}
+
+    async def producer(number, delivery):
+        got[number] = await delivery.make_room()
+
+    async def main():
+        delivery = Delivery(store, None, [], max_backlog=max_backlog)
+        store.hold = True
+        for _ in range(max_backlog):
+            delivery.recorded(None)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(delivery.durable_through, max_backlog)  # a commit under way
+                await wait_all_tasks_blocked()
+                for number in range(len(shares)):
+                    group.start_soon(producer, number, delivery)
+                    await wait_all_tasks_blocked()
+                assert got == {}
+                store.let_go()
+
+    try:
+        anyio.run(main)
+    finally:
+        store.close()
+    assert [got[n] for n in range(len(shares))] == shares
+    let_go = len(shares) - shares.count(1)  # those the commit let go were done first
+    assert set(list(got)[:let_go]) == {n for n, share in enumerate(shares) if share > 1}
+
+
+def test_the_next_commit_runs_when_the_turn_to_run_it_is_cancelled(tmp_path):
+    # Two turns need the commit after the one under way; the first of them, to run it, is
+    # cancelled before it is due: the other must still get it.
+    store = CountingStore(str(tmp_path / "ledger.sqlite"))
+    ended: list[str] = []
+
+    async def main():
+        delivery = Delivery(store, None, [], max_backlog=None)
+        store.hold = True
+        for _ in range(2):
+            delivery.recorded(None)
+        scope = anyio.CancelScope()
+
+        async def runner():
+            with scope:
+                await delivery.durable_through(4)
+            ended.append("cancelled" if scope.cancelled_caught else "runner")
+
+        async def other():
+            await delivery.durable_through(4)
+            ended.append("other")
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(delivery.durable_through, 2)  # the commit under way
+                await wait_all_tasks_blocked()
+                for _ in range(2):
+                    delivery.recorded(None)
+                group.start_soon(runner)
+                await wait_all_tasks_blocked()
+                group.start_soon(other)
+                await wait_all_tasks_blocked()
+                scope.cancel()
+                await wait_all_tasks_blocked()
+                store.let_go()
+        return delivery.backlog
+
+    try:
+        backlog = anyio.run(main)
+    finally:
+        store.close()
+    assert ended == ["cancelled", "other"] and backlog == 0
+
+
+async def _two_checkpoints():
+    # (asyncio) the store's callback wakes the commit's task, whose end wakes the next ones
+    await checkpoint()
+    await checkpoint()
+
+
+@pytest.mark.parametrize("when", ["in line", "let go"])
+def test_producers_waiting_for_room_go_when_the_first_in_line_is_cancelled(tmp_path, when):
+    # Cancelled while in line, or just as the commit let it go (to run the next commit): the
+    # producer behind it must go all the same.
+    store = CountingStore(str(tmp_path / "ledger.sqlite"))
+    ended: list[str] = []
+
+    async def main():
+        delivery = Delivery(store, None, [], max_backlog=3)
+        store.hold = True
+        for _ in range(3):
+            delivery.recorded(None)
+        scope = anyio.CancelScope()
+
+        async def first():
+            with scope:
+                await delivery.make_room()
+            ended.append("cancelled" if scope.cancelled_caught else "first")
+
+        async def second():
+            await delivery.make_room()
+            ended.append("second")
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(delivery.durable_through, 3)  # the commit under way
+                await wait_all_tasks_blocked()
+                group.start_soon(first)
+                await wait_all_tasks_blocked()
+                group.start_soon(second)
+                await wait_all_tasks_blocked()
+                if when == "in line":
+                    scope.cancel()
+                    await wait_all_tasks_blocked()
+                store.let_go()
+                if when == "let go":
+                    await _two_checkpoints()
+                    scope.cancel()
+
+    try:
+        anyio.run(main)
+    finally:
+        store.close()
+    assert ended == ["cancelled", "second"]
+
+
+def test_the_next_commit_runs_when_the_turn_woken_to_run_it_is_cancelled(tmp_path):
+    # asyncio's own cancel (asyncio.timeout, task.cancel()) reaches a task already woken
+    import asyncio
+
+    store = CountingStore(str(tmp_path / "ledger.sqlite"))
+    ended: list[str] = []
+
+    async def main():
+        delivery = Delivery(store, None, [], max_backlog=None)
+        store.hold = True
+        for _ in range(2):
+            delivery.recorded(None)
+        tasks = []
+
+        async def runner():
+            tasks.append(asyncio.current_task())
+            try:
+                await delivery.durable_through(4)
+            except asyncio.CancelledError:
+                ended.append("cancelled")
+            else:
+                ended.append("runner")
+
+        async def other():
+            await delivery.durable_through(4)
+            ended.append("other")
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(delivery.durable_through, 2)  # the commit under way
+                await wait_all_tasks_blocked()
+                for _ in range(2):
+                    delivery.recorded(None)
+                group.start_soon(runner)
+                await wait_all_tasks_blocked()
+                group.start_soon(other)
+                await wait_all_tasks_blocked()
+                store.let_go()
+                await _two_checkpoints()
+                tasks[0].cancel()
+        return delivery.backlog
+
+    try:
+        backlog = anyio.run(main)
+    finally:
+        store.close()
+    assert ended == ["cancelled", "other"] and backlog == 0
