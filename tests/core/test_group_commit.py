@@ -344,50 +344,6 @@ def test_a_commit_lets_go_as_many_producers_as_it_made_room_for(tmp_path, max_ba
     assert set(list(got)[:let_go]) == {n for n, share in enumerate(shares) if share > 1}
 
 
-def test_the_next_commit_runs_when_the_turn_to_run_it_is_cancelled(tmp_path):
-    # Two turns need the commit after the one under way; the first of them, to run it, is
-    # cancelled before it is due: the other must still get it.
-    store = CountingStore(str(tmp_path / "ledger.sqlite"))
-    ended: list[str] = []
-
-    async def main():
-        delivery = Delivery(store, None, [], max_backlog=None)
-        store.hold = True
-        for _ in range(2):
-            delivery.recorded(None)
-        scope = anyio.CancelScope()
-
-        async def runner():
-            with scope:
-                await delivery.durable_through(4)
-            ended.append("cancelled" if scope.cancelled_caught else "runner")
-
-        async def other():
-            await delivery.durable_through(4)
-            ended.append("other")
-
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as group:
-                group.start_soon(delivery.durable_through, 2)  # the commit under way
-                await wait_all_tasks_blocked()
-                for _ in range(2):
-                    delivery.recorded(None)
-                group.start_soon(runner)
-                await wait_all_tasks_blocked()
-                group.start_soon(other)
-                await wait_all_tasks_blocked()
-                scope.cancel()
-                await wait_all_tasks_blocked()
-                store.let_go()
-        return delivery.backlog
-
-    try:
-        backlog = anyio.run(main)
-    finally:
-        store.close()
-    assert ended == ["cancelled", "other"] and backlog == 0
-
-
 async def _two_checkpoints():
     # (asyncio) the store's callback wakes the commit's task, whose end wakes the next ones
     await checkpoint()
@@ -440,8 +396,11 @@ def test_producers_waiting_for_room_go_when_the_first_in_line_is_cancelled(tmp_p
     assert ended == ["cancelled", "second"]
 
 
-def test_the_next_commit_runs_when_the_turn_woken_to_run_it_is_cancelled(tmp_path):
-    # asyncio's own cancel (asyncio.timeout, task.cancel()) reaches a task already woken
+@pytest.mark.parametrize("when", ["in line", "woken"])
+def test_the_next_commit_runs_when_the_turn_to_run_it_is_cancelled(tmp_path, when):
+    # Two turns need the commit after the one under way; the first of them, to run it, is
+    # cancelled while in line or once woken to run it (asyncio's own cancel - asyncio.timeout,
+    # task.cancel() - reaches a task already woken): the other must still get it.
     import asyncio
 
     store = CountingStore(str(tmp_path / "ledger.sqlite"))
@@ -477,9 +436,13 @@ def test_the_next_commit_runs_when_the_turn_woken_to_run_it_is_cancelled(tmp_pat
                 await wait_all_tasks_blocked()
                 group.start_soon(other)
                 await wait_all_tasks_blocked()
+                if when == "in line":
+                    tasks[0].cancel()
+                    await wait_all_tasks_blocked()
                 store.let_go()
-                await _two_checkpoints()
-                tasks[0].cancel()
+                if when == "woken":
+                    await _two_checkpoints()
+                    tasks[0].cancel()
         return delivery.backlog
 
     try:
