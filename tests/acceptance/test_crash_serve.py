@@ -28,9 +28,9 @@ TOKEN = "crash-serve-token-0123456789abcdef"
 
 
 class Server:
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path, options: tuple[str, ...] = ()) -> None:
         self.process = subprocess.Popen(
-            [HARNESS, "serve", "--port", "0", "--token-env", "SERVE_TOKEN"],
+            [HARNESS, "serve", "--port", "0", "--token-env", "SERVE_TOKEN", *options],
             cwd=cwd,
             env=dict(env, SERVE_TOKEN=TOKEN),
             stdout=subprocess.PIPE,
@@ -81,8 +81,13 @@ def _frames(response: http.client.HTTPResponse, count: int) -> list[dict]:
     return seen
 
 
-@pytest.mark.parametrize("after", [3, 400])
-def test_kill_9_of_serve_mid_turn_loses_no_sent_event_and_leaves_no_process(after, tmp_path):
+@pytest.mark.parametrize(
+    ("after", "options"),
+    [(3, ()), (400, ()), (400, ("--max-backlog", "8"))],  # the last: paced by the ledger
+)
+def test_kill_9_of_serve_mid_turn_loses_no_sent_event_and_leaves_no_process(
+    after, options, tmp_path
+):
     program = tmp_path / "stream.py"
     program.write_text(STREAM)
     ledger = f"sqlite:///{tmp_path}/serve.sqlite"
@@ -91,7 +96,7 @@ def test_kill_9_of_serve_mid_turn_loses_no_sent_event_and_leaves_no_process(afte
     workspace = tmp_path / "ws"
     workspace.mkdir()
 
-    server = Server(env, tmp_path)
+    server = Server(env, tmp_path, options)
     try:
         opened = server.request(
             "POST",
