@@ -221,9 +221,9 @@ class Delivery:
 
         Group commit: one wait for the ledger is under way at a time, covering everything
         appended when it began, run by one of the tasks that need it; the others sleep until
-        a wait covers their mark and are woken once, then (a thousand turns waiting make one
-        flush and one wake-up each, not a thousand flushes). When a wait ends and some still
-        need more, the one needing least is woken to run the next."""
+        a wait covers their mark and are woken once (a thousand turns waiting make one flush
+        and one wake-up each, not a thousand flushes). Those needing more than the wait
+        under way covers share the next one; the first of them is woken to run it."""
         while self._covered < mark:
             if not self._flushing:
                 await self._run_wait()
