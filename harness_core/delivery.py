@@ -210,11 +210,6 @@ class Delivery:
         yet (every turn's together)."""
         return self._appended - self._covered
 
-    async def catch_up(self) -> None:
-        """Wait until everything appended so far is durable. Nothing is taken from the
-        observers' share, so a cancel here loses nothing: the next delivery shows it."""
-        await self.durable_through(self._appended)
-
     async def durable_through(self, mark: int) -> None:
         """Wait until the first ``mark`` events appended are durable (a turn's iterator, an
         async observer's worker before it hands an event over).
