@@ -198,7 +198,7 @@ def test_max_backlog_is_at_least_one_event(bad):
         Controller(plugins=plugins_from([]), ledger="memory:", max_backlog=bad)
 
 
-def _mixed_turns(tmp_path, max_backlog, seed):
+def _mixed_turns(tmp_path, max_backlog, seed, backend):
     """40 turns at once under ``max_backlog``: fast streamers, ones that pause between deltas
     (a model thinking), ones that stop early, and callers that give up part-way. Returns each
     turn's status and how many deltas the ledger holds for each session."""
@@ -245,7 +245,7 @@ def _mixed_turns(tmp_path, max_backlog, seed):
         return statuses, counts
 
     try:
-        statuses, counts = anyio.run(main)
+        statuses, counts = anyio.run(main, backend=backend)
     finally:
         store.close()
     return plans, statuses, counts
@@ -253,8 +253,11 @@ def _mixed_turns(tmp_path, max_backlog, seed):
 
 @pytest.mark.parametrize("max_backlog", [1, 7, 64])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_turns_paced_by_the_ledger_all_end_whatever_their_harnesses_do(tmp_path, max_backlog, seed):
-    plans, statuses, counts = _mixed_turns(tmp_path, max_backlog, seed)
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])  # trio: the store's flush on a thread
+def test_turns_paced_by_the_ledger_all_end_whatever_their_harnesses_do(
+    tmp_path, max_backlog, seed, backend
+):
+    plans, statuses, counts = _mixed_turns(tmp_path, max_backlog, seed, backend)
     assert len(statuses) == len(plans)
     for number, (kind, deltas) in enumerate(plans):
         status, count = statuses[number], counts[number]
