@@ -84,9 +84,9 @@ class Delivery:
         self._shown: tuple[Any, ...] = ()  # called in delivery, once durable (pluggy's order)
         self._queues: tuple[AsyncObserver, ...] = ()  # fed at once; each waits for durability
         self._wrapped = False  # a wrapper around observers: pluggy runs the whole chain
-        self._flushing = False  # a wait for the ledger is under way
         self._reach = 0  # how many appended events the wait under way covers
-        self._running_done: anyio.Event | None = None  # set when the wait under way ends
+        #: set when the wait for the ledger under way ends (None: none is under way)
+        self._running_done: anyio.Event | None = None
         #: those needing the wait after it: one is woken to run it, the others when it ends
         self._next_runner: _Waiter | None = None
         self._next_done: anyio.Event | None = None
@@ -220,10 +220,11 @@ class Delivery:
         and one wake-up each, not a thousand flushes). Those needing more than the wait
         under way covers share the next one; the first of them is woken to run it."""
         while self._covered < mark:
-            if not self._flushing:
+            running = self._running_done
+            if running is None:
                 await self._run_wait()
             elif mark <= self._reach:  # the wait under way covers it
-                await self._running_done.wait()  # type: ignore[union-attr]
+                await running.wait()
             elif self._next_runner is None:  # runs the next one
                 waiter = self._next_runner = _Waiter()
                 await self._sleep(waiter)
@@ -245,7 +246,7 @@ class Delivery:
         if bound is None:
             return 1
         while self.backlog >= bound:
-            if not self._flushing:
+            if self._running_done is None:
                 await self._run_wait()
                 continue
             waiter = _Waiter()
@@ -265,9 +266,9 @@ class Delivery:
     async def _keep_committing(self) -> None:
         """Run by the producer let go first when no other task will run the next wait for the
         ledger: while producers wait for room, commits must go on (and let them go)."""
-        if not self._flushing and not self.backlog:
+        if self._running_done is None and not self.backlog:
             await checkpoint()  # the others let go record first: the commit covers them
-        if self._flushing:
+        if self._running_done is not None:
             return
         if self.backlog:
             await self._run_wait()  # its end lets the next ones go
@@ -290,7 +291,6 @@ class Delivery:
     async def _run_wait(self) -> None:
         """One wait for the ledger, covering what was appended when it began; then wake who
         it covers and hand the next wait on."""
-        self._flushing = True
         self._reach = reach = self._appended
         # it covers those who were waiting for the next one, their runner too
         done = self._running_done = self._next_done or anyio.Event()
@@ -299,7 +299,6 @@ class Delivery:
             await self._durable()
             self._covered = max(self._covered, reach)
         finally:
-            self._flushing = False
             self._running_done = None
             done.set()
             if runner is not None:
@@ -310,7 +309,7 @@ class Delivery:
         """After a wait for the ledger (or a waiter leaving): wake the one to run the next
         wait (or, if it left, all who need it: one of them runs it), and the producers there
         is room for."""
-        if self._flushing:
+        if self._running_done is not None:
             return  # the running wait wakes them when it ends
         running = False
         runner = self._next_runner
