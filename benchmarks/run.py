@@ -222,6 +222,12 @@ def cli_overhead_rows(runs: int, clis: list[str]) -> list[Row]:
         Row("harness run echo (no CLI), wall", paired["echo_wall"], "ms"),
         Row("harness run echo / that floor", ratio, "x", "<= 1.5x", ratio <= 1.5, None, False),
         Row(
+            "imports every run needs (anyio's backend, the contract) / that floor",
+            paired["required_ratio_wall"],
+            "x",
+            higher_is_better=False,
+        ),
+        Row(
             "harness run echo / that floor, CPU",
             cpu_ratio,
             "x",

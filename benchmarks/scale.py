@@ -29,6 +29,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
 import resource
@@ -38,7 +39,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,13 +75,15 @@ def rss_kb() -> int:
 # -- limit ---------------------------------------------------------------------------------------
 
 
-async def _our_turn(path: str, n: int) -> float:
+async def _our_turn(path: str, n: int, url: str | None = None) -> float:
+    """One Controller turn of ``n`` deltas (events/s) on the SQLite ledger at ``path``, or on
+    the ledger ``url`` (``memory:``: the control plane with no ledger I/O at all)."""
     import ledger
 
     from harness_core import Controller, plugins_from
     from harness_core.ledger import open_ledger
 
-    store = open_ledger(f"sqlite://{path}")
+    store = open_ledger(url or f"sqlite://{path}")
     try:
         async with Controller(plugins=plugins_from([ledger.streamer(n)]), ledger=store) as c:
             ref = await c.open_session(harness="bench-stream", workspace=os.path.dirname(path))
@@ -141,7 +144,9 @@ def _raw_interleaved(source: str, directory: str, per_commit: int) -> float:
 
 
 def limit(n: int, runs: int) -> list[Figure]:
-    ours, raw = [], []
+    """Ours against the raw driver; and the same turn on the memory store against the raw
+    driver: the control plane's own ceiling for that ratio (a turn that writes nothing)."""
+    ours, raw, bare = [], [], []
     for _ in range(runs):
         directory = tempdir("scale-limit")
         try:
@@ -149,14 +154,23 @@ def limit(n: int, runs: int) -> list[Figure]:
             ours.append(run_async(_our_turn, source, n))
             rate, _rows = _raw_rate(source, os.path.join(directory, "raw.sqlite"))
             raw.append(rate)
+            bare.append(run_async(_our_turn, source, n, "memory:"))
         finally:
             rmtree(directory)
     ours_rate, raw_rate = statistics.median(ours), statistics.median(raw)
-    ratio = ours_rate / raw_rate
+    bare_rate = statistics.median(bare)
+    ratio, ceiling = ours_rate / raw_rate, bare_rate / raw_rate
     return [
         Figure(f"scale.limit.sqlite.turn.{n}", ours_rate, "ev/s", note="Controller turn, durable"),
         Figure(f"scale.limit.sqlite.raw.{n}", raw_rate, "ev/s", note="executemany, same rows"),
         Figure("scale.limit.sqlite.ratio", ratio, "x", ">= 0.8", "ours / raw", ratio >= 0.8),
+        Figure(f"scale.limit.memory.turn.{n}", bare_rate, "ev/s", note="the same turn, no ledger"),
+        Figure(
+            "scale.limit.memory_vs_sqlite_raw",
+            ceiling,
+            "x",
+            note="the ratio's ceiling: a turn that writes nothing / raw SQLite",
+        ),
     ]
 
 
@@ -322,6 +336,30 @@ def _full_collections_deferred(function: Callable[..., Any], *args: Any) -> Any:
         gc.collect()
 
 
+@contextlib.contextmanager
+def _full_collections_timed() -> Iterator[list[float]]:
+    """The seconds each of CPython's full collections (generation 2) took while inside: a full
+    collection scans every tracked object, and nothing else runs meanwhile."""
+    import gc
+
+    pauses: list[float] = []
+    began: list[float] = []
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            began.append(time.perf_counter())
+        elif began:
+            pauses.append(time.perf_counter() - began.pop())
+
+    gc.callbacks.append(timed)
+    try:
+        yield pauses
+    finally:
+        gc.callbacks.remove(timed)
+
+
 async def _concurrent(
     turns: int,
     deltas: int,
@@ -385,9 +423,10 @@ async def _concurrent(
 
             seen.clear()
             start = time.perf_counter()
-            async with anyio.create_task_group() as group:
-                for ref in refs:
-                    group.start_soon(run, ref)
+            with _full_collections_timed() as pauses:
+                async with anyio.create_task_group() as group:
+                    for ref in refs:
+                        group.start_soon(run, ref)
             elapsed = time.perf_counter() - start
     finally:
         store.close()
@@ -405,14 +444,27 @@ async def _concurrent(
         "p50": latencies[len(latencies) // 2] * 1000,
         "p99": latencies[int(len(latencies) * 0.99)] * 1000,
         "slowest_vs_median": rates[0] / rates[len(rates) // 2],
+        "full_collections": len(pauses),
+        "longest_full_collection": max(pauses, default=0.0) * 1000,
+        "full_collections_total": sum(pauses) * 1000,
     }
 
 
 def _bounded_figures(name: str, got: dict[str, Any]) -> list[Figure]:
     ratio, spread = got["aggregate"] / got["single"], got["slowest_vs_median"]
     p99 = got["observed_p99"]
+    collections = (
+        f"{got['full_collections']} full collections, "
+        f"{got['full_collections_total']:,.0f} ms in all"
+    )
     return [
         Figure(f"{name}.aggregate", got["aggregate"], "ev/s", note="all turns at once"),
+        Figure(
+            f"{name}.longest_full_collection",
+            got["longest_full_collection"],
+            "ms",
+            note=f"CPython's collector, while the turns ran: {collections}",
+        ),
         Figure(f"{name}.aggregate_vs_single", ratio, "x", ">= 0.8", ok=ratio >= 0.8),
         Figure(f"{name}.slowest_vs_median", spread, "x", ">= 0.5", "turn rates", spread >= 0.5),
         Figure(

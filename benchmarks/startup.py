@@ -9,6 +9,10 @@ its package roots joined by ``:``) in the same rotation, for before/after figure
 ``--after PYTHONPATH`` puts the code after the change on the path the same way (its imports
 then search as many path entries as the ``--before`` code's do).
 
+A third command, :data:`REQUIRED`, imports only what every run needs before anything of its
+own (anyio's asyncio backend, the contract package): its ratio to the floor is how low the
+run's own ratio can go without changing those two.
+
 Both run as a user runs them: bytecode caches written and used (``PYTHONDONTWRITEBYTECODE``
 unset), no ``HARNESS_CORE_PLUGINS``; the run keeps its ledger between runs (the plugin listing
 cached, as after a user's first run).
@@ -35,6 +39,13 @@ PROMPT = "Say ok"
 #: The floor of any process that has imported the runtime's two base dependencies (anyio runs
 #: on asyncio; the contract is attrs classes).
 FLOOR = [sys.executable, "-c", "import asyncio, attr"]
+#: What every run imports before anything of its own: anyio's asyncio backend (``anyio.run``
+#: loads it) and the contract package (every event is an instance of its attrs classes).
+REQUIRED = [
+    sys.executable,
+    "-c",
+    "import asyncio, attr, anyio._backends._asyncio, harness_hookspecs",
+]
 
 
 def _env() -> dict[str, str]:
@@ -65,11 +76,15 @@ def echo_over_floor(
     runs: int, before: str | None = None, after: str | None = None
 ) -> dict[str, float]:
     """Paired medians: ``echo``/``floor`` (and ``before``) wall and CPU ms, and the ratios
-    ``ratio_wall``/``ratio_cpu`` (echo / floor, pair by pair; ``before_*``: before / floor,
+    ``ratio_wall``/``ratio_cpu`` (echo / floor, pair by pair; ``required_ratio_*``: the imports
+    every run needs (:data:`REQUIRED`) / floor; ``before_*``: before / floor,
     ``after_before_cpu``: echo / before)."""
     base = Path(tempfile.mkdtemp(prefix="harness-bench-startup-"))
     try:
-        commands: dict[str, tuple[list[str], dict[str, str]]] = {"floor": (FLOOR, _env())}
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {
+            "floor": (FLOOR, _env()),
+            "required": (REQUIRED, {**_env(), **({"PYTHONPATH": after} if after else {})}),
+        }
         for name, path in (("echo", after), ("before", before)):
             if name == "before" and path is None:
                 continue
@@ -91,9 +106,12 @@ def echo_over_floor(
     for name, pairs in samples.items():
         result[f"{name}_wall"] = statistics.median(p[0] for p in pairs)
         result[f"{name}_cpu"] = statistics.median(p[1] for p in pairs)
-    for name in ("echo", "before"):
+    for name, prefix in (
+        ("echo", "ratio"),
+        ("before", "before_ratio"),
+        ("required", "required_ratio"),
+    ):
         if name in samples:
-            prefix = "ratio" if name == "echo" else "before_ratio"
             for i, kind in enumerate(("wall", "cpu")):
                 result[f"{prefix}_{kind}"] = statistics.median(
                     a[i] / f[i] for a, f in zip(samples[name], samples["floor"], strict=True)
@@ -118,6 +136,9 @@ def main() -> int:
     figure("startup.echo", r["echo_cpu"], "ms CPU", "", f"wall {r['echo_wall']:.0f} ms")
     figure("startup.echo_over_floor.cpu", r["ratio_cpu"], "x", "<= 1.5x", "pair by pair")
     figure("startup.echo_over_floor.wall", r["ratio_wall"], "x", "<= 1.5x", "pair by pair")
+    required = "imports only: anyio's asyncio backend and the contract (harness_hookspecs)"
+    figure("startup.required_over_floor.cpu", r["required_ratio_cpu"], "x", "", required)
+    figure("startup.required_over_floor.wall", r["required_ratio_wall"], "x", "", "pair by pair")
     if args.before:
         figure("startup.before", r["before_cpu"], "ms CPU", "", f"wall {r['before_wall']:.0f} ms")
         figure("startup.before_over_floor.cpu", r["before_ratio_cpu"], "x", "", "pair by pair")
