@@ -2,9 +2,10 @@
 
 Runs the measurements of the other scripts here (their functions, imported: ``ledger.py``,
 ``sessions.py``, ``imports.py``, ``cli.py``'s timing, ``subprocess_turn.py``, ``cancel.py``,
-``compare_superqode.py``; ``cli_overhead.py`` with ``--cli-overhead``) and prints them side by
-side. superqode's column needs a venv with superqode 2.25.0: ``--superqode-python PATH`` or
-``$HARNESS_BENCH_SUPERQODE_PYTHON`` (a Python 3.11 venv made with
+``compare_superqode.py``; ``cli_overhead.py`` with ``--cli-overhead``; ``scale.py``,
+``postgresql.py``'s writers and ``serve.py``'s followers and first paint with ``--scale``) and
+prints them side by side. superqode's column needs a venv with superqode 2.25.0:
+``--superqode-python PATH`` or ``$HARNESS_BENCH_SUPERQODE_PYTHON`` (a Python 3.11 venv made with
 ``pip install --ignore-requires-python superqode==2.25.0`` works); without one it says
 "not installed". Nothing is installed by this script.
 
@@ -284,6 +285,67 @@ def scale_rows(runs: int, quick: bool) -> list[Row]:
     ]
 
 
+def postgresql_rows() -> list[Row]:
+    """4 writer processes into one PostgreSQL ledger against the raw driver's ``COPY`` of the
+    same rows (``postgresql.py``), on a throwaway server; none without PostgreSQL's binaries."""
+    import postgresql
+
+    try:
+        from ledger_postgresql.testing import start
+
+        server = start(durable=True)
+    except Exception as error:  # no server binaries here: the line is not measured
+        print(f"postgresql: not measured ({type(error).__name__}: {error})", file=sys.stderr)
+        return []
+    os.environ[postgresql.ENV_POSTGRESQL] = server.url
+    try:
+        got = postgresql.workers_rate(4, 400)
+    finally:
+        server.stop()
+    ratio = got["rate"] / got["raw_rate"]
+    clean = got["gaps"] == 0 and got["duplicates"] == 0
+    return [
+        Row("PostgreSQL, 4 writer processes", got["rate"], "ev/s"),
+        Row("PostgreSQL, the same rows by psycopg COPY", got["raw_rate"], "ev/s"),
+        Row("PostgreSQL 4 writers / raw driver", ratio, "x", ">= 0.5", ratio >= 0.5 and clean),
+    ]
+
+
+def serve_rows() -> list[Row]:
+    """``harness serve``: 100 followers of one running session (event -> client) and the viewer's
+    first paint of a 100,000-event session in Chromium (``serve.py``)."""
+    import serve
+
+    from harness_core.testing.serve import ServeThread
+
+    root = tempdir("run-serve")
+    rows: list[Row] = []
+    try:
+        workspace = os.path.join(root, "ws")
+        os.mkdir(workspace)
+        ledger = f"sqlite:///{root}/ledger.sqlite"
+        state = os.path.join(root, "state")
+        with ServeThread(serve.firehose, ledger=ledger, state_dir=state) as server:
+            lags = serve.followers_latency(server, workspace, 100, 100, 20)
+            p99 = lags[min(len(lags) - 1, int(len(lags) * 0.99))] * 1000
+            label = "serve: 100 followers, event -> client p99"
+            rows.append(Row(label, p99, "ms", "<= 100 ms", p99 <= 100, higher_is_better=False))
+            result, why = serve.first_paint(server, workspace, 5, 1000)
+    finally:
+        rmtree(root)
+    if result is None:
+        print(f"viewer first paint: not measured ({why})", file=sys.stderr)
+        return rows
+    fcp, _response, events, heap = result
+    label = f"viewer first paint, {events:,}-event session"
+    ok = fcp <= 1500 and events >= 100_000
+    rows.append(Row(label, fcp, "ms", "<= 1500 ms", ok, higher_is_better=False))
+    rows.append(
+        Row(f"viewer JS heap, {events:,}-event session", heap, "MB", higher_is_better=False)
+    )
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -296,7 +358,9 @@ def main() -> int:
     )
     parser.add_argument("--clis", default=",".join(CLIS), help="with --cli-overhead: these CLIs")
     parser.add_argument(
-        "--scale", action="store_true", help="also one host at scale (scale.py; slow)"
+        "--scale",
+        action="store_true",
+        help="also one host at scale (scale.py), PostgreSQL's writers, serve (slow)",
     )
     args = parser.parse_args()
     clis = parse_clis(parser, args.clis)
@@ -316,6 +380,8 @@ def main() -> int:
         rows += cli_overhead_rows(max(args.runs, 5), clis)
     if args.scale:
         rows += scale_rows(args.runs, args.quick)
+        rows += postgresql_rows()
+        rows += serve_rows()
     print_table(rows, python is not None)
     load = os.getloadavg()
     where = f"superqode from {python}" if python else "superqode not installed"
