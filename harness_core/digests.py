@@ -5,6 +5,7 @@ start-up, for a few short digests (``hashlib`` itself falls back to these module
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from importlib import import_module
 from typing import Any
@@ -24,7 +25,11 @@ def _builtin(modules: tuple[str, ...], name: str) -> Callable[[bytes], Any]:
 
 
 _sha1 = _builtin(("_sha1",), "sha1")
-_sha256 = _builtin(("_sha2", "_sha256"), "sha256")  # _sha2 from Python 3.12
+# _sha2 from Python 3.12, _sha256 before: the running one's first (a module not found is
+# looked for in every sys.path entry)
+_sha256 = _builtin(
+    ("_sha2", "_sha256") if sys.version_info >= (3, 12) else ("_sha256", "_sha2"), "sha256"
+)
 
 
 def sha1_hex(data: bytes) -> str:

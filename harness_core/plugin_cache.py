@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-import zlib
+from binascii import crc32  # zlib's CRC-32, without importing zlib (start-up)
 from typing import TYPE_CHECKING, Any
 
 from .cache_files import cache_dir, read_json, write_json
@@ -55,7 +55,7 @@ def cache_path() -> str:
     """This environment's cache file for the current plugin selection."""
     selection = os.environ.get(_ENV_PLUGINS, "\1")
     key = "\0".join((sys.prefix, sys.executable, sys.version, selection, *sys.path))
-    return os.path.join(cache_dir(), f"plugins-{zlib.crc32(key.encode()):08x}.json")
+    return os.path.join(cache_dir(), f"plugins-{crc32(key.encode()):08x}.json")
 
 
 def distributions_fingerprint() -> list[list[Any]]:

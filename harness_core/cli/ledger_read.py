@@ -13,7 +13,6 @@ import os
 from typing import Any
 
 from ..ledger import DEFAULT_LEDGER_URL, ENV_LEDGER, open_ledger, path_of
-from ..ledger.sqlite_read import ReadOnlySqlite
 from .errors import CliError
 
 
@@ -31,6 +30,8 @@ def open_for_reading(url: str | None) -> Any | None:
         path = path_of(url, "sqlite")
         if not os.path.exists(path):
             return None
+        from ..ledger.sqlite_read import ReadOnlySqlite  # start-up: a new session opens none
+
         return ReadOnlySqlite.open(path)
     if scheme == "jsonl" and not os.path.isdir(path_of(url, "jsonl")):
         return None

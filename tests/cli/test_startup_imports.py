@@ -34,6 +34,10 @@ NOT_AT_START = (
     # argparse imports it (with bz2, lzma) for the terminal's width; the CLI's parser asks it
     # without (harness_core.cli._terminal_columns)
     "shutil",
+    # the read-only SQLite store: only to find a session to resume (a new one reads no ledger)
+    "harness_core.ledger.sqlite_read",
+    # the plugin listing's file name takes binascii's CRC-32
+    "zlib",
 )
 
 PROBE = (
