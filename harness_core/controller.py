@@ -59,7 +59,6 @@ from .hook_calls import HookCalls
 from .ledger import open_ledger
 from .observer_queue import DEFAULT_OBSERVER_QUEUE
 from .plugin_manager import CORE_PLUGIN_NAME, Plugins, get_plugins
-from .record_close import record_ends
 from .redaction import Redactor
 from .request_checks import (
     is_uuid,
@@ -799,6 +798,8 @@ class Controller:
     async def _close_record(self, record: SessionRecord) -> None:
         """Close a session no live process holds without starting its harness (see
         :mod:`.record_close`); ``session-busy`` while its owner lives."""
+        from .record_close import record_ends  # start-up: only a session no process holds
+
         session_id = record.session_id
         with self.scope_class(shield=True):
             self.ledger.claim(session_id)

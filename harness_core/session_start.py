@@ -39,7 +39,6 @@ from .delivery import Delivery
 from .diagnostics import harness_raised
 from .dispatch import direct_sandbox
 from .hook_calls import HookCalls
-from .host_tools import merge_tools, start_bridge
 from .plugin_manager import Plugins
 from .recorder import SessionRecorder
 from .redaction import Redactor, add_known_secrets
@@ -296,6 +295,8 @@ async def _context(
         after_tool=controller.after_tool,
     )
     if controller.plugins.host_tools or controller.host_tools:
+        from .host_tools import merge_tools, start_bridge  # start-up: only a session with tools
+
         tools = merge_tools(controller.plugins.host_tools.values(), controller.host_tools)
         caller = ToolCaller(
             session_id=session_id,

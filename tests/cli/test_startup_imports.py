@@ -38,6 +38,11 @@ NOT_AT_START = (
     "harness_core.ledger.sqlite_read",
     # the plugin listing's file name takes binascii's CRC-32
     "zlib",
+    # a session's tool bridge (and the extensions' look-up): only for a session with host tools
+    "harness_core.host_tools",
+    "harness_core.extensions",
+    # closing a session no process holds
+    "harness_core.record_close",
 )
 
 PROBE = (
