@@ -161,6 +161,11 @@ def followers_latency(server, workspace, followers, deltas, gap_ms):
     return sorted(out["latencies"])
 
 
+def lag_ms(lags, at):
+    """The ``at`` quantile (0.5, 0.99) of :func:`followers_latency`'s sorted lags, in ms."""
+    return lags[min(len(lags) - 1, int(len(lags) * at))] * 1000
+
+
 def first_paint(server, workspace, runs, turns=100):
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     try:
@@ -247,7 +252,7 @@ def main() -> None:
             for name, at, target in (("p50", 0.5, ""), ("p99", 0.99, "<= 100 ms")):
                 figure(
                     f"{args.followers} followers of a running session, {name}",
-                    lags[min(len(lags) - 1, int(len(lags) * at))] * 1000,
+                    lag_ms(lags, at),
                     "ms",
                     target,
                     f"event -> client, {len(lags)} receipts",
